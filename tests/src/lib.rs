@@ -1,0 +1,1 @@
+//! Workspace-level end-to-end tests (SPEC §13).
