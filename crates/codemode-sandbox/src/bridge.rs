@@ -1,0 +1,57 @@
+//! The host side of the JSON bridge: requests the guest makes and the trait that answers them.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The id of one bridge request, unique within its run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RequestId(pub u64);
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// One call from the guest to the host: the [`Callable::Bridge`](crate::Callable::Bridge)
+/// method and `bound_args ++ guest args`, all plain JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BridgeRequest {
+    /// Unique within the run.
+    pub id: RequestId,
+    /// The method of the callable the guest called.
+    pub method: String,
+    /// Bound arguments followed by the guest's (an `undefined` guest argument becomes `null`).
+    pub args: Vec<Value>,
+}
+
+/// A bridge request that has not been settled into the VM yet (for the `waiting` result).
+pub type PendingCall = BridgeRequest;
+
+/// The host side of the bridge.
+///
+/// Called once per bridge request. The sandbox spawns the future on the current tokio runtime, so
+/// host work keeps running while a run is parked; dropping the run aborts it. `Ok(json)` resolves
+/// the guest promise, `Err(message)` rejects it with a plain `Error(message)` the guest can catch.
+/// A panicking call rejects the guest promise with "code mode host call failed".
+///
+/// ```
+/// use codemode_sandbox::{BridgeHost, BridgeRequest};
+///
+/// struct Echo;
+///
+/// #[async_trait::async_trait]
+/// impl BridgeHost for Echo {
+///     async fn call(&self, request: BridgeRequest) -> Result<serde_json::Value, String> {
+///         Ok(serde_json::Value::Array(request.args))
+///     }
+/// }
+/// ```
+#[async_trait::async_trait]
+pub trait BridgeHost: Send + Sync + 'static {
+    /// Answers one bridge request.
+    async fn call(&self, request: BridgeRequest) -> Result<Value, String>;
+}

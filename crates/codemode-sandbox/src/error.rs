@@ -1,0 +1,130 @@
+//! Errors of a run and of the snapshot store, with the exact messages of SPEC §6.
+
+use serde::{Deserialize, Serialize};
+
+/// The machine-readable failure codes of SPEC §6 (`code` of a failed result).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// The program or the call was rejected before running (module access, syntax, bad run id).
+    InvalidInput,
+    /// The sandbox could not be created or used (VM creation, no tokio runtime, store full).
+    RuntimeUnavailable,
+    /// The guest was still computing when the deadline of the exec/wait call passed.
+    Timeout,
+    /// Output items plus the final value exceeded `max_output_bytes`.
+    OutputLimitExceeded,
+    /// A parked run's measured size exceeded `max_snapshot_bytes`.
+    SnapshotLimitExceeded,
+    /// A defect on the host side of the bridge; never caused by guest input alone.
+    InternalError,
+}
+
+/// Why a run could not start or ended in `failed` (see [`RunError::code`] for the §6 code).
+///
+/// Guest failures ([`RunError::Guest`], [`RunError::MemoryLimitExceeded`],
+/// [`RunError::PendingWithoutHostWork`]) carry no code: the program itself is at fault, and the
+/// message says how.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The program uses `import`, `import()`, `import.meta` or `require(`.
+    #[error("code mode module access is disabled.")]
+    ModuleAccess,
+    /// The program does not parse; the text is QuickJS's, e.g. `SyntaxError: unexpected token in expression: ')'`.
+    #[error("{0}")]
+    Syntax(String),
+    /// The VM could not be created or set up, or `drive` ran outside a tokio runtime with timers.
+    #[error("code mode runtime unavailable: {0}")]
+    RuntimeUnavailable(String),
+    /// The guest was still running when the deadline passed (the VM is dropped).
+    #[error("code mode timeout exceeded")]
+    Timeout,
+    /// Output items plus the final value exceeded `max_output_bytes`.
+    #[error("code mode output limit exceeded")]
+    OutputLimitExceeded,
+    /// The VM ran out of its `memory_bytes` budget.
+    #[error("code mode memory limit exceeded")]
+    MemoryLimitExceeded,
+    /// The program awaits something that no pending host work can ever settle.
+    #[error("code mode promise is pending without host work")]
+    PendingWithoutHostWork,
+    /// An uncaught guest exception: `<name>: <message>` for error objects (`Error: boom`), the
+    /// value itself for thrown primitives (`boom`), compact JSON for other thrown objects.
+    #[error("{0}")]
+    Guest(String),
+    /// `drive` was called on a run that already completed or failed.
+    #[error("code mode run has already finished")]
+    Finished,
+    /// Something the sandbox itself did not expect; a bug rather than guest behaviour.
+    #[error("code mode internal error: {0}")]
+    Internal(String),
+}
+
+impl RunError {
+    /// The §6 `code` of a failed result, `None` for guest failures.
+    ///
+    /// ```
+    /// use codemode_sandbox::{ErrorCode, RunError};
+    /// assert_eq!(RunError::Timeout.code(), Some(ErrorCode::Timeout));
+    /// assert_eq!(RunError::Guest("Error: boom".into()).code(), None);
+    /// ```
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            Self::ModuleAccess | Self::Syntax(_) => Some(ErrorCode::InvalidInput),
+            Self::RuntimeUnavailable(_) => Some(ErrorCode::RuntimeUnavailable),
+            Self::Timeout => Some(ErrorCode::Timeout),
+            Self::OutputLimitExceeded => Some(ErrorCode::OutputLimitExceeded),
+            Self::Finished | Self::Internal(_) => Some(ErrorCode::InternalError),
+            Self::MemoryLimitExceeded | Self::PendingWithoutHostWork | Self::Guest(_) => None,
+        }
+    }
+}
+
+/// Why the [`SnapshotStore`](crate::SnapshotStore) refused to park or resume a run.
+///
+/// Separate from [`RunError`] because every store failure has a §6 code and none of them is the
+/// guest's doing; the core reports both through the same failed-result shape.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// Unknown, malformed, expired, cancelled or already finished run id.
+    #[error("code mode run is unavailable or expired.")]
+    Unavailable,
+    /// The run was parked by another session (id or key).
+    #[error("code mode run belongs to a different session.")]
+    DifferentSession,
+    /// The run was parked by another agent run.
+    #[error("code mode run belongs to a different agent run.")]
+    DifferentAgentRun,
+    /// Another caller is resuming this run right now.
+    #[error("code mode run is already being resumed.")]
+    AlreadyResuming,
+    /// The process-wide cap of parked runs ([`MAX_SUSPENDED_RUNS`](crate::MAX_SUSPENDED_RUNS)) is reached.
+    #[error("too many suspended code mode runs.")]
+    TooManySuspendedRuns,
+    /// The run's measured size is over `max_snapshot_bytes` (the run is dropped).
+    #[error("code mode snapshot limit exceeded")]
+    SnapshotLimitExceeded,
+}
+
+impl StoreError {
+    /// The §6 `code` of the failed result.
+    ///
+    /// ```
+    /// use codemode_sandbox::{ErrorCode, StoreError};
+    /// assert_eq!(StoreError::Unavailable.code(), ErrorCode::InvalidInput);
+    /// assert_eq!(StoreError::SnapshotLimitExceeded.code(), ErrorCode::SnapshotLimitExceeded);
+    /// ```
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Self::Unavailable
+            | Self::DifferentSession
+            | Self::DifferentAgentRun
+            | Self::AlreadyResuming => ErrorCode::InvalidInput,
+            Self::TooManySuspendedRuns => ErrorCode::RuntimeUnavailable,
+            Self::SnapshotLimitExceeded => ErrorCode::SnapshotLimitExceeded,
+        }
+    }
+}

@@ -1,0 +1,38 @@
+//! The QuickJS sandbox of code mode (SPEC §7, §8): it runs one untrusted JavaScript program per
+//! [`Run`] in a fresh VM with memory, stack, time, output and pending-call limits, exposes the
+//! guest globals described by a plain [`GuestSetup`], turns guest calls into [`BridgeRequest`]s
+//! answered by a [`BridgeHost`], and lets a run be suspended, parked in a [`SnapshotStore`] and
+//! resumed later on any task or thread.
+//!
+//! It is the security boundary: every program is treated as hostile. Only JSON crosses the
+//! bridge, built-ins the bridge relies on are captured before guest code runs, guest-visible
+//! helper objects are frozen, and no limit breach may panic, hang or exhaust the host.
+//!
+//! It knows nothing about catalogs, tools, MCP or plugins: method names and values are opaque
+//! data given by the caller (`codemode-core`). It is the only crate that knows rquickjs; no
+//! rquickjs type appears in its API. Nothing is written to disk.
+//!
+//! Feature flags: none. It needs a tokio runtime with timers to [`Run::drive`] a run; host calls
+//! are spawned on it.
+
+mod bridge;
+mod error;
+mod limits;
+mod module_access;
+mod run;
+mod setup;
+mod store;
+
+/// Re-exported so implementors of [`BridgeHost`] need no direct dependency on `async-trait`.
+pub use async_trait::async_trait;
+pub use bridge::{BridgeHost, BridgeRequest, PendingCall, RequestId};
+pub use error::{ErrorCode, RunError, StoreError};
+pub use limits::{
+    DEFAULT_MAX_CALL_ARGS_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PENDING_CALLS,
+    DEFAULT_MAX_SNAPSHOT_BYTES, DEFAULT_MEMORY_BYTES, DEFAULT_STACK_BYTES, DEFAULT_TIMEOUT, Limits,
+    MAX_JSON_DEPTH,
+};
+pub use module_access::check_module_access;
+pub use run::{MAX_ERROR_MESSAGE_BYTES, Output, Run, Step, SuspendReason};
+pub use setup::{Callable, GuestPath, GuestSetup, LocalFn};
+pub use store::{MAX_SUSPENDED_RUNS, Resumption, RunId, RunScope, SnapshotStore};

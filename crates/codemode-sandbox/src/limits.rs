@@ -1,0 +1,128 @@
+//! The resource limits of one run, with the SPEC §3 defaults.
+
+use std::time::Duration;
+
+/// Default VM heap budget (64 MiB, SPEC §3 `memoryLimitBytes`).
+pub const DEFAULT_MEMORY_BYTES: usize = 64 * 1024 * 1024;
+/// Default native stack budget for guest code (512 KiB).
+pub const DEFAULT_STACK_BYTES: usize = 512 * 1024;
+/// Default wall-clock budget of one exec/wait leg (10 s, SPEC §3 `timeoutMs`).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(10_000);
+/// Default output budget (64 KiB, SPEC §3 `maxOutputBytes`).
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 65_536;
+/// Default number of bridge calls in flight at once (SPEC §3 `maxPendingToolCalls`).
+pub const DEFAULT_MAX_PENDING_CALLS: usize = 16;
+/// Default size budget of a parked run (10 MiB, SPEC §3 `maxSnapshotBytes`).
+pub const DEFAULT_MAX_SNAPSHOT_BYTES: usize = 10 * 1024 * 1024;
+/// Default budget for the JSON arguments of one bridge call (16 MiB).
+pub const DEFAULT_MAX_CALL_ARGS_BYTES: usize = 16 * 1024 * 1024;
+/// Deepest nesting accepted for JSON crossing the bridge in either direction.
+///
+/// Deeper values are refused with a guest-visible error instead of risking the host's stack.
+pub const MAX_JSON_DEPTH: usize = 128;
+
+/// The limits of one run. Construct with [`Limits::default`] and override fields, or use the
+/// `with_*` builder methods.
+///
+/// What the limits do *not* cover: host work done for bridge calls (its time and memory belong to
+/// the host), time spent while the run is parked, and the host memory of settled results beyond
+/// what the VM holds.
+///
+/// ```
+/// use std::time::Duration;
+/// use codemode_sandbox::Limits;
+///
+/// let limits = Limits::default().with_timeout(Duration::from_secs(2)).with_memory_bytes(8 << 20);
+/// assert_eq!(limits.timeout, Duration::from_secs(2));
+/// assert_eq!(limits.max_pending_calls, codemode_sandbox::DEFAULT_MAX_PENDING_CALLS);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// QuickJS heap budget in bytes (everything the VM allocates). Exceeding it fails the run
+    /// with "code mode memory limit exceeded" unless the guest catches the error.
+    pub memory_bytes: usize,
+    /// Native stack budget for guest code. Deep recursion beyond it throws a catchable
+    /// `RangeError`. The thread that calls [`Run::drive`](crate::Run::drive) needs at least this
+    /// much free stack plus about 256 KiB (tokio's 2 MiB worker stacks are ample).
+    pub stack_bytes: usize,
+    /// Wall-clock budget of each leg ([`Run::start`](crate::Run::start) +
+    /// [`Run::drive`](crate::Run::drive)) while guest code runs; enforced by the interrupt
+    /// handler, so it also stops CPU-bound loops. Time spent idle awaiting host work is not a
+    /// timeout: the leg suspends instead.
+    pub timeout: Duration,
+    /// Budget for all output items plus the final value, counted as UTF-8 bytes of their JSON,
+    /// cumulative over the whole run.
+    pub max_output_bytes: usize,
+    /// Bridge calls in flight at once; the next one rejects in the guest with
+    /// "too many pending code mode tool calls".
+    pub max_pending_calls: usize,
+    /// Size budget of a parked run (checked by the [`SnapshotStore`](crate::SnapshotStore)).
+    pub max_snapshot_bytes: usize,
+    /// Budget for the JSON arguments of a single bridge call; a larger call rejects in the guest.
+    pub max_call_args_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            memory_bytes: DEFAULT_MEMORY_BYTES,
+            stack_bytes: DEFAULT_STACK_BYTES,
+            timeout: DEFAULT_TIMEOUT,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            max_pending_calls: DEFAULT_MAX_PENDING_CALLS,
+            max_snapshot_bytes: DEFAULT_MAX_SNAPSHOT_BYTES,
+            max_call_args_bytes: DEFAULT_MAX_CALL_ARGS_BYTES,
+        }
+    }
+}
+
+impl Limits {
+    /// Sets [`Limits::memory_bytes`].
+    #[must_use]
+    pub fn with_memory_bytes(mut self, bytes: usize) -> Self {
+        self.memory_bytes = bytes;
+        self
+    }
+
+    /// Sets [`Limits::stack_bytes`].
+    #[must_use]
+    pub fn with_stack_bytes(mut self, bytes: usize) -> Self {
+        self.stack_bytes = bytes;
+        self
+    }
+
+    /// Sets [`Limits::timeout`].
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sets [`Limits::max_output_bytes`].
+    #[must_use]
+    pub fn with_max_output_bytes(mut self, bytes: usize) -> Self {
+        self.max_output_bytes = bytes;
+        self
+    }
+
+    /// Sets [`Limits::max_pending_calls`].
+    #[must_use]
+    pub fn with_max_pending_calls(mut self, calls: usize) -> Self {
+        self.max_pending_calls = calls;
+        self
+    }
+
+    /// Sets [`Limits::max_snapshot_bytes`].
+    #[must_use]
+    pub fn with_max_snapshot_bytes(mut self, bytes: usize) -> Self {
+        self.max_snapshot_bytes = bytes;
+        self
+    }
+
+    /// Sets [`Limits::max_call_args_bytes`].
+    #[must_use]
+    pub fn with_max_call_args_bytes(mut self, bytes: usize) -> Self {
+        self.max_call_args_bytes = bytes;
+        self
+    }
+}

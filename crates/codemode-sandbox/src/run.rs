@@ -1,0 +1,1052 @@
+//! One run: a fresh QuickJS VM, its bridge state and the loop that drives it.
+//!
+//! Layout of trust: `bootstrap.js` is evaluated before any guest code and returns a frozen control
+//! object (`install`, `compile`, `begin`, `settle`) kept as runtime userdata, which guest code can
+//! never reach. Guest-visible functions are closures made by the bootstrap around the five native
+//! functions defined here (`hostCall`, `hostLocal`, `hostEmit`, `hostYield`, `hostFinish`);
+//! those natives are passed as arguments and never installed as globals, so there is no internal
+//! name to forge. Only `Send` state is captured by natives and the interrupt handler.
+
+use std::collections::{BTreeMap, HashMap};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use rquickjs::{Context, Ctx, Function, Object, Runtime, Value as JsValue};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::task::{JoinError, JoinSet};
+
+use crate::{
+    BridgeHost, BridgeRequest, Callable, GuestSetup, Limits, LocalFn, MAX_JSON_DEPTH, PendingCall,
+    RequestId, RunError, check_module_access,
+};
+
+const BOOTSTRAP: &str = include_str!("bootstrap.js");
+/// Longest failure message kept from guest code; longer ones are cut at a char boundary.
+pub const MAX_ERROR_MESSAGE_BYTES: usize = 4096;
+const HOST_CALL_FAILED: &str = "code mode host call failed";
+const TOO_MANY_PENDING: &str = "too many pending code mode tool calls";
+const OUTPUT_LIMIT: &str = "code mode output limit exceeded";
+/// How many microtasks run between two checks of the deadline from Rust (the interrupt handler
+/// checks it inside guest code as well).
+const JOBS_PER_DEADLINE_CHECK: u32 = 256;
+
+/// One item of guest output, in guest call order.
+///
+/// Serialized as SPEC §6 `{"type":"text","text":..}` / `{"type":"json","value":..}`.
+///
+/// ```
+/// use codemode_sandbox::Output;
+/// let item = Output::Text("hi".into());
+/// assert_eq!(serde_json::to_string(&item).unwrap(), r#"{"type":"text","text":"hi"}"#);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(into = "OutputRepr", from = "OutputRepr")]
+pub enum Output {
+    /// From `text(value)`: strings verbatim, other values as compact JSON.
+    Text(String),
+    /// From `json(value)`: a JSON-compatible copy of the value.
+    Json(Value),
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum OutputRepr {
+    Text { text: String },
+    Json { value: Value },
+}
+
+impl From<Output> for OutputRepr {
+    fn from(output: Output) -> Self {
+        match output {
+            Output::Text(text) => Self::Text { text },
+            Output::Json(value) => Self::Json { value },
+        }
+    }
+}
+
+impl From<OutputRepr> for Output {
+    fn from(repr: OutputRepr) -> Self {
+        match repr {
+            OutputRepr::Text { text } => Self::Text(text),
+            OutputRepr::Json { value } => Self::Json(value),
+        }
+    }
+}
+
+/// Why a leg ended with the run still alive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum SuspendReason {
+    /// The deadline came while the guest was idle awaiting host work.
+    PendingTools,
+    /// The guest called `yield_control()`.
+    Yield,
+}
+
+/// How one leg of a run ended.
+#[derive(Debug)]
+pub enum Step {
+    /// The program returned; `value` is its JSON adaptation (`undefined` becomes `null`).
+    Completed {
+        /// The returned value.
+        value: Value,
+        /// Output produced during this leg.
+        output: Vec<Output>,
+    },
+    /// The run is alive and can be parked and driven again later.
+    Suspended {
+        /// Why the leg ended.
+        reason: SuspendReason,
+        /// Bridge calls not settled into the VM yet, by id.
+        pending: Vec<PendingCall>,
+        /// Output produced during this leg.
+        output: Vec<Output>,
+    },
+    /// The run failed; it is dead (its VM and host work are already released).
+    Failed {
+        /// What went wrong.
+        error: RunError,
+        /// Output produced during this leg before the failure.
+        output: Vec<Output>,
+    },
+}
+
+/// Set by the interrupt handler and the natives; read by the drive loop. Lock-free, so the
+/// interrupt handler never blocks.
+struct Flags {
+    origin: Instant,
+    /// Deadline of the current leg, in nanoseconds since `origin`.
+    deadline_nanos: AtomicU64,
+    timed_out: AtomicBool,
+    output_exceeded: AtomicBool,
+}
+
+impl Flags {
+    fn set_deadline(&self, deadline: Instant) {
+        let nanos = deadline.saturating_duration_since(self.origin).as_nanos();
+        self.deadline_nanos
+            .store(u64::try_from(nanos).unwrap_or(u64::MAX), Ordering::SeqCst);
+    }
+
+    /// The interrupt handler: `true` stops guest code with an uncatchable exception.
+    fn interrupt(&self) -> bool {
+        if self.output_exceeded.load(Ordering::Relaxed) || self.timed_out.load(Ordering::Relaxed) {
+            return true;
+        }
+        let elapsed = u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        if elapsed >= self.deadline_nanos.load(Ordering::Relaxed) {
+            self.timed_out.store(true, Ordering::SeqCst);
+            return true;
+        }
+        false
+    }
+
+    /// The failure the flags force, whatever the guest made of it.
+    fn tripped(&self) -> Option<RunError> {
+        if self.timed_out.load(Ordering::SeqCst) {
+            Some(RunError::Timeout)
+        } else if self.output_exceeded.load(Ordering::SeqCst) {
+            Some(RunError::OutputLimitExceeded)
+        } else {
+            None
+        }
+    }
+}
+
+/// How the guest's main promise settled, reported by `hostFinish`.
+enum Finish {
+    Value(String),
+    Error {
+        message: String,
+        out_of_memory: bool,
+    },
+}
+
+/// Bridge state shared between the natives (inside the VM lock) and the drive loop.
+struct Shared {
+    methods: Vec<(String, Vec<Value>)>,
+    next_id: u64,
+    in_flight: BTreeMap<u64, BridgeRequest>,
+    to_spawn: Vec<BridgeRequest>,
+    yields: Vec<u64>,
+    yield_requested: bool,
+    output: Vec<Output>,
+    output_bytes: usize,
+    finish: Option<Finish>,
+}
+
+fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
+    // A poisoned lock only means a panic elsewhere; the data is still consistent plain data.
+    shared.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The VM. Field order matters: the context is dropped before the runtime.
+struct Vm {
+    context: Context,
+    runtime: Runtime,
+}
+
+/// A running program. `Send`: it can be parked and driven again on another task or thread.
+///
+/// One fresh VM per run; dropping the run releases the VM and aborts its host work.
+///
+/// ```
+/// use std::{sync::Arc, time::Instant};
+/// use codemode_sandbox::{BridgeHost, BridgeRequest, Callable, GuestSetup, Limits, Run, Step};
+///
+/// struct Echo;
+/// #[async_trait::async_trait]
+/// impl BridgeHost for Echo {
+///     async fn call(&self, request: BridgeRequest) -> Result<serde_json::Value, String> {
+///         Ok(request.args[0].clone())
+///     }
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let mut setup = GuestSetup::default();
+/// setup.callables.push((vec!["echo".into()], Callable::Bridge { method: "echo".into(), bound_args: vec![] }));
+/// let program = "text('hi'); return (await echo(20)) + 1;";
+/// let mut run = Run::start(program, setup, Limits::default(), Arc::new(Echo)).unwrap();
+/// let deadline = Instant::now() + Limits::default().timeout;
+/// match run.drive(deadline).await {
+///     Step::Completed { value, output } => {
+///         assert_eq!(value, 21);
+///         assert_eq!(output, vec![codemode_sandbox::Output::Text("hi".into())]);
+///     }
+///     other => panic!("unexpected {other:?}"),
+/// }
+/// # });
+/// ```
+pub struct Run {
+    vm: Option<Vm>,
+    shared: Arc<Mutex<Shared>>,
+    flags: Arc<Flags>,
+    host: Arc<dyn BridgeHost>,
+    tasks: JoinSet<Result<Value, String>>,
+    task_requests: HashMap<tokio::task::Id, u64>,
+    limits: Limits,
+    started: bool,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Run")
+            .field("alive", &self.vm.is_some())
+            .field("in_flight", &self.task_requests.len())
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A thrown value caught by Rust, reduced to what classification needs.
+struct Caught {
+    message: String,
+    out_of_memory: bool,
+}
+
+impl Run {
+    /// Checks module access, builds the VM with the limits, installs the guest setup and the
+    /// built-ins (`text`, `json`, `yield_control`) and compiles `program` (JavaScript, types
+    /// already stripped) as the body of an async function. Nothing of the program runs until
+    /// [`Run::drive`] (except code smuggled into the compile step, which runs under the limits).
+    ///
+    /// # Errors
+    /// [`RunError::ModuleAccess`] and [`RunError::Syntax`] (code `invalid_input`),
+    /// [`RunError::RuntimeUnavailable`] when the VM cannot be created or the setup does not fit
+    /// in it, [`RunError::Timeout`] / [`RunError::Guest`] if smuggled code misbehaves.
+    pub fn start(
+        program: &str,
+        setup: GuestSetup,
+        limits: Limits,
+        host: Arc<dyn BridgeHost>,
+    ) -> Result<Self, RunError> {
+        check_module_access(program)?;
+        let flags = Arc::new(Flags {
+            origin: Instant::now(),
+            deadline_nanos: AtomicU64::new(0),
+            timed_out: AtomicBool::new(false),
+            output_exceeded: AtomicBool::new(false),
+        });
+        flags.set_deadline(Instant::now() + limits.timeout);
+
+        let (spec, methods, locals) = install_spec(setup);
+        let shared = Arc::new(Mutex::new(Shared {
+            methods,
+            next_id: 1,
+            in_flight: BTreeMap::new(),
+            to_spawn: Vec::new(),
+            yields: Vec::new(),
+            yield_requested: false,
+            output: Vec::new(),
+            output_bytes: 0,
+            finish: None,
+        }));
+
+        let unavailable = |error: rquickjs::Error| RunError::RuntimeUnavailable(error.to_string());
+        let runtime = Runtime::new().map_err(unavailable)?;
+        runtime.set_memory_limit(limits.memory_bytes);
+        runtime.set_max_stack_size(limits.stack_bytes);
+        let interrupt_flags = Arc::clone(&flags);
+        runtime.set_interrupt_handler(Some(Box::new(move || interrupt_flags.interrupt())));
+        let context = Context::full(&runtime).map_err(unavailable)?;
+        let vm = Vm { context, runtime };
+
+        let natives = Natives {
+            shared: Arc::clone(&shared),
+            flags: Arc::clone(&flags),
+            locals,
+            limits: limits.clone(),
+        };
+        let compiled = vm.context.with(|ctx| -> Result<Option<String>, RunError> {
+            let installed = bootstrap(&ctx, natives, &spec);
+            if let Err(error) = installed {
+                let caught = caught(&ctx, &error);
+                return Err(flags
+                    .tripped()
+                    .unwrap_or(RunError::RuntimeUnavailable(format!(
+                        "the guest setup could not be installed: {}",
+                        caught.message
+                    ))));
+            }
+            let control = control(&ctx).map_err(|e| RunError::Internal(e.to_string()))?;
+            let compile: Function<'_> = control
+                .get("compile")
+                .map_err(|e| RunError::Internal(e.to_string()))?;
+            match compile.call::<_, Option<String>>((program,)) {
+                Ok(outcome) => Ok(outcome),
+                Err(error) => {
+                    let caught = caught(&ctx, &error);
+                    Err(flags.tripped().unwrap_or(RunError::Guest(caught.message)))
+                }
+            }
+        })?;
+        if let Some(failure) = compiled {
+            let message = truncate(failure.get(1..).unwrap_or_default().to_owned());
+            if let Some(tripped) = flags.tripped() {
+                return Err(tripped);
+            }
+            return Err(if failure.starts_with('S') {
+                RunError::Syntax(message)
+            } else {
+                RunError::Guest(message)
+            });
+        }
+        Ok(Self {
+            vm: Some(vm),
+            shared,
+            flags,
+            host,
+            tasks: JoinSet::new(),
+            task_requests: HashMap::new(),
+            limits,
+            started: false,
+        })
+    }
+
+    /// Drives the program until it completes, fails, yields, or `deadline` passes while it is
+    /// idle awaiting host work. Bridge requests are processed as they come within this one call:
+    /// host calls are spawned on the current tokio runtime and finished ones are settled into the
+    /// VM. Output produced during this leg is returned in the step.
+    ///
+    /// If guest code is still running when `deadline` passes, the run fails with
+    /// [`RunError::Timeout`]. Must be called inside a tokio runtime with timers enabled (else
+    /// [`RunError::RuntimeUnavailable`]). After `Completed` or `Failed` the run is dead and a
+    /// further call fails with [`RunError::Finished`]. Cancel-safe: dropping the future between
+    /// polls leaves the run consistent (it is only ever parked at idle points).
+    pub async fn drive(&mut self, deadline: Instant) -> Step {
+        if self.vm.is_none() {
+            return Step::Failed {
+                error: RunError::Finished,
+                output: Vec::new(),
+            };
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            return self.fail(RunError::RuntimeUnavailable(
+                "Run::drive needs a tokio runtime".into(),
+            ));
+        }
+        // `sleep_until` panics on a runtime built without timers; report that instead.
+        let Ok(sleep) = catch_unwind(|| tokio::time::sleep_until(deadline.into())) else {
+            return self.fail(RunError::RuntimeUnavailable(
+                "the tokio runtime has no timers enabled".into(),
+            ));
+        };
+        tokio::pin!(sleep);
+        self.flags.set_deadline(deadline);
+
+        let yields = {
+            let mut shared = lock(&self.shared);
+            shared.yield_requested = false;
+            std::mem::take(&mut shared.yields)
+        };
+        for id in yields {
+            if let Err(error) = self.settle(id, true, "null") {
+                return self.fail(error);
+            }
+        }
+        if !self.started {
+            self.started = true;
+            if let Err(error) = self.call_control("begin", ()) {
+                return self.fail(error);
+            }
+        }
+
+        loop {
+            if let Err(error) = self.run_jobs(deadline) {
+                return self.fail(error);
+            }
+            if let Some(error) = self.flags.tripped() {
+                return self.fail(error);
+            }
+            let finish = lock(&self.shared).finish.take();
+            if let Some(finish) = finish {
+                return self.finish(finish);
+            }
+            // Output is checked before suspending and before draining more bridge calls.
+            if lock(&self.shared).output_bytes > self.limits.max_output_bytes {
+                return self.fail(RunError::OutputLimitExceeded);
+            }
+            self.spawn_requests();
+            if lock(&self.shared).yield_requested {
+                return self.suspend(SuspendReason::Yield);
+            }
+            if self.tasks.is_empty() {
+                return self.fail(RunError::PendingWithoutHostWork);
+            }
+            if Instant::now() >= deadline {
+                return self.suspend(SuspendReason::PendingTools);
+            }
+            let joined = match self.tasks.try_join_next_with_id() {
+                Some(joined) => joined,
+                None => {
+                    tokio::select! {
+                        biased;
+                        joined = self.tasks.join_next_with_id() => match joined {
+                            Some(joined) => joined,
+                            None => return self.fail(RunError::PendingWithoutHostWork),
+                        },
+                        () = &mut sleep => return self.suspend(SuspendReason::PendingTools),
+                    }
+                }
+            };
+            if let Err(error) = self.settle_joined(joined) {
+                return self.fail(error);
+            }
+        }
+    }
+
+    /// Bytes the parked run holds: the VM's measured heap (`malloc_size`) plus output buffered
+    /// on the host side and the arguments of unsettled bridge calls. `0` once the run is dead.
+    pub fn memory_bytes(&self) -> usize {
+        let Some(vm) = &self.vm else { return 0 };
+        let heap = usize::try_from(vm.runtime.memory_usage().malloc_size).unwrap_or(0);
+        let shared = lock(&self.shared);
+        let output: usize = shared.output.iter().map(output_bytes).sum();
+        let pending: usize = shared
+            .in_flight
+            .values()
+            .map(|call| json_bytes(&Value::Array(call.args.clone())))
+            .sum();
+        heap + output + pending
+    }
+
+    /// Bridge calls not settled into the VM yet (for the `waiting` result), ordered by id.
+    pub fn pending_calls(&self) -> Vec<PendingCall> {
+        lock(&self.shared).in_flight.values().cloned().collect()
+    }
+
+    /// Output bytes counted so far over the whole run (against `max_output_bytes`).
+    pub fn output_bytes(&self) -> usize {
+        lock(&self.shared).output_bytes
+    }
+
+    /// The limits the run was started with.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Whether the run can still be driven (it has not completed or failed).
+    pub fn is_alive(&self) -> bool {
+        self.vm.is_some()
+    }
+
+    fn take_output(&self) -> Vec<Output> {
+        std::mem::take(&mut lock(&self.shared).output)
+    }
+
+    /// Ends the run: releases the VM and aborts host work.
+    fn release(&mut self) {
+        self.vm = None;
+        self.tasks.abort_all();
+        self.task_requests.clear();
+        lock(&self.shared).in_flight.clear();
+    }
+
+    fn fail(&mut self, error: RunError) -> Step {
+        tracing::debug!(target: "codemode_sandbox", %error, "code mode run failed");
+        self.release();
+        Step::Failed {
+            error,
+            output: self.take_output(),
+        }
+    }
+
+    fn suspend(&mut self, reason: SuspendReason) -> Step {
+        Step::Suspended {
+            reason,
+            pending: self.pending_calls(),
+            output: self.take_output(),
+        }
+    }
+
+    fn finish(&mut self, finish: Finish) -> Step {
+        match finish {
+            Finish::Value(text) => {
+                let total = lock(&self.shared).output_bytes.saturating_add(text.len());
+                if total > self.limits.max_output_bytes {
+                    return self.fail(RunError::OutputLimitExceeded);
+                }
+                match parse_bridge_json::<Value>(&text) {
+                    Ok(value) => {
+                        self.release();
+                        Step::Completed {
+                            value,
+                            output: self.take_output(),
+                        }
+                    }
+                    Err(message) => {
+                        self.fail(RunError::Guest(format!("the return value {message}")))
+                    }
+                }
+            }
+            Finish::Error {
+                message,
+                out_of_memory,
+            } => {
+                let error = self.classify(Caught {
+                    message,
+                    out_of_memory,
+                });
+                self.fail(error)
+            }
+        }
+    }
+
+    /// Classifies a fatal guest failure: flags first, then memory, else the guest's message.
+    fn classify(&self, caught: Caught) -> RunError {
+        if let Some(error) = self.flags.tripped() {
+            return error;
+        }
+        if caught.out_of_memory || self.memory_exhausted() {
+            return RunError::MemoryLimitExceeded;
+        }
+        RunError::Guest(truncate(caught.message))
+    }
+
+    /// Whether the VM's measured heap is (nearly) at its budget.
+    ///
+    /// QuickJS reports exhausted memory inside async code as a thrown `null` (it cannot allocate
+    /// an error object), and by the time the failure reaches the host the guest frames holding
+    /// the memory are usually freed, so measured usage alone misses most bombs. Hence a `null`
+    /// failure or the engine's `InternalError: out of memory` counts as exhaustion (a program that
+    /// throws `null` itself is reported the same way), and so does any failure while the heap is
+    /// within 1/16 of the budget.
+    fn memory_exhausted(&self) -> bool {
+        let Some(vm) = &self.vm else { return false };
+        let used = usize::try_from(vm.runtime.memory_usage().malloc_size).unwrap_or(0);
+        tracing::debug!(target: "codemode_sandbox", used, limit = self.limits.memory_bytes, "memory at failure");
+        used >= self.limits.memory_bytes - self.limits.memory_bytes / 16
+    }
+
+    fn call_control<A>(&self, name: &str, args: A) -> Result<(), RunError>
+    where
+        A: for<'js> rquickjs::function::IntoArgs<'js>,
+    {
+        let Some(vm) = &self.vm else {
+            return Err(RunError::Finished);
+        };
+        let result = vm.context.with(|ctx| {
+            let function: Function<'_> =
+                control(&ctx)
+                    .and_then(|c| c.get(name))
+                    .map_err(|e| Caught {
+                        message: e.to_string(),
+                        out_of_memory: false,
+                    })?;
+            function
+                .call::<_, JsValue<'_>>(args)
+                .map(drop)
+                .map_err(|error| caught(&ctx, &error))
+        });
+        result.map_err(|caught| self.classify(caught))
+    }
+
+    fn settle(&self, id: u64, ok: bool, payload: &str) -> Result<(), RunError> {
+        // Request ids stay far below 2^53, so they are exact as JS numbers.
+        #[allow(
+            clippy::cast_precision_loss,
+            reason = "ids are sequential and far below 2^53"
+        )]
+        let id = id as f64;
+        self.call_control("settle", (id, ok, payload))
+    }
+
+    fn settle_joined(
+        &mut self,
+        joined: Result<(tokio::task::Id, Result<Value, String>), JoinError>,
+    ) -> Result<(), RunError> {
+        let (task, outcome) = match joined {
+            Ok((task, outcome)) => (task, outcome),
+            Err(error) => (error.id(), Err(HOST_CALL_FAILED.to_owned())),
+        };
+        let Some(id) = self.task_requests.remove(&task) else {
+            // Not a request of this run (cannot happen: the set is private); ignore it.
+            return Ok(());
+        };
+        if lock(&self.shared).in_flight.remove(&id).is_none() {
+            return Ok(());
+        }
+        match outcome {
+            Ok(value) => match encode_host_value(value) {
+                Ok(text) => self.settle(id, true, &text),
+                Err(message) => self.settle(id, false, &message),
+            },
+            Err(message) => self.settle(id, false, &message),
+        }
+    }
+
+    fn spawn_requests(&mut self) {
+        let requests = std::mem::take(&mut lock(&self.shared).to_spawn);
+        for request in requests {
+            let id = request.id.0;
+            let host = Arc::clone(&self.host);
+            let handle = self.tasks.spawn(async move { host.call(request).await });
+            self.task_requests.insert(handle.id(), id);
+        }
+    }
+
+    fn run_jobs(&self, deadline: Instant) -> Result<(), RunError> {
+        let Some(vm) = &self.vm else {
+            return Err(RunError::Finished);
+        };
+        let mut executed: u32 = 0;
+        loop {
+            match vm.runtime.execute_pending_job() {
+                Ok(true) => {}
+                Ok(false) => return Ok(()),
+                Err(exception) => {
+                    let caught = exception
+                        .0
+                        .with(|ctx| caught(&ctx, &rquickjs::Error::Exception));
+                    return Err(self.classify(caught));
+                }
+            }
+            if let Some(error) = self.flags.tripped() {
+                return Err(error);
+            }
+            executed = executed.wrapping_add(1);
+            if executed % JOBS_PER_DEADLINE_CHECK == 0 && Instant::now() >= deadline {
+                self.flags.timed_out.store(true, Ordering::SeqCst);
+                return Err(RunError::Timeout);
+            }
+        }
+    }
+}
+
+/// The frozen control object made by the bootstrap, kept as runtime userdata.
+fn control<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Object<'js>> {
+    let guard = ctx
+        .userdata::<Object<'js>>()
+        .ok_or(rquickjs::Error::Unknown)?;
+    Ok(guard.clone())
+}
+
+/// Takes the pending exception (if `error` is one) and describes it for classification.
+fn caught(ctx: &Ctx<'_>, error: &rquickjs::Error) -> Caught {
+    if !matches!(error, rquickjs::Error::Exception) {
+        let out_of_memory = matches!(error, rquickjs::Error::Allocation);
+        return Caught {
+            message: error.to_string(),
+            out_of_memory,
+        };
+    }
+    let value = ctx.catch();
+    if value.is_null() || value.is_undefined() {
+        return Caught {
+            message: "uncaught exception".into(),
+            out_of_memory: true,
+        };
+    }
+    let message = value
+        .as_exception()
+        .and_then(|exception| exception.message())
+        .or_else(|| value.as_string().and_then(|s| s.to_string().ok()))
+        .unwrap_or_else(|| "uncaught exception".into());
+    let out_of_memory = message == "out of memory";
+    Caught {
+        message,
+        out_of_memory,
+    }
+}
+
+/// The five natives handed to the bootstrap; they only touch `Send` state.
+struct Natives {
+    shared: Arc<Mutex<Shared>>,
+    flags: Arc<Flags>,
+    locals: Arc<[LocalFn]>,
+    limits: Limits,
+}
+
+fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives, spec: &str) -> rquickjs::Result<()> {
+    let Natives {
+        shared,
+        flags,
+        locals,
+        limits,
+    } = natives;
+
+    let call_shared = Arc::clone(&shared);
+    let max_args = limits.max_call_args_bytes;
+    let max_pending = limits.max_pending_calls;
+    let host_call = Function::new(
+        ctx.clone(),
+        move |ctx: Ctx<'js>, index: u32, payload: String| match register_call(
+            &call_shared,
+            index,
+            &payload,
+            max_args,
+            max_pending,
+        ) {
+            #[allow(
+                clippy::cast_precision_loss,
+                reason = "ids are sequential and far below 2^53"
+            )]
+            Ok(id) => Ok(JsValue::new_number(ctx, id as f64)),
+            Err(message) => {
+                rquickjs::String::from_str(ctx, &message).map(rquickjs::String::into_value)
+            }
+        },
+    )?;
+
+    let host_local = Function::new(ctx.clone(), move |index: u32, payload: String| -> String {
+        let answer = if payload.len() > max_args {
+            Err(format!("code mode call arguments exceed {max_args} bytes"))
+        } else {
+            parse_bridge_json::<Vec<Value>>(&payload).and_then(|args| {
+                match locals.get(index as usize) {
+                    Some(local) => catch_unwind(AssertUnwindSafe(|| local(args)))
+                        .unwrap_or_else(|_| Err(HOST_CALL_FAILED.into())),
+                    None => Err("unknown code mode function".into()),
+                }
+            })
+        };
+        match answer.and_then(encode_host_value) {
+            // `[value]` on success, the message as a JSON string on failure.
+            Ok(text) => format!("[{text}]"),
+            Err(message) => Value::String(message).to_string(),
+        }
+    })?;
+
+    let emit_shared = Arc::clone(&shared);
+    let emit_flags = Arc::clone(&flags);
+    let max_output = limits.max_output_bytes;
+    let host_emit = Function::new(
+        ctx.clone(),
+        move |is_json: bool, payload: String| -> Option<String> {
+            let (item, bytes) = if is_json {
+                let bytes = payload.len();
+                match parse_bridge_json::<Value>(&payload) {
+                    Ok(value) => (Output::Json(value), bytes),
+                    Err(message) => return Some(format!("json() value {message}")),
+                }
+            } else {
+                let bytes = json_string_bytes(&payload);
+                (Output::Text(payload), bytes)
+            };
+            let mut shared = lock(&emit_shared);
+            let total = shared.output_bytes.saturating_add(bytes);
+            if total > max_output {
+                // Sticky: the interrupt handler now stops the guest even if it catches this error.
+                emit_flags.output_exceeded.store(true, Ordering::SeqCst);
+                return Some(OUTPUT_LIMIT.into());
+            }
+            shared.output_bytes = total;
+            shared.output.push(item);
+            None
+        },
+    )?;
+
+    let yield_shared = Arc::clone(&shared);
+    let host_yield = Function::new(ctx.clone(), move |reason: String| -> f64 {
+        let mut shared = lock(&yield_shared);
+        let id = shared.next_id;
+        shared.next_id += 1;
+        shared.yields.push(id);
+        shared.yield_requested = true;
+        tracing::debug!(target: "codemode_sandbox", reason = %reason, "guest yielded");
+        #[allow(
+            clippy::cast_precision_loss,
+            reason = "ids are sequential and far below 2^53"
+        )]
+        let id = id as f64;
+        id
+    })?;
+
+    let finish_shared = Arc::clone(&shared);
+    let host_finish = Function::new(
+        ctx.clone(),
+        move |ok: bool, payload: String, out_of_memory: bool| {
+            let mut shared = lock(&finish_shared);
+            if shared.finish.is_none() {
+                shared.finish = Some(if ok {
+                    Finish::Value(payload)
+                } else {
+                    Finish::Error {
+                        message: payload,
+                        out_of_memory,
+                    }
+                });
+            }
+        },
+    )?;
+
+    let options = {
+        let mut options = rquickjs::context::EvalOptions::default();
+        options.global = true;
+        options.strict = true;
+        options.filename = Some("<codemode>".into());
+        options
+    };
+    let make_control: Function<'js> = ctx.eval_with_options(BOOTSTRAP, options)?;
+    let control: Object<'js> =
+        make_control.call((host_call, host_local, host_emit, host_yield, host_finish))?;
+    ctx.store_userdata(control.clone())
+        .map_err(|_| rquickjs::Error::Unknown)?;
+    let install: Function<'js> = control.get("install")?;
+    install.call::<_, ()>((spec,))
+}
+
+/// Validates and records one bridge call; returns its id or the guest-visible refusal.
+fn register_call(
+    shared: &Mutex<Shared>,
+    index: u32,
+    payload: &str,
+    max_args: usize,
+    max_pending: usize,
+) -> Result<u64, String> {
+    if lock(shared).in_flight.len() >= max_pending {
+        return Err(TOO_MANY_PENDING.into());
+    }
+    if payload.len() > max_args {
+        return Err(format!("code mode call arguments exceed {max_args} bytes"));
+    }
+    let args = parse_bridge_json::<Vec<Value>>(payload)?;
+    let mut shared = lock(shared);
+    if shared.in_flight.len() >= max_pending {
+        return Err(TOO_MANY_PENDING.into());
+    }
+    let Some((method, bound)) = shared.methods.get(index as usize) else {
+        return Err("unknown code mode function".into());
+    };
+    let method = method.clone();
+    let mut all = bound.clone();
+    all.extend(args);
+    let id = shared.next_id;
+    shared.next_id += 1;
+    let request = BridgeRequest {
+        id: RequestId(id),
+        method,
+        args: all,
+    };
+    shared.in_flight.insert(id, request.clone());
+    shared.to_spawn.push(request);
+    Ok(id)
+}
+
+/// Parses JSON made by the guest's `JSON.stringify` (serde_json's nesting limit applies).
+fn parse_bridge_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+    serde_json::from_str(text)
+        .map_err(|error| format!("cannot cross the code mode bridge: {error}"))
+}
+
+/// JSON text of a host value, refusing values nested deeper than [`MAX_JSON_DEPTH`] (checked
+/// without recursion; a too-deep value is also dropped without recursion).
+fn encode_host_value(value: Value) -> Result<String, String> {
+    if exceeds_depth(&value, MAX_JSON_DEPTH) {
+        dismantle(value);
+        return Err(format!(
+            "the host value nests deeper than {MAX_JSON_DEPTH} levels"
+        ));
+    }
+    serde_json::to_string(&value).map_err(|error| error.to_string())
+}
+
+fn exceeds_depth(value: &Value, max: usize) -> bool {
+    let mut stack = vec![(value, 0usize)];
+    while let Some((value, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        if depth >= max {
+            return true;
+        }
+        stack.extend(children.map(|child| (child, depth + 1)));
+    }
+    false
+}
+
+fn dismantle(value: Value) {
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.into_iter().map(|(_, child)| child)),
+            _ => {}
+        }
+    }
+}
+
+/// UTF-8 bytes of `text` encoded as a JSON string (quotes and escapes included), as serde_json
+/// writes it.
+pub(crate) fn json_string_bytes(text: &str) -> usize {
+    2 + text
+        .chars()
+        .map(|c| match c {
+            '"' | '\\' | '\n' | '\r' | '\t' | '\u{08}' | '\u{0c}' => 2,
+            c if (c as u32) < 0x20 => 6,
+            c => c.len_utf8(),
+        })
+        .sum::<usize>()
+}
+
+fn json_bytes(value: &Value) -> usize {
+    serde_json::to_string(value).map_or(0, |text| text.len())
+}
+
+fn output_bytes(output: &Output) -> usize {
+    match output {
+        Output::Text(text) => json_string_bytes(text),
+        Output::Json(value) => json_bytes(value),
+    }
+}
+
+fn truncate(mut message: String) -> String {
+    if message.len() > MAX_ERROR_MESSAGE_BYTES {
+        let mut cut = MAX_ERROR_MESSAGE_BYTES;
+        while !message.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        message.truncate(cut);
+        message.push('…');
+    }
+    message
+}
+
+/// The JSON description of the setup the bootstrap's `install` reads, plus the bridge methods
+/// and local functions by index.
+fn install_spec(setup: GuestSetup) -> (String, Vec<(String, Vec<Value>)>, Arc<[LocalFn]>) {
+    let valid =
+        |path: &[String]| !path.is_empty() && path.iter().all(|segment| !segment.is_empty());
+    let path_json = |path: Vec<String>| Value::Array(path.into_iter().map(Value::String).collect());
+    let mut methods = Vec::new();
+    let mut locals: Vec<LocalFn> = Vec::new();
+    let values: Vec<Value> = setup
+        .values
+        .into_iter()
+        .filter(|(path, _)| valid(path))
+        .map(|(path, value)| Value::Array(vec![path_json(path), value]))
+        .collect();
+    let callables: Vec<Value> = setup
+        .callables
+        .into_iter()
+        .filter(|(path, _)| valid(path))
+        .map(|(path, callable)| {
+            let (is_bridge, index) = match callable {
+                Callable::Bridge { method, bound_args } => {
+                    methods.push((method, bound_args));
+                    (true, methods.len() - 1)
+                }
+                Callable::Local(local) => {
+                    locals.push(local);
+                    (false, locals.len() - 1)
+                }
+            };
+            Value::Array(vec![
+                path_json(path),
+                Value::Bool(is_bridge),
+                Value::from(index),
+            ])
+        })
+        .collect();
+    let aliases: Vec<Value> = setup
+        .aliases
+        .into_iter()
+        .filter(|(path, existing)| valid(path) && valid(existing))
+        .map(|(path, existing)| Value::Array(vec![path_json(path), path_json(existing)]))
+        .collect();
+    let freeze: Vec<Value> = setup
+        .freeze
+        .into_iter()
+        .filter(|root| !root.is_empty())
+        .map(Value::String)
+        .collect();
+    let mut spec = serde_json::Map::new();
+    spec.insert("values".into(), Value::Array(values));
+    spec.insert("callables".into(), Value::Array(callables));
+    spec.insert("aliases".into(), Value::Array(aliases));
+    spec.insert("freeze".into(), Value::Array(freeze));
+    (Value::Object(spec).to_string(), methods, locals.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_string_bytes_matches_serde() {
+        for text in [
+            "",
+            "plain",
+            "quote\" back\\slash",
+            "ctl\u{1}\u{1f}\n\t\r\u{8}\u{c}",
+            "ünïcødé ✓ 🎉",
+        ] {
+            assert_eq!(
+                json_string_bytes(text),
+                serde_json::to_string(text).unwrap().len(),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn depth_check_is_exact_and_iterative() {
+        let mut value = Value::Null;
+        for _ in 0..MAX_JSON_DEPTH {
+            value = Value::Array(vec![value]);
+        }
+        assert!(!exceeds_depth(&value, MAX_JSON_DEPTH));
+        let deeper = Value::Array(vec![value]);
+        assert!(exceeds_depth(&deeper, MAX_JSON_DEPTH));
+        // A million levels: neither the check nor the drop may recurse.
+        let mut huge = Value::Null;
+        for _ in 0..1_000_000 {
+            huge = Value::Array(vec![huge]);
+        }
+        assert!(encode_host_value(huge).is_err());
+    }
+
+    #[test]
+    fn truncate_respects_char_boundaries() {
+        let long = "é".repeat(MAX_ERROR_MESSAGE_BYTES);
+        let cut = truncate(long);
+        assert!(cut.len() <= MAX_ERROR_MESSAGE_BYTES + '…'.len_utf8());
+        assert!(cut.ends_with('…'));
+    }
+}

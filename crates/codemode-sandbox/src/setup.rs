@@ -1,0 +1,82 @@
+//! The trusted, plain-data description of the guest's globals.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+/// A dotted guest path, e.g. `["tools", "call"]`, `["MCP", "github", "createIssue"]`.
+pub type GuestPath = Vec<String>;
+
+/// A trusted Rust function answering a guest call synchronously inside the VM.
+///
+/// It receives the guest's arguments as JSON; `Ok(json)` resolves the guest promise, `Err(message)`
+/// rejects it with a plain `Error(message)`. It runs while the VM is locked, so it must not block
+/// for long and must not call back into the run.
+pub type LocalFn = Arc<dyn Fn(Vec<Value>) -> Result<Value, String> + Send + Sync>;
+
+/// What a guest function installed at a path does when called. Every guest function returns a
+/// `Promise`.
+#[derive(Clone)]
+pub enum Callable {
+    /// Becomes a [`BridgeRequest`](crate::BridgeRequest) `{ method, args: bound_args ++ guest
+    /// args }` answered by the [`BridgeHost`](crate::BridgeHost) asynchronously; counts toward
+    /// [`Limits::max_pending_calls`](crate::Limits::max_pending_calls).
+    Bridge {
+        /// The method name the host dispatches on.
+        method: String,
+        /// Arguments prepended to the guest's own (e.g. the catalog id of a convenience function).
+        bound_args: Vec<Value>,
+    },
+    /// Answered synchronously by a trusted Rust function; no bridge request is made.
+    Local(LocalFn),
+}
+
+impl fmt::Debug for Callable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Bridge { method, bound_args } => f
+                .debug_struct("Bridge")
+                .field("method", method)
+                .field("bound_args", bound_args)
+                .finish(),
+            Self::Local(_) => f.write_str("Local(..)"),
+        }
+    }
+}
+
+/// The guest's globals, as plain data. The sandbox knows nothing about catalogs, MCP or plugins.
+///
+/// Installation order: `values`, then `callables`, then `aliases`, then `freeze`. Intermediate
+/// objects along a path are created as needed. Paths are trusted (they come from the host), but an
+/// empty path or segment is ignored rather than trusted blindly.
+///
+/// ```
+/// use std::sync::Arc;
+/// use codemode_sandbox::{Callable, GuestSetup};
+///
+/// let mut setup = GuestSetup::default();
+/// setup.values.push((vec!["ALL_TOOLS".into()], serde_json::json!([{"id": "openclaw:core:echo"}])));
+/// setup.callables.push((
+///     vec!["tools".into(), "call".into()],
+///     Callable::Bridge { method: "tools.call".into(), bound_args: vec![] },
+/// ));
+/// setup.callables.push((
+///     vec!["tools".into(), "search".into()],
+///     Callable::Local(Arc::new(|_args| Ok(serde_json::json!([])))),
+/// ));
+/// setup.freeze = vec!["ALL_TOOLS".into(), "tools".into()];
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct GuestSetup {
+    /// JSON values installed at paths (built with `JSON.parse` semantics inside the VM).
+    pub values: Vec<(GuestPath, Value)>,
+    /// Functions installed at paths.
+    pub callables: Vec<(GuestPath, Callable)>,
+    /// Roots (global names) to deep-freeze after installation; their global bindings also become
+    /// read-only. Roots that were never installed are skipped.
+    pub freeze: Vec<String>,
+    /// `(new path, existing path)`: makes the new path refer to the same object or function, so
+    /// `namespaces.Issues === Issues`. Missing existing paths are skipped.
+    pub aliases: Vec<(GuestPath, GuestPath)>,
+}

@@ -1,0 +1,481 @@
+//! The in-memory snapshot store of suspended runs (SPEC §8). Nothing is written to disk.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use uuid::Uuid;
+
+use crate::{Run, StoreError};
+
+/// The process-wide cap on suspended runs (SPEC §3; not configurable).
+pub const MAX_SUSPENDED_RUNS: usize = 64;
+
+/// The id of a parked run: `cm_<uuid>`.
+///
+/// ```
+/// use codemode_sandbox::RunId;
+/// let id = RunId::new();
+/// let text = id.to_string();
+/// assert!(text.starts_with("cm_"));
+/// assert_eq!(text.parse::<RunId>().unwrap(), id);
+/// assert!("cm_not-a-uuid".parse::<RunId>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RunId(Uuid);
+
+impl RunId {
+    /// A fresh random id.
+    pub fn new() -> Self {
+        Self(Uuid::new_v4())
+    }
+}
+
+impl Default for RunId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Display for RunId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cm_{}", self.0.hyphenated())
+    }
+}
+
+impl FromStr for RunId {
+    type Err = StoreError;
+
+    /// Accepts exactly `cm_<uuid>`; anything else is [`StoreError::Unavailable`].
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let uuid = text.strip_prefix("cm_").ok_or(StoreError::Unavailable)?;
+        Uuid::try_parse(uuid)
+            .map(Self)
+            .map_err(|_| StoreError::Unavailable)
+    }
+}
+
+/// Who may resume a parked run. A field that is `Some` when parking must be matched exactly by
+/// the resuming caller; a field that is `None` when parking does not restrict.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct RunScope {
+    /// The agent run that parked it.
+    pub agent_run_id: Option<String>,
+    /// The session id that parked it.
+    pub session_id: Option<String>,
+    /// The session key that parked it.
+    pub session_key: Option<String>,
+}
+
+impl RunScope {
+    fn admits(&self, caller: &Self) -> Result<(), StoreError> {
+        let differs =
+            |parked: &Option<String>, caller: &Option<String>| parked.is_some() && parked != caller;
+        if differs(&self.session_id, &caller.session_id)
+            || differs(&self.session_key, &caller.session_key)
+        {
+            return Err(StoreError::DifferentSession);
+        }
+        if differs(&self.agent_run_id, &caller.agent_run_id) {
+            return Err(StoreError::DifferentAgentRun);
+        }
+        Ok(())
+    }
+
+    fn in_session(&self, session: &str) -> bool {
+        self.session_id.as_deref() == Some(session) || self.session_key.as_deref() == Some(session)
+    }
+}
+
+enum State<E> {
+    Parked {
+        run: Run,
+        extra: E,
+        expires_at: Instant,
+    },
+    /// Owned by a live [`Resumption`]; not subject to expiry until reparked.
+    Resuming,
+}
+
+struct Entry<E> {
+    scope: RunScope,
+    ttl: Duration,
+    max_snapshot_bytes: usize,
+    state: State<E>,
+}
+
+struct Entries<E> {
+    map: HashMap<RunId, Entry<E>>,
+    capacity: usize,
+}
+
+impl<E> Entries<E> {
+    /// Removes expired parked entries; returns them so they are dropped outside the lock.
+    fn purge(&mut self, now: Instant) -> Vec<Entry<E>> {
+        let expired: Vec<RunId> = self
+            .map
+            .iter()
+            .filter(|(_, entry)| matches!(entry.state, State::Parked { expires_at, .. } if expires_at <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        expired
+            .iter()
+            .filter_map(|id| self.map.remove(id))
+            .collect()
+    }
+}
+
+type SharedEntries<E> = Arc<Mutex<Entries<E>>>;
+
+fn lock<E>(entries: &Mutex<Entries<E>>) -> MutexGuard<'_, Entries<E>> {
+    entries.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// In-memory map of parked runs keyed by [`RunId`], scoped by [`RunScope`], with a TTL per entry
+/// and at most [`MAX_SUSPENDED_RUNS`] entries. `E` is extra state the caller parks with the run.
+///
+/// Expired entries are purged lazily on every store operation. Dropping an entry (expiry,
+/// [`cancel`](Self::cancel), [`drop_session`](Self::drop_session), [`clear`](Self::clear), or the
+/// store itself) releases its VM and aborts its host work. Cloning gives another handle to the
+/// same store.
+///
+/// ```
+/// use std::{sync::Arc, time::{Duration, Instant}};
+/// use codemode_sandbox::{BridgeHost, BridgeRequest, GuestSetup, Limits, Run, RunScope, SnapshotStore, Step};
+///
+/// struct NoHost;
+/// #[async_trait::async_trait]
+/// impl BridgeHost for NoHost {
+///     async fn call(&self, _: BridgeRequest) -> Result<serde_json::Value, String> { Ok(serde_json::Value::Null) }
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let store: SnapshotStore<&'static str> = SnapshotStore::new();
+/// let scope = RunScope { session_id: Some("s1".into()), ..RunScope::default() };
+/// let program = "await yield_control('later'); return 'done';";
+/// let mut run = Run::start(program, GuestSetup::default(), Limits::default(), Arc::new(NoHost)).unwrap();
+/// let deadline = || Instant::now() + Duration::from_secs(5);
+/// assert!(matches!(run.drive(deadline()).await, Step::Suspended { .. }));
+///
+/// let id = store.park(run, scope.clone(), "extra", Duration::from_secs(900), 10 << 20).unwrap();
+/// let mut resumption = store.resume(&id.to_string(), &scope).unwrap();
+/// assert_eq!(*resumption.extra(), "extra");
+/// match resumption.run_mut().drive(deadline()).await {
+///     Step::Completed { value, .. } => assert_eq!(value, "done"),
+///     other => panic!("unexpected {other:?}"),
+/// }
+/// resumption.finish();
+/// assert_eq!(store.len(), 0);
+/// # });
+/// ```
+pub struct SnapshotStore<E = ()> {
+    entries: SharedEntries<E>,
+}
+
+impl<E> Clone for SnapshotStore<E> {
+    fn clone(&self) -> Self {
+        Self {
+            entries: Arc::clone(&self.entries),
+        }
+    }
+}
+
+impl<E> Default for SnapshotStore<E> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<E> fmt::Debug for SnapshotStore<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let entries = lock(&self.entries);
+        f.debug_struct("SnapshotStore")
+            .field("len", &entries.map.len())
+            .field("capacity", &entries.capacity)
+            .finish()
+    }
+}
+
+impl<E> SnapshotStore<E> {
+    /// An empty store holding at most [`MAX_SUSPENDED_RUNS`] runs.
+    pub fn new() -> Self {
+        Self::with_capacity(MAX_SUSPENDED_RUNS)
+    }
+
+    /// An empty store holding at most `capacity` runs (tests and embedders with tighter budgets).
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            entries: Arc::new(Mutex::new(Entries {
+                map: HashMap::new(),
+                capacity,
+            })),
+        }
+    }
+
+    /// Parks a suspended run under a fresh [`RunId`] for `ttl`.
+    ///
+    /// # Errors
+    /// [`StoreError::SnapshotLimitExceeded`] when [`Run::memory_bytes`] is over
+    /// `max_snapshot_bytes`, [`StoreError::TooManySuspendedRuns`] when the store is full,
+    /// [`StoreError::Unavailable`] for a run that already completed or failed. On error the run is
+    /// dropped (its VM released, its host work aborted).
+    pub fn park(
+        &self,
+        run: Run,
+        scope: RunScope,
+        extra: E,
+        ttl: Duration,
+        max_snapshot_bytes: usize,
+    ) -> Result<RunId, StoreError> {
+        if !run.is_alive() {
+            return Err(StoreError::Unavailable);
+        }
+        if run.memory_bytes() > max_snapshot_bytes {
+            return Err(StoreError::SnapshotLimitExceeded);
+        }
+        let now = Instant::now();
+        let mut entries = lock(&self.entries);
+        let expired = entries.purge(now);
+        if entries.map.len() >= entries.capacity {
+            drop(entries);
+            drop(expired);
+            return Err(StoreError::TooManySuspendedRuns);
+        }
+        let id = RunId::new();
+        let expires_at = now
+            .checked_add(ttl)
+            .unwrap_or(now + Duration::from_secs(86_400 * 365));
+        let state = State::Parked {
+            run,
+            extra,
+            expires_at,
+        };
+        entries.map.insert(
+            id,
+            Entry {
+                scope,
+                ttl,
+                max_snapshot_bytes,
+                state,
+            },
+        );
+        drop(entries);
+        drop(expired);
+        Ok(id)
+    }
+
+    /// Takes exclusive ownership of a parked run for one `wait` leg.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] for an unknown, malformed or expired id;
+    /// [`StoreError::DifferentSession`] / [`StoreError::DifferentAgentRun`] for a caller outside
+    /// the run's scope; [`StoreError::AlreadyResuming`] while another [`Resumption`] holds it.
+    pub fn resume(&self, id: &str, scope: &RunScope) -> Result<Resumption<E>, StoreError> {
+        let now = Instant::now();
+        let mut entries = lock(&self.entries);
+        let expired = entries.purge(now);
+        let result = Self::take(&mut entries, id, scope);
+        drop(entries);
+        drop(expired);
+        let (id, run, extra) = result?;
+        Ok(Resumption {
+            id,
+            run,
+            extra,
+            guard: ResumeGuard {
+                entries: Arc::clone(&self.entries),
+                id,
+                armed: true,
+            },
+        })
+    }
+
+    fn take(
+        entries: &mut Entries<E>,
+        id: &str,
+        scope: &RunScope,
+    ) -> Result<(RunId, Run, E), StoreError> {
+        let id: RunId = id.parse()?;
+        let entry = entries.map.get_mut(&id).ok_or(StoreError::Unavailable)?;
+        entry.scope.admits(scope)?;
+        match std::mem::replace(&mut entry.state, State::Resuming) {
+            State::Parked { run, extra, .. } => Ok((id, run, extra)),
+            State::Resuming => Err(StoreError::AlreadyResuming),
+        }
+    }
+
+    /// Drops one run (parked or being resumed; a resumption in progress then fails to repark).
+    /// Returns whether the id was known.
+    pub fn cancel(&self, id: &str) -> bool {
+        let Ok(id) = id.parse::<RunId>() else {
+            return false;
+        };
+        let removed = self.remove_where(|entry_id, _| *entry_id == id);
+        removed > 0
+    }
+
+    /// Drops every run parked by a session (matching its session id or session key). Returns how
+    /// many were dropped.
+    pub fn drop_session(&self, session: &str) -> usize {
+        self.remove_where(|_, entry| entry.scope.in_session(session))
+    }
+
+    /// Drops every run parked by an agent run. Returns how many were dropped.
+    pub fn drop_agent_run(&self, agent_run_id: &str) -> usize {
+        self.remove_where(|_, entry| entry.scope.agent_run_id.as_deref() == Some(agent_run_id))
+    }
+
+    /// Drops every run (host shutdown).
+    pub fn clear(&self) {
+        self.remove_where(|_, _| true);
+    }
+
+    /// Runs held (parked or being resumed), after purging expired ones.
+    pub fn len(&self) -> usize {
+        let mut entries = lock(&self.entries);
+        let expired = entries.purge(Instant::now());
+        let len = entries.map.len();
+        drop(entries);
+        drop(expired);
+        len
+    }
+
+    /// Whether no run is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn remove_where(&self, mut matches: impl FnMut(&RunId, &Entry<E>) -> bool) -> usize {
+        let mut entries = lock(&self.entries);
+        let expired = entries.purge(Instant::now());
+        let ids: Vec<RunId> = entries
+            .map
+            .iter()
+            .filter(|(id, entry)| matches(id, entry))
+            .map(|(id, _)| *id)
+            .collect();
+        let removed: Vec<Entry<E>> = ids.iter().filter_map(|id| entries.map.remove(id)).collect();
+        drop(entries);
+        let count = removed.len();
+        drop(removed);
+        drop(expired);
+        count
+    }
+}
+
+/// Exclusive ownership of a parked run for one leg, from [`SnapshotStore::resume`].
+///
+/// End it with [`repark`](Self::repark) (the run suspended again) or [`finish`](Self::finish)
+/// (it completed or failed); dropping it is the same as `finish`: the entry is removed and the VM
+/// released.
+pub struct Resumption<E = ()> {
+    id: RunId,
+    run: Run,
+    extra: E,
+    guard: ResumeGuard<E>,
+}
+
+impl<E> fmt::Debug for Resumption<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Resumption")
+            .field("id", &self.id)
+            .field("run", &self.run)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Removes the store entry when a resumption ends without being reparked.
+struct ResumeGuard<E> {
+    entries: SharedEntries<E>,
+    id: RunId,
+    armed: bool,
+}
+
+impl<E> Drop for ResumeGuard<E> {
+    fn drop(&mut self) {
+        if self.armed {
+            let removed = lock(&self.entries).map.remove(&self.id);
+            drop(removed);
+        }
+    }
+}
+
+impl<E> Resumption<E> {
+    /// The run's id.
+    pub fn id(&self) -> RunId {
+        self.id
+    }
+
+    /// The run, to [`drive`](Run::drive) it.
+    pub fn run_mut(&mut self) -> &mut Run {
+        &mut self.run
+    }
+
+    /// The run.
+    pub fn run(&self) -> &Run {
+        &self.run
+    }
+
+    /// The extra state parked with the run.
+    pub fn extra(&self) -> &E {
+        &self.extra
+    }
+
+    /// The extra state parked with the run, mutably.
+    pub fn extra_mut(&mut self) -> &mut E {
+        &mut self.extra
+    }
+
+    /// Parks the run again under the same id with a fresh TTL (the one given to
+    /// [`SnapshotStore::park`]).
+    ///
+    /// # Errors
+    /// [`StoreError::SnapshotLimitExceeded`] when the run grew past its `max_snapshot_bytes`;
+    /// [`StoreError::Unavailable`] when the run was cancelled or its session dropped meanwhile, or
+    /// the run is no longer alive. On error the run is dropped and the entry removed.
+    pub fn repark(self) -> Result<(), StoreError> {
+        let Self {
+            id,
+            run,
+            extra,
+            mut guard,
+        } = self;
+        if !run.is_alive() {
+            return Err(StoreError::Unavailable);
+        }
+        let size = run.memory_bytes();
+        let now = Instant::now();
+        let mut entries = lock(&guard.entries);
+        let expired = entries.purge(now);
+        let Some(entry) = entries.map.get_mut(&id) else {
+            guard.armed = false;
+            drop(entries);
+            drop(expired);
+            return Err(StoreError::Unavailable);
+        };
+        if size > entry.max_snapshot_bytes {
+            drop(entries);
+            drop(expired);
+            return Err(StoreError::SnapshotLimitExceeded);
+        }
+        let expires_at = now
+            .checked_add(entry.ttl)
+            .unwrap_or(now + Duration::from_secs(86_400 * 365));
+        entry.state = State::Parked {
+            run,
+            extra,
+            expires_at,
+        };
+        guard.armed = false;
+        drop(entries);
+        drop(expired);
+        Ok(())
+    }
+
+    /// Ends the run: removes its entry and releases the VM and host work.
+    pub fn finish(self) {
+        drop(self);
+    }
+}

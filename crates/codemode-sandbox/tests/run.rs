@@ -1,0 +1,231 @@
+//! Behaviour of one run: built-ins, the JSON bridge, guest errors and hostile programs.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use codemode_sandbox::{GuestSetup, Limits, Run, RunError, Step};
+use support::{TestHost, check, check_with, limits, render, run_with, runtime, setup};
+
+#[test]
+fn happy_paths() {
+    check("return 1 + 1", "completed 2");
+    check("const x = 1;", "completed null");
+    check("return undefined", "completed null");
+    check(
+        "return { a: [1, 'two', null, true], b: undefined }",
+        r#"completed {"a":[1,"two",null,true]}"#,
+    );
+    check(
+        "text('hi'); text({ a: 1 }); text(undefined); json([1, { b: 2 }]); return 0",
+        r#"completed 0 output=[{"type":"text","text":"hi"},{"type":"text","text":"{\"a\":1}"},{"type":"text","text":"undefined"},{"type":"json","value":[1,{"b":2}]}]"#,
+    );
+    check(
+        "const a = await host.echo(1); const b = await host.echo(a + 1); return [a, b]",
+        "completed [1,2]",
+    );
+    check(
+        "return await Promise.all([1, 2, 3].map((n) => host.echo(n * 10)))",
+        "completed [10,20,30]",
+    );
+    check(
+        "return await tools.call('openclaw:core:echo', { x: 1 })",
+        r#"completed ["openclaw:core:echo",{"x":1}]"#,
+    );
+    check(
+        "return await tools.echo({ x: 1 })",
+        r#"completed ["openclaw:core:echo",{"x":1}]"#,
+    );
+    check(
+        "return await tools.call('id', undefined, () => 1)",
+        "failed - TypeError: a function cannot cross the code mode bridge",
+    );
+    check(
+        "return await tools.search('files')",
+        r#"completed {"query":"files"}"#,
+    );
+    check(
+        "try { await host.fail('nope') } catch (e) { return [e instanceof Error, e.message] }",
+        r#"completed [true,"nope"]"#,
+    );
+    check(
+        "try { await local.fail() } catch (e) { return [e instanceof Error, e.message] }",
+        r#"completed [true,"local nope"]"#,
+    );
+    check(
+        "return ALL_TOOLS.map((t) => t.id)",
+        r#"completed ["openclaw:core:echo"]"#,
+    );
+    check(
+        "return namespaces.Host === host && Object.isFrozen(host.echo)",
+        "completed true",
+    );
+    check(
+        "const p = host.echo(1); return p instanceof Promise",
+        "completed true",
+    );
+    check(
+        "return await host.args(1, undefined, 'x')",
+        r#"completed [1,null,"x"]"#,
+    );
+    check(
+        "try { await host.panic() } catch (e) { return e.message }",
+        r#"completed "code mode host call failed""#,
+    );
+}
+
+#[test]
+fn guest_failures_keep_their_message_and_output() {
+    check(
+        "text('before'); throw new Error('boom')",
+        r#"failed - Error: boom output=[{"type":"text","text":"before"}]"#,
+    );
+    check("throw 'boom'", "failed - boom");
+    check("throw { code: 7 }", r#"failed - {"code":7}"#);
+    check("throw new TypeError('')", "failed - TypeError");
+    check(
+        "await host.fail('host says no')",
+        "failed - Error: host says no",
+    );
+    check(
+        "return missing.value",
+        "failed - ReferenceError: missing is not defined",
+    );
+    check(
+        "throw new Error('interrupted')",
+        "failed - Error: interrupted",
+    );
+    check(
+        "function f(n) { return f(n + 1) + 1 } return f(0)",
+        "failed - RangeError: Maximum call stack size exceeded",
+    );
+    check(
+        "const big = 'x'.repeat(10000); throw new Error(big)",
+        &format!("failed - Error: {}…", "x".repeat(4089)),
+    );
+}
+
+#[test]
+fn rejected_before_running() {
+    check(
+        "const fs = require('fs')",
+        "failed \"invalid_input\" code mode module access is disabled.",
+    );
+    check(
+        "return (await import('fs')).x",
+        "failed \"invalid_input\" code mode module access is disabled.",
+    );
+    check(
+        "return (",
+        "failed \"invalid_input\" SyntaxError: unexpected token in expression: '}'",
+    );
+    // Code smuggled out of the function body still runs under the limits.
+    check(
+        "}); while (true) {} (async function () {",
+        "failed \"timeout\" code mode timeout exceeded",
+    );
+}
+
+#[test]
+fn limits_stop_hostile_programs() {
+    let fast = limits().with_timeout(Duration::from_millis(300));
+    check_with(
+        "while (true) {}",
+        fast.clone(),
+        "failed \"timeout\" code mode timeout exceeded",
+    );
+    check_with(
+        "await host.echo(1); while (true) {}",
+        fast.clone(),
+        "failed \"timeout\" code mode timeout exceeded",
+    );
+    check_with(
+        "try { while (true) {} } catch (e) { return 'caught' }",
+        fast.clone(),
+        "failed \"timeout\" code mode timeout exceeded",
+    );
+    check_with(
+        "function flood() { Promise.resolve().then(flood) } flood(); await host.never()",
+        fast.clone(),
+        "failed \"timeout\" code mode timeout exceeded",
+    );
+    check_with(
+        "await new Promise(() => {})",
+        fast.clone(),
+        "failed - code mode promise is pending without host work",
+    );
+    let tight = limits().with_memory_bytes(4 << 20);
+    check_with(
+        "const a = []; while (true) a.push({ n: a.length })",
+        tight.clone(),
+        "failed - code mode memory limit exceeded",
+    );
+    check_with(
+        "return 'x'.repeat(1 << 29).length",
+        tight.clone(),
+        "failed - code mode memory limit exceeded",
+    );
+    check_with(
+        "let s = 'xy'; while (true) { s = s + s; s.charCodeAt(s.length - 1); } ",
+        tight.clone(),
+        "failed - code mode memory limit exceeded",
+    );
+    check_with(
+        "let s = 'x'; const keep = []; while (true) { s = s + s; keep.push(s.split('')) }",
+        tight.clone(),
+        "failed - code mode memory limit exceeded",
+    );
+}
+
+fn one_leg(program: &str, limits: Limits) -> Step {
+    let (host, _cancelled) = TestHost::new();
+    runtime().block_on(run_with(program, limits, host))
+}
+
+#[test]
+fn output_limit_counts_json_bytes_cumulatively() {
+    let small = limits().with_max_output_bytes(1024);
+    // 1022 characters are 1024 JSON bytes: the item fits, the final `null` (4 bytes) does not.
+    match one_leg("text('x'.repeat(1022)); return null", small.clone()) {
+        Step::Failed {
+            error: RunError::OutputLimitExceeded,
+            output,
+        } => assert_eq!(output.len(), 1),
+        other => panic!("{}", render(&other)),
+    }
+    match one_leg(
+        "text('x'.repeat(1022)); return",
+        small.clone().with_max_output_bytes(1028),
+    ) {
+        Step::Completed { output, .. } => assert_eq!(output.len(), 1),
+        other => panic!("{}", render(&other)),
+    }
+    // One huge item is refused as a whole; nothing of it is kept.
+    match one_leg(
+        "text('ok'); text('x'.repeat(5_000_000)); return 1",
+        small.clone(),
+    ) {
+        Step::Failed {
+            error: RunError::OutputLimitExceeded,
+            output,
+        } => assert_eq!(output.len(), 1),
+        other => panic!("{}", render(&other)),
+    }
+    // Many small items; catching the refusal does not save the guest.
+    let many = "for (let i = 0; i < 100000; i++) { try { text('yy') } catch (e) {} } return 1";
+    match one_leg(many, small.clone()) {
+        Step::Failed {
+            error: RunError::OutputLimitExceeded,
+            output,
+        } => {
+            assert_eq!(output.len(), 1024 / 4, "each 'yy' item counts 4 JSON bytes");
+        }
+        other => panic!("{}", render(&other)),
+    }
+    check_with(
+        "json({ a: 'x'.repeat(2000) })",
+        small,
+        "failed \"output_limit_exceeded\" code mode output limit exceeded",
+    );
+}

@@ -1,0 +1,239 @@
+//! Shared test host and helpers for the sandbox integration tests.
+#![allow(dead_code, unreachable_pub, missing_docs)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use codemode_sandbox::{
+    BridgeHost, BridgeRequest, Callable, GuestSetup, Limits, Output, Run, RunError, Step,
+    async_trait,
+};
+use serde_json::{Value, json};
+use tokio::sync::{Semaphore, mpsc};
+
+/// A host whose behaviour is chosen by the bridge method name.
+pub struct TestHost {
+    pub calls: AtomicUsize,
+    /// Requests seen, in arrival order.
+    pub seen: Mutex<Vec<BridgeRequest>>,
+    /// Permits released by the test let `gate` calls finish.
+    pub gate: Arc<Semaphore>,
+    /// Ids of `never`/`gate` calls whose future was dropped before finishing.
+    pub cancelled: mpsc::UnboundedSender<u64>,
+    /// Values returned by `value(i)`.
+    pub values: Vec<Value>,
+}
+
+impl TestHost {
+    pub fn new() -> (Arc<Self>, mpsc::UnboundedReceiver<u64>) {
+        Self::with_values(Vec::new())
+    }
+
+    pub fn with_values(values: Vec<Value>) -> (Arc<Self>, mpsc::UnboundedReceiver<u64>) {
+        let (cancelled, receiver) = mpsc::unbounded_channel();
+        let host = Self {
+            calls: AtomicUsize::new(0),
+            seen: Mutex::new(Vec::new()),
+            gate: Arc::new(Semaphore::new(0)),
+            cancelled,
+            values,
+        };
+        (Arc::new(host), receiver)
+    }
+
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+/// Reports a dropped (cancelled) host future.
+struct CancelSignal {
+    id: u64,
+    sender: mpsc::UnboundedSender<u64>,
+    finished: bool,
+}
+
+impl Drop for CancelSignal {
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = self.sender.send(self.id);
+        }
+    }
+}
+
+#[async_trait]
+impl BridgeHost for TestHost {
+    async fn call(&self, request: BridgeRequest) -> Result<Value, String> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.seen.lock().unwrap().push(request.clone());
+        let first = request.args.first().cloned().unwrap_or(Value::Null);
+        match request.method.as_str() {
+            "echo" => Ok(first),
+            "args" => Ok(Value::Array(request.args)),
+            "fail" => Err(first.as_str().unwrap_or("host failure").to_owned()),
+            "panic" => panic!("test host panics on purpose"),
+            "never" => {
+                let _signal = CancelSignal { id: request.id.0, sender: self.cancelled.clone(), finished: false };
+                std::future::pending::<()>().await;
+                Ok(Value::Null)
+            }
+            "gate" => {
+                let mut signal = CancelSignal { id: request.id.0, sender: self.cancelled.clone(), finished: false };
+                let permit = self.gate.acquire().await.map_err(|e| e.to_string())?;
+                permit.forget();
+                signal.finished = true;
+                Ok(first)
+            }
+            "value" => {
+                let index = first.as_u64().unwrap_or(0) as usize;
+                Ok(self.values.get(index).cloned().unwrap_or(Value::Null))
+            }
+            "proto" => Ok(serde_json::from_str(
+                r#"{"__proto__": {"polluted": true}, "constructor": {"prototype": {"polluted": true}}, "ok": 1}"#,
+            )
+            .unwrap()),
+            "deep" => {
+                let mut value = json!(1);
+                for _ in 0..200 {
+                    value = json!([value]);
+                }
+                Ok(value)
+            }
+            other => Err(format!("unknown method {other}")),
+        }
+    }
+}
+
+fn bridge(method: &str, bound: Vec<Value>) -> Callable {
+    Callable::Bridge {
+        method: method.into(),
+        bound_args: bound,
+    }
+}
+
+fn path(parts: &[&str]) -> Vec<String> {
+    parts.iter().map(|p| (*p).to_owned()).collect()
+}
+
+/// Globals every test program sees: `ALL_TOOLS`, `tools.{call,echo,search}`,
+/// `host.<method>` for each test host method, `local.{echo,fail}`.
+pub fn setup() -> GuestSetup {
+    let mut setup = GuestSetup::default();
+    setup.values.push((
+        path(&["ALL_TOOLS"]),
+        json!([{"id": "openclaw:core:echo", "name": "echo"}]),
+    ));
+    setup
+        .callables
+        .push((path(&["tools", "call"]), bridge("args", vec![])));
+    setup.callables.push((
+        path(&["tools", "echo"]),
+        bridge("args", vec![json!("openclaw:core:echo")]),
+    ));
+    setup.callables.push((
+        path(&["tools", "search"]),
+        Callable::Local(Arc::new(|args| {
+            Ok(json!({"query": args.first().cloned().unwrap_or(Value::Null)}))
+        })),
+    ));
+    for method in [
+        "echo", "args", "fail", "panic", "never", "gate", "value", "proto", "deep",
+    ] {
+        setup
+            .callables
+            .push((path(&["host", method]), bridge(method, vec![])));
+    }
+    setup.callables.push((
+        path(&["local", "fail"]),
+        Callable::Local(Arc::new(|_| Err("local nope".into()))),
+    ));
+    setup.values.push((path(&["namespaces"]), json!({})));
+    setup
+        .aliases
+        .push((path(&["namespaces", "Host"]), path(&["host"])));
+    setup.freeze = ["ALL_TOOLS", "tools", "host", "local", "namespaces"]
+        .map(String::from)
+        .to_vec();
+    setup
+}
+
+pub fn limits() -> Limits {
+    Limits::default()
+        .with_timeout(Duration::from_secs(2))
+        .with_memory_bytes(16 << 20)
+}
+
+pub fn deadline(limits: &Limits) -> Instant {
+    Instant::now() + limits.timeout
+}
+
+/// Starts and drives one leg; start errors are reported as a failed step.
+pub async fn run_with(program: &str, limits: Limits, host: Arc<TestHost>) -> Step {
+    match Run::start(program, setup(), limits.clone(), host) {
+        Ok(mut run) => run.drive(deadline(&limits)).await,
+        Err(error) => Step::Failed {
+            error,
+            output: Vec::new(),
+        },
+    }
+}
+
+/// A compact, comparable rendering of a step.
+pub fn render(step: &Step) -> String {
+    let output = |output: &[Output]| {
+        if output.is_empty() {
+            String::new()
+        } else {
+            format!(" output={}", serde_json::to_string(output).unwrap())
+        }
+    };
+    match step {
+        Step::Completed {
+            value,
+            output: items,
+        } => format!("completed {value}{}", output(items)),
+        Step::Suspended {
+            reason,
+            pending,
+            output: items,
+        } => {
+            let methods: Vec<&str> = pending.iter().map(|p| p.method.as_str()).collect();
+            format!("suspended {reason:?} pending={methods:?}{}", output(items))
+        }
+        Step::Failed {
+            error,
+            output: items,
+        } => {
+            let code = error
+                .code()
+                .map_or("-".to_owned(), |c| serde_json::to_string(&c).unwrap());
+            format!("failed {code} {error}{}", output(items))
+        }
+    }
+}
+
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Runs `program` for one leg with the test limits and compares the rendered step.
+#[track_caller]
+pub fn check(program: &str, expect: &str) {
+    check_with(program, limits(), expect);
+}
+
+#[track_caller]
+pub fn check_with(program: &str, limits: Limits, expect: &str) {
+    let (host, _cancelled) = TestHost::new();
+    let step = runtime().block_on(run_with(program, limits, host));
+    assert_eq!(render(&step), expect, "program: {program}");
+}
+
+pub fn is_guest_error(error: &RunError) -> bool {
+    error.code().is_none()
+}
