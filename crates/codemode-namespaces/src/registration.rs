@@ -360,3 +360,61 @@ fn global_name_problem(name: &str) -> Option<GlobalNameProblem> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registration(id: &str, tools: &[&str]) -> Registration {
+        Registration::new(id, "Issues", |_| Ok(ScopeValue::object::<_, String>([])))
+            .with_required_tools(tools.iter().copied())
+    }
+
+    #[test]
+    fn normalization_trims_and_deduplicates_keeping_first_order() {
+        let normalized = registration(" issues\t", &[" b ", "a", "b", "", " a", "c"])
+            .normalized("plugin")
+            .expect("valid");
+        assert_eq!(normalized.id, "issues");
+        assert_eq!(normalized.required_tool_names, ["b", "a", "c"]);
+    }
+
+    #[test]
+    fn normalization_reports_the_first_problem() {
+        assert_eq!(
+            registration("", &[]).normalized("plugin").map(|_| ()),
+            Err(NamespaceError::EmptyId {
+                plugin_id: "plugin".into()
+            })
+        );
+        assert_eq!(
+            registration("issues", &[" ", ""])
+                .normalized("plugin")
+                .map(|_| ()),
+            Err(NamespaceError::NoRequiredTools {
+                id: "issues".into()
+            })
+        );
+    }
+
+    #[test]
+    fn reserved_lists_hold_only_valid_identifiers() {
+        // Otherwise the reserved check could never fire for them.
+        for name in CODE_MODE_GLOBALS.iter().chain(JS_BUILTIN_GLOBALS) {
+            assert!(
+                !matches!(
+                    global_name_problem(name),
+                    Some(GlobalNameProblem::Invalid(_)) | None
+                ),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn long_rejected_names_are_echoed_shortened() {
+        let name = format!("bad-{}", "x".repeat(10_000));
+        let message = check_global_name(&name).expect_err("invalid").to_string();
+        assert!(message.len() < 300, "{}", message.len());
+    }
+}

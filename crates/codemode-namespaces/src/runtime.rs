@@ -19,6 +19,13 @@ use crate::scope::{NamespaceTool, PATH_SEPARATOR, SerializedScope};
 /// `[id, path_key(path), ...guest args]`. Paths are relative to the global,
 /// never empty, and their segments are safe property names (no `__proto__`,
 /// `constructor`, `prototype`, empty key or [`PATH_SEPARATOR`]).
+///
+/// Each value is plain JSON from the plugin, passed verbatim: keys inside it
+/// are data, not paths (a `"__proto__"` key may appear), so the sandbox must
+/// install it as own data properties, as `JSON.parse` does (SPEC §7). A
+/// member without callables arrives as ONE value (an object or array) at its
+/// path; the objects that hold callables are created by the core on the way
+/// to each callable path. Values and callables are in scope order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct GuestNamespace {
@@ -296,4 +303,29 @@ pub(crate) fn prompt_section<'a>(
         }
     }
     any.then_some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_section_is_none_without_namespaces_and_skips_blank_parts() {
+        assert_eq!(prompt_section([]), None);
+        let text = prompt_section([("Issues", "  ", Some(" \n "))]).expect("one namespace");
+        assert!(text.ends_with("\n- Issues"), "{text}");
+    }
+
+    #[test]
+    fn non_callables_include_values_their_insides_and_containers() {
+        let mut table = DispatchTable::default();
+        table.values.insert("config".into());
+        table.containers.insert("labels".into());
+        assert!(table.holds_non_callable("config"));
+        assert!(table.holds_non_callable("config.deep.er"));
+        assert!(table.holds_non_callable("labels"));
+        assert!(!table.holds_non_callable("labels.remove"));
+        assert!(!table.holds_non_callable("configx"));
+        assert!(!table.holds_non_callable(".config"));
+    }
 }
