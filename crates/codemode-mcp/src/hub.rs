@@ -1,0 +1,593 @@
+//! The running servers and the requests made to them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use codemode_catalog::{ToolDescriptor, ToolOrigin};
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, GetPromptRequestParams,
+    Implementation, JsonObject, PaginatedRequestParams, ReadResourceRequestParams, Tool,
+};
+use rmcp::service::{RunningService, ServiceError};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{Peer, RoleClient, ServiceExt as _};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::config::{HubOptions, McpServerConfig};
+use crate::error::McpError;
+use crate::listing::{
+    ListedTool, ServerInfo, admit_instructions, admit_tools, check_server_name, shorten,
+};
+use crate::stderr::StderrTail;
+
+/// Longest server error message kept in [`McpError::Rejected`], in bytes.
+const MAX_ERROR_MESSAGE_BYTES: usize = 4 * 1024;
+
+type Client = RunningService<RoleClient, ClientConfig>;
+
+/// The running MCP servers of a host: starts them, lists what they offer,
+/// and executes tool calls, resource reads and prompt gets on them.
+///
+/// Cloning is cheap (the servers are shared) and every request method takes
+/// `&self`, so many tasks can use one hub concurrently. A server that fails
+/// to start is left out; one that crashes later makes only its own requests
+/// fail ([`McpError::ServerExited`]).
+///
+/// Shutting down: [`McpHub::shutdown`] closes every server's stdin and waits
+/// (up to [`HubOptions::shutdown_timeout`]) for it to exit, then rmcp sends
+/// `SIGTERM` and kills. Dropping the last clone does the same in the
+/// background, on the Tokio runtime; and every child is spawned with
+/// `kill_on_drop`, so a child still alive when its handle finally drops (even
+/// after the runtime is gone) is killed and reaped by Tokio.
+///
+/// ```no_run
+/// use std::collections::BTreeMap;
+/// use codemode_mcp::{HubOptions, McpHub, McpServerConfig};
+///
+/// # async fn demo() -> Result<(), codemode_mcp::McpError> {
+/// let servers = BTreeMap::from([(
+///     "everything".to_owned(),
+///     McpServerConfig::new("npx").with_args(["-y", "@modelcontextprotocol/server-everything"]),
+/// )]);
+/// let (hub, failures) = McpHub::start(servers, HubOptions::default()).await;
+/// for failure in &failures {
+///     eprintln!("{failure}");
+/// }
+/// let result = hub
+///     .call_tool("everything", "echo", serde_json::json!({ "message": "hi" }))
+///     .await?;
+/// println!("{result}");
+/// hub.shutdown().await;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Default)]
+pub struct McpHub {
+    servers: Arc<BTreeMap<String, Arc<Connection>>>,
+    options: HubOptions,
+}
+
+/// One running server.
+struct Connection {
+    info: ServerInfo,
+    peer: Peer<RoleClient>,
+    /// `None` once the hub was shut down.
+    client: Mutex<Option<Client>>,
+    stderr: StderrTail,
+}
+
+impl fmt::Debug for McpHub {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpHub")
+            .field("servers", &self.servers.keys().collect::<Vec<_>>())
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl McpHub {
+    /// Starts every server concurrently, each within
+    /// [`HubOptions::start_timeout`]: spawn, MCP handshake, and the full tool
+    /// listing (every page, bounded). Returns the hub with the servers that
+    /// started, and one error per server that did not (the others work).
+    ///
+    /// Must run inside a Tokio runtime with the process and time drivers
+    /// (`Runtime::enable_all`).
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use std::collections::BTreeMap;
+    /// use codemode_mcp::{HubOptions, McpHub, McpServerConfig};
+    ///
+    /// let servers = BTreeMap::from([(
+    ///     "ghost".to_owned(),
+    ///     McpServerConfig::new("/nonexistent/mcp-server"),
+    /// )]);
+    /// let (hub, failures) = McpHub::start(servers, HubOptions::default()).await;
+    /// assert!(hub.servers().is_empty());
+    /// assert_eq!(failures.len(), 1);
+    /// assert!(failures[0].to_string().starts_with("MCP server `ghost` could not be started"));
+    /// # });
+    /// ```
+    pub async fn start(
+        servers: BTreeMap<String, McpServerConfig>,
+        options: HubOptions,
+    ) -> (McpHub, Vec<McpError>) {
+        let starts = servers
+            .into_iter()
+            .map(|(name, config)| start_server(name, config, &options));
+        let mut running = BTreeMap::new();
+        let mut failures = Vec::new();
+        for outcome in futures::future::join_all(starts).await {
+            match outcome {
+                Ok(connection) => {
+                    running.insert(connection.info.name.clone(), Arc::new(connection));
+                }
+                Err(error) => {
+                    tracing::warn!(server = error.server(), "{error}");
+                    failures.push(error);
+                }
+            }
+        }
+        let hub = McpHub {
+            servers: Arc::new(running),
+            options,
+        };
+        (hub, failures)
+    }
+
+    /// The catalog descriptors of every admitted tool, servers in name
+    /// order, tools in each server's order: origin `Mcp(<server>)`,
+    /// `parameters` = the tool's `inputSchema`, `label` = its title,
+    /// `read_only` from `readOnlyHint`.
+    pub fn descriptors(&self) -> Vec<ToolDescriptor> {
+        self.servers
+            .values()
+            .flat_map(|connection| {
+                connection.info.tools.iter().map(|tool| ToolDescriptor {
+                    origin: ToolOrigin::Mcp(connection.info.name.clone()),
+                    name: tool.name.clone(),
+                    label: tool.title.clone(),
+                    description: tool.description.clone(),
+                    parameters: Some(tool.input_schema.clone()),
+                    direct_only: false,
+                    read_only: tool.read_only,
+                })
+            })
+            .collect()
+    }
+
+    /// What every running server offers, in name order.
+    pub fn servers(&self) -> Vec<ServerInfo> {
+        self.servers
+            .values()
+            .map(|connection| connection.info.clone())
+            .collect()
+    }
+
+    /// What one running server offers.
+    pub fn server(&self, name: &str) -> Option<&ServerInfo> {
+        self.servers.get(name).map(|connection| &connection.info)
+    }
+
+    /// Calls `tool` on `server` with `arguments` (a JSON object, or `null`
+    /// for none) and returns the MCP `CallToolResult` as JSON:
+    /// `{ content, structuredContent?, isError? }`. A tool that reports
+    /// failure (`isError: true`) is a normal result, not an error.
+    pub async fn call_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<Value, McpError> {
+        let operation = format!("tools/call `{tool}`");
+        let connection = self.connection(server)?;
+        let arguments = arguments_object(server, &operation, arguments)?;
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        params.arguments = arguments;
+        let result = connection
+            .request(
+                &operation,
+                self.options.call_timeout,
+                connection.peer.call_tool(params),
+            )
+            .await?;
+        to_json(server, &operation, &result)
+    }
+
+    /// Lists the resources of `server` (all pages, bounded by
+    /// [`HubOptions::max_list_pages`]) as `{ "resources": [...] }`.
+    pub async fn list_resources(&self, server: &str) -> Result<Value, McpError> {
+        let operation = "resources/list".to_owned();
+        let connection = self.offering(server, "resources")?;
+        let (resources, _truncated) = connection
+            .request(
+                &operation,
+                self.options.call_timeout,
+                list_pages(self.options.max_list_pages, |params| async {
+                    let page = connection.peer.list_resources(Some(params)).await?;
+                    Ok((page.resources, page.next_cursor))
+                }),
+            )
+            .await?;
+        to_json(
+            server,
+            &operation,
+            &serde_json::json!({ "resources": resources }),
+        )
+    }
+
+    /// Reads the resource `uri` of `server`; returns the MCP
+    /// `ReadResourceResult` as JSON: `{ contents: [...] }`.
+    pub async fn read_resource(&self, server: &str, uri: &str) -> Result<Value, McpError> {
+        let operation = format!("resources/read `{uri}`");
+        let connection = self.offering(server, "resources")?;
+        let result = connection
+            .request(
+                &operation,
+                self.options.call_timeout,
+                connection
+                    .peer
+                    .read_resource(ReadResourceRequestParams::new(uri)),
+            )
+            .await?;
+        to_json(server, &operation, &result)
+    }
+
+    /// Lists the prompts of `server` (all pages, bounded) as `{ "prompts": [...] }`.
+    pub async fn list_prompts(&self, server: &str) -> Result<Value, McpError> {
+        let operation = "prompts/list".to_owned();
+        let connection = self.offering(server, "prompts")?;
+        let (prompts, _truncated) = connection
+            .request(
+                &operation,
+                self.options.call_timeout,
+                list_pages(self.options.max_list_pages, |params| async {
+                    let page = connection.peer.list_prompts(Some(params)).await?;
+                    Ok((page.prompts, page.next_cursor))
+                }),
+            )
+            .await?;
+        to_json(
+            server,
+            &operation,
+            &serde_json::json!({ "prompts": prompts }),
+        )
+    }
+
+    /// Gets the prompt `name` of `server` with `arguments` (a JSON object of
+    /// strings, or `None`); returns the MCP `GetPromptResult` as JSON:
+    /// `{ description?, messages: [...] }`.
+    pub async fn get_prompt(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: Option<Value>,
+    ) -> Result<Value, McpError> {
+        let operation = format!("prompts/get `{name}`");
+        let connection = self.offering(server, "prompts")?;
+        let arguments = arguments_object(server, &operation, arguments.unwrap_or(Value::Null))?;
+        let mut params = GetPromptRequestParams::new(name);
+        params.arguments = arguments;
+        let result = connection
+            .request(
+                &operation,
+                self.options.call_timeout,
+                connection.peer.get_prompt(params),
+            )
+            .await?;
+        to_json(server, &operation, &result)
+    }
+
+    /// Shuts every server down and waits for them to exit (each bounded by
+    /// [`HubOptions::shutdown_timeout`]). Other clones of this hub see
+    /// [`McpError::ShutDown`] afterwards.
+    pub async fn shutdown(self) {
+        let clients: Vec<(String, Client)> = self
+            .servers
+            .values()
+            .filter_map(|connection| {
+                let client = connection
+                    .client
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                client.map(|client| (connection.info.name.clone(), client))
+            })
+            .collect();
+        let timeout = self.options.shutdown_timeout;
+        futures::future::join_all(clients.into_iter().map(|(name, mut client)| async move {
+            match client.close_with_timeout(timeout).await {
+                Ok(Some(_)) => tracing::debug!(server = name, "MCP server shut down"),
+                Ok(None) => {
+                    tracing::warn!(server = name, "MCP server did not exit within {timeout:?}")
+                }
+                Err(error) => tracing::warn!(server = name, "MCP server shutdown failed: {error}"),
+            }
+        }))
+        .await;
+    }
+
+    fn connection(&self, server: &str) -> Result<&Connection, McpError> {
+        self.servers
+            .get(server)
+            .map(Arc::as_ref)
+            .ok_or_else(|| McpError::UnknownServer {
+                server: server.to_owned(),
+            })
+    }
+
+    fn offering(&self, server: &str, feature: &'static str) -> Result<&Connection, McpError> {
+        let connection = self.connection(server)?;
+        let offered = match feature {
+            "resources" => connection.info.has_resources,
+            _ => connection.info.has_prompts,
+        };
+        if offered {
+            Ok(connection)
+        } else {
+            Err(McpError::NotOffered {
+                server: server.to_owned(),
+                feature,
+            })
+        }
+    }
+}
+
+impl Connection {
+    /// Runs one request within `timeout` and turns rmcp's errors into ours.
+    async fn request<T>(
+        &self,
+        operation: &str,
+        timeout: Duration,
+        request: impl Future<Output = Result<T, ServiceError>>,
+    ) -> Result<T, McpError> {
+        if self.is_shut_down() {
+            return Err(McpError::ShutDown {
+                server: self.info.name.clone(),
+            });
+        }
+        match tokio::time::timeout(timeout, request).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(self.request_error(operation, error).await),
+            // Dropping the request future sends `notifications/cancelled`.
+            Err(_elapsed) => Err(McpError::Timeout {
+                server: self.info.name.clone(),
+                operation: operation.to_owned(),
+                timeout,
+            }),
+        }
+    }
+
+    fn is_shut_down(&self) -> bool {
+        self.client
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_none()
+    }
+
+    async fn request_error(&self, operation: &str, error: ServiceError) -> McpError {
+        let server = self.info.name.clone();
+        let operation = operation.to_owned();
+        match error {
+            ServiceError::McpError(data) => McpError::Rejected {
+                server,
+                operation,
+                code: data.code.0,
+                message: shorten(data.message.into_owned(), MAX_ERROR_MESSAGE_BYTES),
+            },
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                McpError::ServerExited {
+                    server,
+                    operation,
+                    stderr: self.stderr.settled_lines().await,
+                }
+            }
+            ServiceError::Cancelled { .. } if self.is_shut_down() => McpError::ShutDown { server },
+            ServiceError::Cancelled { .. } => McpError::ServerExited {
+                server,
+                operation,
+                stderr: self.stderr.settled_lines().await,
+            },
+            ServiceError::Timeout { timeout } => McpError::Timeout {
+                server,
+                operation,
+                timeout,
+            },
+            ServiceError::UnexpectedResponse => McpError::Malformed {
+                server,
+                operation,
+                detail: "the response is not the result MCP requires for this request".to_owned(),
+            },
+            other => McpError::Malformed {
+                server,
+                operation,
+                detail: other.to_string(),
+            },
+        }
+    }
+}
+
+/// The client identity and capabilities we announce: none beyond the basics
+/// (no sampling, roots or elicitation).
+fn client_config() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("codemode", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+async fn start_server(
+    name: String,
+    config: McpServerConfig,
+    options: &HubOptions,
+) -> Result<Connection, McpError> {
+    check_server_name(&name).map_err(|reason| McpError::InvalidServerName {
+        server: name.clone(),
+        reason,
+    })?;
+    let mut command = tokio::process::Command::new(&config.command);
+    command
+        .args(&config.args)
+        .envs(&config.env)
+        .kill_on_drop(true);
+    let (transport, stderr) = TokioChildProcess::builder(command)
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|source| McpError::Spawn {
+            server: name.clone(),
+            command: config.command.clone(),
+            source,
+        })?;
+    let process_id = transport.id();
+    let stderr = match stderr {
+        Some(stderr) => StderrTail::spawn(name.clone(), stderr),
+        None => StderrTail::empty(),
+    };
+    let handshake = async {
+        let client = client_config()
+            .serve(transport)
+            .await
+            .map_err(|error| format!("MCP handshake failed: {error}"))?;
+        let peer = client.peer().clone();
+        let info = peer.peer_info();
+        let capabilities = info.as_ref().map(|info| info.capabilities.clone());
+        let offers_tools = capabilities.as_ref().is_some_and(|c| c.tools.is_some());
+        let (tools, truncated) = if offers_tools {
+            list_pages(options.max_list_pages, |params| async {
+                let page = peer.list_tools(Some(params)).await?;
+                Ok((page.tools, page.next_cursor))
+            })
+            .await
+            .map_err(|error| format!("listing its tools failed: {error}"))?
+        } else {
+            (Vec::new(), None)
+        };
+        let (tools, mut warnings) = admit_tools(
+            tools.into_iter().map(listed_tool).collect(),
+            options.max_tools_per_server,
+        );
+        if let Some(pages) = truncated {
+            warnings.insert(
+                0,
+                format!(
+                    "the tool list was cut: the server still sent a nextCursor after {pages} pages"
+                ),
+            );
+        }
+        for warning in &warnings {
+            tracing::warn!(server = name, "{warning}");
+        }
+        let info = ServerInfo {
+            name: name.clone(),
+            tools,
+            has_resources: capabilities.as_ref().is_some_and(|c| c.resources.is_some()),
+            has_prompts: capabilities.as_ref().is_some_and(|c| c.prompts.is_some()),
+            instructions: admit_instructions(info.and_then(|info| info.instructions.clone())),
+            warnings,
+            process_id,
+        };
+        Ok::<_, String>(Connection {
+            info,
+            peer,
+            client: Mutex::new(Some(client)),
+            stderr: stderr.clone(),
+        })
+    };
+    // On timeout or failure the transport is dropped, which kills the child.
+    match tokio::time::timeout(options.start_timeout, handshake).await {
+        Ok(Ok(connection)) => Ok(connection),
+        Ok(Err(detail)) => Err(McpError::Handshake {
+            server: name,
+            detail,
+            stderr: stderr.settled_lines().await,
+        }),
+        Err(_elapsed) => Err(McpError::StartTimeout {
+            server: name,
+            timeout: options.start_timeout,
+            stderr: stderr.lines(),
+        }),
+    }
+}
+
+fn listed_tool(tool: Tool) -> ListedTool {
+    let annotations = tool.annotations.as_ref();
+    ListedTool {
+        title: tool
+            .title
+            .or_else(|| annotations.and_then(|annotations| annotations.title.clone())),
+        read_only_hint: annotations.and_then(|annotations| annotations.read_only_hint),
+        name: tool.name.into_owned(),
+        description: tool.description.map(|description| description.into_owned()),
+        input_schema: Value::Object(Arc::unwrap_or_clone(tool.input_schema)),
+        output_schema: tool
+            .output_schema
+            .map(|schema| Value::Object(Arc::unwrap_or_clone(schema))),
+    }
+}
+
+/// Follows `nextCursor` for at most `max_pages` pages (and stops on a
+/// repeated cursor). Returns the items and, when the list was cut, the
+/// number of pages read.
+async fn list_pages<T, F, Fut>(
+    max_pages: usize,
+    mut fetch: F,
+) -> Result<(Vec<T>, Option<usize>), ServiceError>
+where
+    F: FnMut(PaginatedRequestParams) -> Fut,
+    Fut: Future<Output = Result<(Vec<T>, Option<String>), ServiceError>>,
+{
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    for page_number in 1..=max_pages {
+        let (page, next) =
+            fetch(PaginatedRequestParams::default().with_cursor(cursor.clone())).await?;
+        items.extend(page);
+        match next {
+            Some(next) if cursor.as_ref() != Some(&next) => cursor = Some(next),
+            Some(_) => return Ok((items, Some(page_number))),
+            None => return Ok((items, None)),
+        }
+    }
+    Ok((items, Some(max_pages)))
+}
+
+fn arguments_object(
+    server: &str,
+    operation: &str,
+    arguments: Value,
+) -> Result<Option<JsonObject>, McpError> {
+    match arguments {
+        Value::Null => Ok(None),
+        Value::Object(object) => Ok(Some(object)),
+        other => Err(McpError::InvalidArguments {
+            server: server.to_owned(),
+            operation: operation.to_owned(),
+            detail: format!("arguments must be a JSON object, not {}", json_kind(&other)),
+        }),
+    }
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn to_json(server: &str, operation: &str, result: &impl Serialize) -> Result<Value, McpError> {
+    serde_json::to_value(result).map_err(|error| McpError::Malformed {
+        server: server.to_owned(),
+        operation: operation.to_owned(),
+        detail: error.to_string(),
+    })
+}

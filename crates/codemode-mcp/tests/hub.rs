@@ -1,0 +1,540 @@
+//! `McpHub` against real servers: this crate's rmcp test server and the npm
+//! reference servers `@modelcontextprotocol/server-everything` and
+//! `@modelcontextprotocol/server-filesystem`, installed at the workspace root
+//! by `npm ci --prefix tests/mcp-servers`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use codemode_mcp::{HubOptions, McpError, McpHub, McpServerConfig};
+use serde_json::{Value, json};
+
+const TEST_SERVER: &str = env!("CARGO_BIN_EXE_codemode-mcp-test-server");
+
+fn test_server(flags: &[&str]) -> McpServerConfig {
+    McpServerConfig::new(TEST_SERVER).with_args(flags.iter().copied())
+}
+
+/// A binary of the npm test servers; fails with instructions when missing.
+fn npm_server(bin: &str) -> String {
+    let manifest = std::fs::canonicalize(env!("CARGO_MANIFEST_DIR")).unwrap_or_default();
+    let workspace = manifest
+        .ancestors()
+        .nth(2)
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let path = workspace
+        .join("tests/mcp-servers/node_modules/.bin")
+        .join(bin);
+    assert!(
+        path.exists(),
+        "{} is missing: run `npm ci --prefix tests/mcp-servers` at the workspace root",
+        path.display()
+    );
+    path.display().to_string()
+}
+
+async fn start(
+    servers: Vec<(&str, McpServerConfig)>,
+    options: HubOptions,
+) -> (McpHub, Vec<McpError>) {
+    let servers: BTreeMap<String, McpServerConfig> = servers
+        .into_iter()
+        .map(|(name, config)| (name.to_owned(), config))
+        .collect();
+    McpHub::start(servers, options).await
+}
+
+async fn start_ok(servers: Vec<(&str, McpServerConfig)>, options: HubOptions) -> McpHub {
+    let (hub, failures) = start(servers, options).await;
+    assert!(failures.is_empty(), "start failures: {failures:#?}");
+    hub
+}
+
+/// The text of the first content item of a tool result.
+fn first_text(result: &Value) -> &str {
+    result
+        .pointer("/content/0/text")
+        .and_then(Value::as_str)
+        .unwrap_or("<no text>")
+}
+
+/// The process has exited and was reaped (a zombie keeps its /proc entry).
+fn process_is_gone(pid: u32) -> bool {
+    !std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[tokio::test]
+async fn test_server_tools_are_listed_across_pages_and_become_descriptors() {
+    let hub = start_ok(vec![("test", test_server(&[]))], HubOptions::default()).await;
+    let info = hub.server("test").cloned();
+    let Some(info) = info else {
+        panic!("server `test` is not running");
+    };
+    assert!(info.has_resources);
+    assert!(info.has_prompts);
+    assert!(info.warnings.is_empty(), "{:?}", info.warnings);
+    let descriptors: Vec<Value> = hub
+        .descriptors()
+        .into_iter()
+        .map(|descriptor| {
+            json!({
+                "origin": descriptor.origin,
+                "name": descriptor.name,
+                "label": descriptor.label,
+                "read_only": descriptor.read_only,
+                "parameters": descriptor.parameters,
+            })
+        })
+        .collect();
+    insta::assert_json_snapshot!(descriptors);
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn tool_calls_return_the_whole_result() {
+    let config = test_server(&[]).with_env("CODEMODE_TEST_VALUE", "from the config");
+    let hub = start_ok(vec![("test", config)], HubOptions::default()).await;
+    let mut results = BTreeMap::new();
+    let calls = [
+        ("echo", json!({ "text": "hello" })),
+        ("lookup", json!({ "key": "answer" })),
+        ("fail", json!({ "message": "it went wrong" })),
+        ("env", json!({ "name": "CODEMODE_TEST_VALUE" })),
+    ];
+    for (tool, arguments) in calls {
+        let result = hub.call_tool("test", tool, arguments).await;
+        results.insert(tool, result.map_err(|error| error.to_string()));
+    }
+    insta::assert_json_snapshot!(results);
+    hub.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_from_many_tasks_each_get_their_answer() {
+    let hub = start_ok(vec![("test", test_server(&[]))], HubOptions::default()).await;
+    let tasks: Vec<_> = (0..8u64)
+        .map(|n| {
+            let hub = hub.clone();
+            tokio::spawn(async move {
+                // Later calls answer sooner, so answers arrive out of order.
+                let arguments = json!({ "text": format!("call {n}"), "ms": (8 - n) * 20 });
+                hub.call_tool("test", "delayed_echo", arguments).await
+            })
+        })
+        .collect();
+    for (n, task) in tasks.into_iter().enumerate() {
+        let result = task
+            .await
+            .map_err(|error| error.to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()));
+        assert_eq!(
+            result.as_ref().map(first_text),
+            Ok(format!("call {n}").as_str())
+        );
+    }
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_crash_mid_call_is_an_error_for_that_server_only() {
+    let hub = start_ok(
+        vec![("fragile", test_server(&[])), ("sturdy", test_server(&[]))],
+        HubOptions::default(),
+    )
+    .await;
+    let crash = hub.call_tool("fragile", "crash", json!({})).await;
+    match &crash {
+        Err(McpError::ServerExited {
+            server,
+            operation,
+            stderr,
+        }) => {
+            assert_eq!(server, "fragile");
+            assert_eq!(operation, "tools/call `crash`");
+            assert!(
+                stderr
+                    .iter()
+                    .any(|line| line.contains("crashing on purpose")),
+                "stderr tail: {stderr:?}"
+            );
+        }
+        other => panic!("expected ServerExited, got {other:?}"),
+    }
+    let message = crash
+        .err()
+        .map(|error| error.to_string())
+        .unwrap_or_default();
+    assert!(
+        message.starts_with(
+            "MCP server `fragile` exited or closed its connection during tools/call `crash`"
+        ),
+        "{message}"
+    );
+    // The crashed server stays unusable, with the same clear error.
+    let again = hub
+        .call_tool("fragile", "echo", json!({ "text": "still there?" }))
+        .await;
+    assert!(
+        matches!(again, Err(McpError::ServerExited { .. })),
+        "{again:?}"
+    );
+    // The other server keeps working.
+    let sturdy = hub
+        .call_tool("sturdy", "echo", json!({ "text": "fine" }))
+        .await;
+    assert_eq!(sturdy.as_ref().map(first_text).ok(), Some("fine"));
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_call_that_never_answers_times_out_and_the_server_stays_usable() {
+    let options = HubOptions::default().with_call_timeout(Duration::from_millis(300));
+    let hub = start_ok(vec![("test", test_server(&[]))], options).await;
+    let slow = hub.call_tool("test", "slow_forever", json!({})).await;
+    match &slow {
+        Err(McpError::Timeout {
+            server,
+            operation,
+            timeout,
+        }) => {
+            assert_eq!(
+                (server.as_str(), operation.as_str()),
+                ("test", "tools/call `slow_forever`")
+            );
+            assert_eq!(*timeout, Duration::from_millis(300));
+        }
+        other => panic!("expected Timeout, got {other:?}"),
+    }
+    let echo = hub
+        .call_tool("test", "echo", json!({ "text": "after" }))
+        .await;
+    assert_eq!(echo.as_ref().map(first_text).ok(), Some("after"));
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_malformed_response_is_a_clear_error() {
+    let options = HubOptions::default().with_call_timeout(Duration::from_secs(10));
+    let hub = start_ok(vec![("test", test_server(&[]))], options).await;
+    let malformed = hub.call_tool("test", "malformed", json!({})).await;
+    assert!(
+        matches!(&malformed, Err(McpError::Malformed { server, .. }) if server == "test"),
+        "{malformed:?}"
+    );
+    let echo = hub
+        .call_tool("test", "echo", json!({ "text": "after" }))
+        .await;
+    assert_eq!(echo.as_ref().map(first_text).ok(), Some("after"));
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn request_errors_name_the_server() {
+    let hub = start_ok(vec![("test", test_server(&[]))], HubOptions::default()).await;
+    let errors = [
+        hub.call_tool("nope", "echo", json!({})).await,
+        hub.call_tool("test", "echo", json!(["not", "an", "object"]))
+            .await,
+        hub.call_tool("test", "no_such_tool", json!({})).await,
+        hub.call_tool("test", "echo", json!({})).await,
+        hub.read_resource("test", "test://missing").await,
+        hub.get_prompt("test", "greet", Some(json!("Ada"))).await,
+    ];
+    let messages: Vec<String> = errors
+        .into_iter()
+        .map(|result| match result {
+            Ok(value) => format!("unexpected success: {value}"),
+            Err(error) => error.to_string(),
+        })
+        .collect();
+    insta::assert_json_snapshot!(messages);
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn start_failures_are_reported_and_the_other_servers_start() {
+    let options = HubOptions::default().with_start_timeout(Duration::from_secs(2));
+    let (hub, failures) = start(
+        vec![
+            ("good", test_server(&[])),
+            (
+                "missing",
+                McpServerConfig::new("/nonexistent/codemode-mcp-server"),
+            ),
+            ("exits", test_server(&["--exit-before-handshake"])),
+            ("silent", test_server(&["--never-answer"])),
+            ("bad:name", test_server(&[])),
+        ],
+        options,
+    )
+    .await;
+    let names: Vec<String> = hub.servers().into_iter().map(|info| info.name).collect();
+    assert_eq!(names, ["good"]);
+    let mut failures: Vec<(String, String)> = failures
+        .iter()
+        .map(|error| (error.server().to_owned(), error.to_string()))
+        .collect();
+    failures.sort();
+    let find = |server: &str| {
+        failures
+            .iter()
+            .find(|(name, _)| name == server)
+            .map(|(_, message)| message.clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(failures.len(), 4, "{failures:#?}");
+    assert_eq!(
+        find("bad:name"),
+        "invalid MCP server name \"bad:name\": the name contains `:`, which separates the parts of catalog ids"
+    );
+    assert!(
+        find("missing").starts_with(
+            "MCP server `missing` could not be started: `/nonexistent/codemode-mcp-server`: "
+        ),
+        "{}",
+        find("missing")
+    );
+    let exits = find("exits");
+    assert!(
+        exits.starts_with("MCP server `exits` failed to start: MCP handshake failed"),
+        "{exits}"
+    );
+    assert!(
+        exits.ends_with(
+            "its stderr ended with: codemode-mcp-test-server: exiting before the handshake as asked"
+        ),
+        "{exits}"
+    );
+    assert_eq!(
+        find("silent"),
+        "MCP server `silent` did not start within 2s"
+    );
+    let echo = hub.call_tool("good", "echo", json!({ "text": "ok" })).await;
+    assert_eq!(echo.as_ref().map(first_text).ok(), Some("ok"));
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn hostile_tool_listings_are_bounded() {
+    let hub = start_ok(
+        vec![
+            ("hostile", test_server(&["--hostile-tools"])),
+            ("endless", test_server(&["--endless-pages"])),
+        ],
+        HubOptions::default().with_max_list_pages(5),
+    )
+    .await;
+    let summary: Vec<Value> = hub
+        .servers()
+        .into_iter()
+        .map(|info| {
+            let tools: Vec<(String, usize)> = info
+                .tools
+                .iter()
+                .map(|tool| (tool.name.clone(), tool.description.len()))
+                .collect();
+            json!({ "name": info.name, "tools": tools, "warnings": info.warnings })
+        })
+        .collect();
+    insta::assert_json_snapshot!(summary);
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn resources_and_prompts_of_the_test_server() {
+    let hub = start_ok(vec![("test", test_server(&[]))], HubOptions::default()).await;
+    let outcome = json!({
+        "resources": hub.list_resources("test").await.map_err(|e| e.to_string()),
+        "read": hub.read_resource("test", "test://greeting").await.map_err(|e| e.to_string()),
+        "prompts": hub.list_prompts("test").await.map_err(|e| e.to_string()),
+        "get": hub.get_prompt("test", "greet", Some(json!({ "name": "Ada" }))).await.map_err(|e| e.to_string()),
+    });
+    insta::assert_json_snapshot!(outcome);
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn shutdown_leaves_no_process_behind() {
+    let hub = start_ok(
+        vec![("a", test_server(&[])), ("b", test_server(&[]))],
+        HubOptions::default(),
+    )
+    .await;
+    let pids: Vec<u32> = hub
+        .servers()
+        .iter()
+        .filter_map(|info| info.process_id)
+        .collect();
+    assert_eq!(pids.len(), 2);
+    assert!(pids.iter().all(|&pid| !process_is_gone(pid)));
+    let other_handle = hub.clone();
+    hub.shutdown().await;
+    assert!(
+        pids.iter().all(|&pid| process_is_gone(pid)),
+        "left over: {pids:?}"
+    );
+    let after = other_handle
+        .call_tool("a", "echo", json!({ "text": "x" }))
+        .await;
+    assert_eq!(
+        after.err().map(|error| error.to_string()),
+        Some("MCP server `a` was shut down".to_owned())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_hub_stops_the_servers() {
+    let hub = start_ok(vec![("a", test_server(&[]))], HubOptions::default()).await;
+    let pids: Vec<u32> = hub
+        .servers()
+        .iter()
+        .filter_map(|info| info.process_id)
+        .collect();
+    assert_eq!(pids.len(), 1);
+    drop(hub);
+    // The servers exit in the background once their stdin closes; wait for
+    // that (bounded) rather than for a fixed time.
+    let mut gone = false;
+    for _ in 0..200 {
+        if pids.iter().all(|&pid| process_is_gone(pid)) {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(gone, "left over after drop: {pids:?}");
+}
+
+#[tokio::test]
+async fn server_everything_from_npm() {
+    let config = McpServerConfig::new(npm_server("mcp-server-everything")).with_args(["stdio"]);
+    let hub = start_ok(vec![("everything", config)], HubOptions::default()).await;
+    let descriptors = hub.descriptors();
+    let echo = descriptors
+        .iter()
+        .find(|descriptor| descriptor.name == "echo");
+    assert_eq!(echo.map(|descriptor| descriptor.read_only), Some(true));
+    assert!(descriptors.len() > 5, "{} tools", descriptors.len());
+    let info = hub.server("everything").cloned();
+    assert_eq!(
+        info.as_ref()
+            .map(|info| (info.has_resources, info.has_prompts)),
+        Some((true, true))
+    );
+
+    let echoed = hub
+        .call_tool("everything", "echo", json!({ "message": "hi" }))
+        .await;
+    assert_eq!(echoed.as_ref().map(first_text).ok(), Some("Echo: hi"));
+
+    let structured = hub
+        .call_tool(
+            "everything",
+            "get-structured-content",
+            json!({ "location": "Chicago" }),
+        )
+        .await;
+    assert!(
+        structured.as_ref().is_ok_and(|result| result
+            .get("structuredContent")
+            .is_some_and(Value::is_object)),
+        "{structured:?}"
+    );
+
+    let resources = hub.list_resources("everything").await;
+    let uri = resources
+        .as_ref()
+        .ok()
+        .and_then(|list| list.pointer("/resources/0/uri"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let Some(uri) = uri else {
+        panic!("no resource listed: {resources:?}");
+    };
+    let read = hub.read_resource("everything", &uri).await;
+    let text = read
+        .as_ref()
+        .ok()
+        .and_then(|result| result.pointer("/contents/0/text"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    assert!(!text.is_empty(), "{read:?}");
+
+    let prompt = hub
+        .get_prompt(
+            "everything",
+            "args-prompt",
+            Some(json!({ "city": "Lisbon" })),
+        )
+        .await;
+    let prompt_text = prompt
+        .as_ref()
+        .ok()
+        .and_then(|result| result.pointer("/messages/0/content/text"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    assert!(prompt_text.contains("Lisbon"), "{prompt:?}");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn server_filesystem_from_npm_reads_a_file() {
+    let dir = std::env::temp_dir().join(format!("codemode-mcp-fs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|error| panic!("{}: {error}", dir.display()));
+    let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+    let file = dir.join("note.txt");
+    std::fs::write(&file, "code mode reads files\n").unwrap_or_else(|error| panic!("{error}"));
+    let config = McpServerConfig::new(npm_server("mcp-server-filesystem"))
+        .with_args([dir.display().to_string()]);
+    let hub = start_ok(
+        vec![("fs", config), ("test", test_server(&[]))],
+        HubOptions::default(),
+    )
+    .await;
+    let read_only: BTreeMap<String, bool> = hub
+        .descriptors()
+        .into_iter()
+        .filter(|descriptor| {
+            descriptor.origin == codemode_catalog::ToolOrigin::Mcp("fs".to_owned())
+        })
+        .map(|descriptor| (descriptor.name, descriptor.read_only))
+        .collect();
+    assert_eq!(read_only.get("read_text_file"), Some(&true));
+    assert_eq!(read_only.get("write_file"), Some(&false));
+
+    let read = hub
+        .call_tool(
+            "fs",
+            "read_text_file",
+            json!({ "path": file.display().to_string() }),
+        )
+        .await;
+    assert_eq!(
+        read.as_ref().map(first_text).ok(),
+        Some("code mode reads files\n")
+    );
+
+    // Outside the allowed directory: the server reports a tool error.
+    let denied = hub
+        .call_tool("fs", "read_text_file", json!({ "path": "/etc/hostname" }))
+        .await;
+    assert_eq!(
+        denied
+            .as_ref()
+            .ok()
+            .and_then(|result| result.get("isError")),
+        Some(&json!(true)),
+        "{denied:?}"
+    );
+
+    // The filesystem server offers no prompts.
+    let prompts = hub.list_prompts("fs").await;
+    assert_eq!(
+        prompts.err().map(|error| error.to_string()),
+        Some("MCP server `fs` offers no prompts".to_owned())
+    );
+    hub.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
