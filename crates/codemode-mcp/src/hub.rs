@@ -72,6 +72,13 @@ pub struct McpHub {
     options: HubOptions,
 }
 
+/// An optional server capability.
+#[derive(Debug, Clone, Copy)]
+enum Feature {
+    Resources,
+    Prompts,
+}
+
 /// One running server.
 struct Connection {
     info: ServerInfo,
@@ -204,7 +211,7 @@ impl McpHub {
     /// [`HubOptions::max_list_pages`]) as `{ "resources": [...] }`.
     pub async fn list_resources(&self, server: &str) -> Result<Value, McpError> {
         let operation = "resources/list".to_owned();
-        let connection = self.offering(server, "resources")?;
+        let connection = self.offering(server, Feature::Resources)?;
         let (resources, _truncated) = connection
             .request(
                 &operation,
@@ -226,7 +233,7 @@ impl McpHub {
     /// `ReadResourceResult` as JSON: `{ contents: [...] }`.
     pub async fn read_resource(&self, server: &str, uri: &str) -> Result<Value, McpError> {
         let operation = format!("resources/read `{uri}`");
-        let connection = self.offering(server, "resources")?;
+        let connection = self.offering(server, Feature::Resources)?;
         let result = connection
             .request(
                 &operation,
@@ -242,7 +249,7 @@ impl McpHub {
     /// Lists the prompts of `server` (all pages, bounded) as `{ "prompts": [...] }`.
     pub async fn list_prompts(&self, server: &str) -> Result<Value, McpError> {
         let operation = "prompts/list".to_owned();
-        let connection = self.offering(server, "prompts")?;
+        let connection = self.offering(server, Feature::Prompts)?;
         let (prompts, _truncated) = connection
             .request(
                 &operation,
@@ -270,7 +277,7 @@ impl McpHub {
         arguments: Option<Value>,
     ) -> Result<Value, McpError> {
         let operation = format!("prompts/get `{name}`");
-        let connection = self.offering(server, "prompts")?;
+        let connection = self.offering(server, Feature::Prompts)?;
         let arguments = arguments_object(server, &operation, arguments.unwrap_or(Value::Null))?;
         let mut params = GetPromptRequestParams::new(name);
         params.arguments = arguments;
@@ -322,18 +329,18 @@ impl McpHub {
             })
     }
 
-    fn offering(&self, server: &str, feature: &'static str) -> Result<&Connection, McpError> {
+    fn offering(&self, server: &str, feature: Feature) -> Result<&Connection, McpError> {
         let connection = self.connection(server)?;
-        let offered = match feature {
-            "resources" => connection.info.has_resources,
-            _ => connection.info.has_prompts,
+        let (offered, name) = match feature {
+            Feature::Resources => (connection.info.has_resources, "resources"),
+            Feature::Prompts => (connection.info.has_prompts, "prompts"),
         };
         if offered {
             Ok(connection)
         } else {
             Err(McpError::NotOffered {
                 server: server.to_owned(),
-                feature,
+                feature: name,
             })
         }
     }
@@ -590,4 +597,64 @@ fn to_json(server: &str, operation: &str, result: &impl Serialize) -> Result<Val
         operation: operation.to_owned(),
         detail: error.to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hub_can_be_shared_across_tasks() {
+        fn assert_send_sync_static<T: Send + Sync + 'static>() {}
+        assert_send_sync_static::<McpHub>();
+    }
+
+    #[test]
+    fn arguments_must_be_an_object_or_null() {
+        let check = |arguments: Value, expect: Result<Option<usize>, &str>| {
+            let outcome = arguments_object("s", "tools/call `t`", arguments)
+                .map(|object| object.map(|object| object.len()))
+                .map_err(|error| error.to_string());
+            assert_eq!(outcome, expect.map_err(str::to_owned));
+        };
+        check(Value::Null, Ok(None));
+        check(serde_json::json!({ "a": 1 }), Ok(Some(1)));
+        check(
+            serde_json::json!(7),
+            Err(
+                "invalid arguments for tools/call `t` on MCP server `s`: arguments must be a JSON object, not a number",
+            ),
+        );
+        check(
+            serde_json::json!("x"),
+            Err(
+                "invalid arguments for tools/call `t` on MCP server `s`: arguments must be a JSON object, not a string",
+            ),
+        );
+    }
+
+    #[tokio::test]
+    async fn pagination_stops_at_the_page_limit_and_on_a_repeated_cursor() {
+        let endless = list_pages(4, |params| async move {
+            let next = params
+                .cursor
+                .map_or(1, |cursor| cursor.parse::<u32>().unwrap_or(0) + 1);
+            Ok((vec![next], Some(next.to_string())))
+        })
+        .await;
+        assert_eq!(endless.ok(), Some((vec![1, 2, 3, 4], Some(4))));
+        let stuck = list_pages(10, |_params| async {
+            Ok((vec![0], Some("same".to_owned())))
+        })
+        .await;
+        assert_eq!(stuck.ok(), Some((vec![0, 0], Some(2))));
+        let finite = list_pages(10, |params| async move {
+            Ok(match params.cursor {
+                None => (vec!["a"], Some("2".to_owned())),
+                Some(_) => (vec!["b"], None),
+            })
+        })
+        .await;
+        assert_eq!(finite.ok(), Some((vec!["a", "b"], None)));
+    }
 }

@@ -538,3 +538,44 @@ async fn server_filesystem_from_npm_reads_a_file() {
     hub.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn dropping_the_runtime_kills_the_servers() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    let Ok(runtime) = runtime else {
+        panic!("no runtime: {runtime:?}");
+    };
+    let hub = runtime.block_on(start_ok(
+        vec![("a", test_server(&[]))],
+        HubOptions::default(),
+    ));
+    let pids: Vec<u32> = hub
+        .servers()
+        .iter()
+        .filter_map(|info| info.process_id)
+        .collect();
+    assert_eq!(pids.len(), 1);
+    // The runtime goes first (a host exiting abruptly), then the hub.
+    drop(runtime);
+    drop(hub);
+    // `kill_on_drop` sends SIGKILL synchronously; with no runtime left to
+    // reap it, the child may linger as a zombie until this process exits.
+    let killed = |pid: u32| match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    };
+    let mut all_killed = false;
+    for _ in 0..200 {
+        if pids.iter().all(|&pid| killed(pid)) {
+            all_killed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(all_killed, "still running: {pids:?}");
+}
