@@ -266,6 +266,11 @@ async fn start_failures_are_reported_and_the_other_servers_start() {
             ("exits", test_server(&["--exit-before-handshake"])),
             ("silent", test_server(&["--never-answer"])),
             ("bad:name", test_server(&[])),
+            (
+                "not-mcp",
+                McpServerConfig::new("/bin/sh")
+                    .with_args(["-c", "echo this is not MCP; echo oops >&2"]),
+            ),
         ],
         options,
     )
@@ -284,7 +289,16 @@ async fn start_failures_are_reported_and_the_other_servers_start() {
             .map(|(_, message)| message.clone())
             .unwrap_or_default()
     };
-    assert_eq!(failures.len(), 4, "{failures:#?}");
+    assert_eq!(failures.len(), 5, "{failures:#?}");
+    let not_mcp = find("not-mcp");
+    assert!(
+        not_mcp.starts_with("MCP server `not-mcp` failed to start: MCP handshake failed"),
+        "{not_mcp}"
+    );
+    assert!(
+        not_mcp.ends_with("its stderr ended with: oops"),
+        "{not_mcp}"
+    );
     assert_eq!(
         find("bad:name"),
         "invalid MCP server name \"bad:name\": the name contains `:`, which separates the parts of catalog ids"
