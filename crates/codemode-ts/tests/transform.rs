@@ -1,0 +1,248 @@
+//! Data-driven tests of the public transform API.
+
+use codemode_ts::{TransformOptions, TsError, transform, transform_count, transform_with};
+use proptest::prelude::*;
+
+/// Transform `source` and compare the result (output or error text) with
+/// `expect`, whitespace-normalised so the printer's indentation does not matter.
+#[track_caller]
+fn check(source: &str, expect: &str) {
+    let actual = match transform(source) {
+        Ok(js) => js,
+        Err(error) => error.to_string(),
+    };
+    assert_eq!(
+        normalise(&actual),
+        normalise(expect),
+        "full output:\n{actual}"
+    );
+}
+
+fn normalise(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[test]
+fn types_are_erased() {
+    check(
+        "type Id = string;\ninterface Item { id: Id }\ndeclare const host: unknown;\nconst item: Item = { id: 'a' };\nreturn item.id as Id;",
+        "const item = { id: 'a' }; return item.id;",
+    );
+}
+
+#[test]
+fn generics_are_erased() {
+    check(
+        "function first<T extends object>(xs: readonly T[]): T | undefined { return xs[0]; }\nreturn first<{ a: number }>([{ a: 1 }]);",
+        "function first(xs) { return xs[0]; } return first([ { a: 1 } ]);",
+    );
+}
+
+#[test]
+fn as_const_satisfies_is_erased() {
+    check(
+        "const limits = { max: 3 } as const satisfies Record<string, number>;\nreturn limits.max;",
+        "const limits = { max: 3 }; return limits.max;",
+    );
+}
+
+#[test]
+fn non_null_assertions_are_erased() {
+    check(
+        "const m = new Map<string, number>();\nreturn m.get('a')!.toFixed(1)!;",
+        "const m = new Map(); return m.get('a').toFixed(1);",
+    );
+}
+
+#[test]
+fn top_level_await_and_return_work() {
+    check(
+        "const r = await tools.call('openclaw:core:read', { path: 'a' });\nif (!r) return null;\nreturn r;",
+        "const r = await tools.call('openclaw:core:read', { path: 'a' }); if (!r) return null; return r;",
+    );
+}
+
+#[test]
+fn type_imports_are_erased() {
+    check(
+        "import type { Tool } from './tools';\nimport { type Other } from 'x';\nconst t: Tool | Other = await tools.describe('a');\nreturn t;",
+        "const t = await tools.describe('a'); return t;",
+    );
+}
+
+#[test]
+fn value_imports_are_a_clear_error() {
+    check(
+        "const a = 1;\nimport { readFile } from 'fs';",
+        "typescript transform failed: 'import', and 'export' cannot be used outside of module code at 2:1",
+    );
+}
+
+#[test]
+fn decorators_are_a_clear_error() {
+    check(
+        "function sealed(target: unknown) {}\n  @sealed class A {}",
+        "typescript transform failed: decorators are not supported in code-mode cells at 2:3",
+    );
+}
+
+#[test]
+fn syntax_errors_report_the_users_line_and_column() {
+    check(
+        "let a = 1;\nlet b = ;",
+        "typescript transform failed: Expression expected at 2:9",
+    );
+    check(
+        "const x = 1;\n\nfunction f(a: number {\n  return a;\n}",
+        "typescript transform failed: Expected ',', got '{' at 3:22",
+    );
+    // Multi-byte characters count as one column each.
+    check(
+        "const é = 'ü'; const = 2;",
+        "typescript transform failed: Unexpected token `=`. Expected yield, an identifier, [ or { at 1:22",
+    );
+}
+
+#[test]
+fn errors_at_the_end_of_the_cell_point_at_its_end() {
+    check(
+        "const a = [1, 2,\n",
+        "typescript transform failed: Expression expected at 2:1",
+    );
+    check(
+        "return `open",
+        "typescript transform failed: Unterminated template at 1:8",
+    );
+}
+
+#[test]
+fn the_wrapper_cannot_be_escaped() {
+    let error = transform("} }\nasync function evil() { {\nreturn 1;").unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("typescript transform failed: "),
+        "{error}"
+    );
+}
+
+#[test]
+fn the_wrapper_names_avoid_user_names() {
+    check(
+        "const __codemode_body_0 = 1;\nconst __codemode_cell_1 = 2;\nreturn __codemode_body_0 + __codemode_cell_1;",
+        "const __codemode_body_0 = 1; const __codemode_cell_1 = 2; return __codemode_body_0 + __codemode_cell_1;",
+    );
+}
+
+#[test]
+fn empty_and_comment_only_cells_give_empty_bodies() {
+    check("", "");
+    check("// nothing to do\n", "");
+    check("type OnlyTypes = number;", "");
+}
+
+#[test]
+fn size_guard_rejects_before_parsing() {
+    let options = TransformOptions {
+        max_source_bytes: 10,
+        ..TransformOptions::default()
+    };
+    assert_eq!(
+        transform_with("return 12345678;", &options)
+            .unwrap_err()
+            .to_string(),
+        "typescript transform failed: source is 16 bytes, more than the limit of 10 bytes"
+    );
+    let huge = "x".repeat(codemode_ts::DEFAULT_MAX_SOURCE_BYTES + 1);
+    assert!(matches!(
+        transform(&huge),
+        Err(TsError::SourceTooLarge { .. })
+    ));
+}
+
+#[test]
+fn nesting_guard_rejects_pathological_input() {
+    let parens = "(".repeat(100_000);
+    assert_eq!(
+        transform(&parens).unwrap_err().to_string(),
+        "typescript transform failed: nesting deeper than 512 levels at 1:257"
+    );
+    for hostile in [
+        format!("return {}x;", "!".repeat(100_000)),
+        format!("return 1{};", "+1".repeat(100_000)),
+        format!("return a{};", ".b".repeat(100_000)),
+        format!("{}x;", "if (a) ".repeat(100_000)),
+        format!("let v: {}number;", "Array<".repeat(100_000)),
+        format!("return {}1{};", "[".repeat(100_000), "]".repeat(100_000)),
+        format!("return {}1{};", "`${".repeat(10_000), "}`".repeat(10_000)),
+    ] {
+        assert!(
+            matches!(
+                transform(&hostile),
+                Err(TsError::NestingTooDeep { limit: 512, .. })
+            ),
+            "{hostile:.30}"
+        );
+    }
+}
+
+#[test]
+fn nesting_just_below_the_limit_transforms() {
+    let nested = format!("return {}1{};", "(".repeat(200), ")".repeat(200));
+    assert_eq!(normalise(&transform(&nested).unwrap()), "return 1;");
+    let chain = format!("return 1{};", " + 1".repeat(400));
+    assert!(transform(&chain).is_ok());
+}
+
+#[test]
+fn transform_count_increments_on_every_call() {
+    let before = transform_count();
+    let _ = transform("return 1;");
+    let _ = transform("let = ;");
+    // Other tests run in parallel: at least our two calls were counted.
+    assert!(transform_count() >= before + 2);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn arbitrary_strings_never_panic(source in "\\PC{0,200}") {
+        match transform(&source) {
+            Ok(_) => {}
+            Err(error) => {
+                prop_assert!(error.to_string().starts_with("typescript transform failed: "));
+                prop_assert!(!matches!(error, TsError::Internal { .. }), "{}", error);
+            }
+        }
+    }
+
+    #[test]
+    fn arbitrary_token_soup_never_panics(
+        tokens in proptest::collection::vec(
+            prop::sample::select(vec![
+                "(", ")", "{", "}", "[", "]", "`", "${", "'", "\"", "/", "/*", "*/", "//",
+                "\n", ";", ",", "=>", "!", "<", ">", "as", "enum", "namespace", "return",
+                "await", "x", "1", "@", "import type", "type", ":", "?", ".",
+            ]),
+            0..60,
+        )
+    ) {
+        let source = tokens.join(" ");
+        if let Err(error) = transform(&source) {
+            prop_assert!(error.to_string().starts_with("typescript transform failed: "));
+            prop_assert!(!matches!(error, TsError::Internal { .. }), "{}: {:?}", error, source);
+        }
+    }
+
+    #[test]
+    fn reported_positions_are_inside_the_users_text(prefix in "[a-z =;\n]{0,40}") {
+        let source = format!("{prefix}\nconst = 1;");
+        if let Err(TsError::Syntax { line, column, .. }) = transform(&source) {
+            let lines: Vec<&str> = source.split('\n').collect();
+            prop_assert!(line >= 1 && line <= lines.len());
+            let width = lines.get(line - 1).map_or(0, |text| text.chars().count());
+            prop_assert!(column >= 1 && column <= width + 1);
+        }
+    }
+}
