@@ -14,10 +14,19 @@
 //! templates, comments and regular expressions are skipped with the usual
 //! previous-token heuristic for `/`.
 //!
-//! Limitation: like any tokenizer that is not the parser, the `/` heuristic
-//! can be misled by crafted input (a regular expression after `if (…)`), which
-//! could hide nesting on one line from this estimate. The transform therefore
-//! also runs on its own large stack (see `TransformOptions::stack_size`).
+//! `/` is read as a regular expression after an operator, a keyword, the
+//! `)` of an `if`/`for`/`while`/`with` header and the `}` of a block (a `{`
+//! after `;`, `{`, `}`, `)`, `=>`, `:`, `else`, `do`, `try`, `finally`),
+//! and as division otherwise. If that guess is wrong in the regex direction,
+//! the brackets inside the would-be regex still count.
+//!
+//! Limitation: this is not the parser. Input crafted to make the guess wrong
+//! in the division direction (an identifier that the scanner takes for a
+//! keyword, such as a variable named `of` followed by a regex-looking
+//! string) can hide nesting from this estimate. That is why the transform
+//! also runs on its own large stack (see `TransformOptions::stack_size`);
+//! a host that must survive deliberately hostile TypeScript should also run
+//! transforms in a separate process.
 
 /// Words that nest the next construct inside themselves and expect an
 /// expression (or statement) after them: they extend the chain and a `/` after
@@ -61,22 +70,48 @@ const CONTINUATION_KEYWORDS: &[&[u8]] = &[
     b"of",
 ];
 
+/// Words after which a `{` opens a block.
+const BLOCK_KEYWORDS: &[&[u8]] = &[b"else", b"do", b"try", b"finally"];
+
+/// Words whose parenthesised header is followed by a statement.
+const HEADER_KEYWORDS: &[&[u8]] = &[b"if", b"while", b"for", b"with"];
+
 /// What the previous significant token allows next.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Previous {
-    /// An expression may start here: a `/` begins a regular expression.
+    /// An expression or statement may start here (start, operator, `(`,
+    /// `,`, `;`, a keyword, the `)` of an `if`/`for`/`while`/`with` header):
+    /// a `/` begins a regular expression.
     ExpressionExpected,
-    /// An operand ended here (identifier, literal, `)`, `]`); `/` divides.
+    /// An operand ended here (identifier, literal, `)`, `]`, the `}` of an
+    /// object literal): a `/` divides.
     Operand,
-    /// A `}` ended here; `/` divides (object literal) or starts a regex
-    /// (block); either way a new statement may follow a line break.
-    ClosingBrace,
+    /// The `}` of a block: a `/` begins a regular expression and, after a
+    /// line break, a new statement starts unless `else`, `catch`, … follows.
+    BlockEnd,
+}
+
+/// The last significant token, as far as telling a block `{` from an object
+/// literal `{` needs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Last {
+    /// Start of input, `;`, `{`, `}`, `)`, `=>`, `:` or one of `else`, `do`,
+    /// `try`, `finally`: a `{` here opens a block. (`:` is ambiguous, a label
+    /// or a property; taking it as a block errs towards regular expressions,
+    /// whose misreading is confined to one line.)
+    BlockIntro,
+    /// `if`, `while`, `for` or `with`: a `(` here opens a statement header.
+    HeaderKeyword,
+    /// Anything else: a `{` here is an object literal.
+    Other,
 }
 
 /// One open bracket.
 struct Frame {
     /// The byte that opened it; `$` for a template substitution `${`.
     opener: u8,
+    /// A `(` after `if`/`while`/`for`/`with`, or a block `{`.
+    statement: bool,
     /// Length of the current operator/keyword chain inside it.
     chain: usize,
 }
@@ -91,6 +126,7 @@ struct NestingScan<'a> {
     /// Current estimate: open frames (excluding the root) plus all chains.
     depth: usize,
     previous: Previous,
+    last: Last,
     /// A line break was seen since the previous significant token.
     line_break: bool,
 }
@@ -104,10 +140,12 @@ pub(crate) fn check_nesting(source: &str, limit: usize) -> Result<(), usize> {
         limit,
         frames: vec![Frame {
             opener: 0,
+            statement: true,
             chain: 0,
         }],
         depth: 0,
         previous: Previous::ExpressionExpected,
+        last: Last::BlockIntro,
         line_break: false,
     };
     scan.run()
@@ -128,14 +166,14 @@ impl NestingScan<'_> {
                 b' ' | b'\t' | 0x0b | 0x0c => self.position += 1,
                 b'/' if self.peek(1) == Some(b'/') => self.skip_line_comment(),
                 b'/' if self.peek(1) == Some(b'*') => self.skip_block_comment(),
-                b'/' if self.previous == Previous::ExpressionExpected => {
-                    self.skip_regex();
-                    self.significant(Previous::Operand);
+                b'/' if self.previous != Previous::Operand => {
+                    self.scan_regex()?;
+                    self.significant(Previous::Operand, Last::Other);
                 }
                 b'\'' | b'"' => {
                     self.statement_start_reset(false);
                     self.skip_string(byte);
-                    self.significant(Previous::Operand);
+                    self.significant(Previous::Operand, Last::Other);
                 }
                 b'`' => {
                     self.position += 1;
@@ -143,31 +181,50 @@ impl NestingScan<'_> {
                 }
                 b'(' | b'[' | b'{' => {
                     self.position += 1;
-                    self.open(byte)?;
+                    let statement = match byte {
+                        b'(' => self.last == Last::HeaderKeyword,
+                        b'{' => self.last == Last::BlockIntro,
+                        _ => false,
+                    };
+                    self.open(byte, statement)?;
                 }
                 b')' | b']' => {
                     self.position += 1;
-                    self.close();
-                    self.significant(Previous::Operand);
+                    match self.close() {
+                        // After `if (…)` a statement follows, which may be a
+                        // regular expression or another nested `if`.
+                        Some((b'(', true)) => {
+                            self.significant(Previous::ExpressionExpected, Last::BlockIntro);
+                        }
+                        _ if byte == b')' => self.significant(Previous::Operand, Last::BlockIntro),
+                        _ => self.significant(Previous::Operand, Last::Other),
+                    }
                 }
                 b'}' => {
                     self.position += 1;
-                    if self.close() == Some(b'$') {
+                    match self.close() {
                         // End of a template substitution: back into the template.
-                        self.scan_template()?;
-                    } else {
-                        self.significant(Previous::ClosingBrace);
+                        Some((b'$', _)) => self.scan_template()?,
+                        Some((_, true)) | None => {
+                            self.significant(Previous::BlockEnd, Last::BlockIntro);
+                        }
+                        Some(_) => self.significant(Previous::Operand, Last::Other),
                     }
                 }
                 b';' | b',' => {
                     self.position += 1;
                     self.reset_chain();
-                    self.significant(Previous::ExpressionExpected);
+                    let last = if byte == b';' {
+                        Last::BlockIntro
+                    } else {
+                        Last::Other
+                    };
+                    self.significant(Previous::ExpressionExpected, last);
                 }
                 b'0'..=b'9' => {
                     self.statement_start_reset(false);
                     self.skip_word();
-                    self.significant(Previous::Operand);
+                    self.significant(Previous::Operand, Last::Other);
                 }
                 _ if is_word_byte(byte) => self.word()?,
                 _ => self.operator_run()?,
@@ -177,13 +234,14 @@ impl NestingScan<'_> {
     }
 
     /// Record a significant token.
-    fn significant(&mut self, previous: Previous) {
+    fn significant(&mut self, previous: Previous, last: Last) {
         self.previous = previous;
+        self.last = last;
         self.line_break = false;
     }
 
-    /// At a line break between an operand and a new word, a new statement
-    /// starts (automatic semicolon insertion): restart the chain.
+    /// At a line break between an operand (or a block) and a new word, a new
+    /// statement starts (automatic semicolon insertion): restart the chain.
     fn statement_start_reset(&mut self, continuation: bool) {
         if self.line_break && !continuation && self.previous != Previous::ExpressionExpected {
             self.reset_chain();
@@ -210,15 +268,24 @@ impl NestingScan<'_> {
         }
     }
 
-    fn open(&mut self, opener: u8) -> Result<(), usize> {
+    fn open(&mut self, opener: u8, statement: bool) -> Result<(), usize> {
         let offset = self.position.saturating_sub(1);
         self.statement_start_reset(false);
         // The group is one element of the enclosing chain ...
         self.extend_chain(1, offset)?;
         // ... and one level of its own.
-        self.frames.push(Frame { opener, chain: 0 });
+        self.frames.push(Frame {
+            opener,
+            statement,
+            chain: 0,
+        });
         self.depth += 1;
-        self.significant(Previous::ExpressionExpected);
+        let last = if opener == b'{' && statement {
+            Last::BlockIntro
+        } else {
+            Last::Other
+        };
+        self.significant(Previous::ExpressionExpected, last);
         if self.depth > self.limit {
             Err(offset)
         } else {
@@ -226,14 +293,15 @@ impl NestingScan<'_> {
         }
     }
 
-    /// Close the innermost frame (never the root); returns its opener.
-    fn close(&mut self) -> Option<u8> {
+    /// Close the innermost frame (never the root); returns its opener and
+    /// whether it was a statement header or block.
+    fn close(&mut self) -> Option<(u8, bool)> {
         if self.frames.len() <= 1 {
             return None;
         }
         let frame = self.frames.pop()?;
         self.depth = self.depth.saturating_sub(frame.chain + 1);
-        Some(frame.opener)
+        Some((frame.opener, frame.statement))
     }
 
     fn word(&mut self) -> Result<(), usize> {
@@ -243,18 +311,27 @@ impl NestingScan<'_> {
         let after_dot = start > 0 && self.bytes.get(start - 1) == Some(&b'.');
         if after_dot {
             // A property name, whatever its spelling.
-            self.significant(Previous::Operand);
+            self.significant(Previous::Operand, Last::Other);
             return Ok(());
         }
-        let continuation = self.previous == Previous::ClosingBrace
-            && CONTINUATION_KEYWORDS.contains(&word)
-            || self.previous != Previous::ClosingBrace && NESTING_KEYWORDS.contains(&word);
+        let continuation = if self.previous == Previous::BlockEnd {
+            CONTINUATION_KEYWORDS.contains(&word)
+        } else {
+            NESTING_KEYWORDS.contains(&word)
+        };
         self.statement_start_reset(continuation);
+        let last = if HEADER_KEYWORDS.contains(&word) {
+            Last::HeaderKeyword
+        } else if BLOCK_KEYWORDS.contains(&word) {
+            Last::BlockIntro
+        } else {
+            Last::Other
+        };
         if NESTING_KEYWORDS.contains(&word) {
             self.extend_chain(1, start)?;
-            self.significant(Previous::ExpressionExpected);
+            self.significant(Previous::ExpressionExpected, last);
         } else {
-            self.significant(Previous::Operand);
+            self.significant(Previous::Operand, last);
         }
         Ok(())
     }
@@ -299,7 +376,13 @@ impl NestingScan<'_> {
             return Ok(());
         }
         self.extend_chain(unary + other.div_ceil(3), start)?;
-        self.significant(Previous::ExpressionExpected);
+        let run = self.bytes.get(start..self.position).unwrap_or_default();
+        let last = if run.ends_with(b"=>") || run == b":" {
+            Last::BlockIntro
+        } else {
+            Last::Other
+        };
+        self.significant(Previous::ExpressionExpected, last);
         Ok(())
     }
 
@@ -357,23 +440,43 @@ impl NestingScan<'_> {
 
     /// A regular expression literal; ends at the closing `/` outside a
     /// character class, or at a line break. Flags are skipped as a word.
-    fn skip_regex(&mut self) {
+    ///
+    /// Should the heuristic be wrong and the parser read this as code, the
+    /// brackets and `!`/`~` inside still count (temporarily) against the limit.
+    fn scan_regex(&mut self) -> Result<(), usize> {
+        let start = self.position;
         self.position += 1;
         let mut in_class = false;
+        let mut open = 0usize;
+        let mut deepest = 0usize;
+        let mut unary = 0usize;
         while let Some(byte) = self.peek(0) {
             match byte {
-                b'\n' | b'\r' => return,
+                b'\n' | b'\r' => break,
                 b'\\' => self.position += 1,
-                b'[' => in_class = true,
-                b']' => in_class = false,
+                b'(' | b'[' | b'{' => {
+                    open += 1;
+                    deepest = deepest.max(open);
+                    in_class |= byte == b'[';
+                }
+                b')' | b']' | b'}' => {
+                    open = open.saturating_sub(1);
+                    in_class &= byte != b']';
+                }
+                b'!' | b'~' => unary += 1,
                 b'/' if !in_class => {
                     self.position += 1;
                     self.skip_word();
-                    return;
+                    break;
                 }
                 _ => {}
             }
             self.position += 1;
+        }
+        if self.depth + 2 * deepest + unary > self.limit {
+            Err(start)
+        } else {
+            Ok(())
         }
     }
 
@@ -385,12 +488,12 @@ impl NestingScan<'_> {
                 b'\\' => self.position += 2,
                 b'`' => {
                     self.position += 1;
-                    self.significant(Previous::Operand);
+                    self.significant(Previous::Operand, Last::Other);
                     return Ok(());
                 }
                 b'$' if self.peek(1) == Some(b'{') => {
                     self.position += 2;
-                    return self.open(b'$');
+                    return self.open(b'$', false);
                 }
                 _ => self.position += 1,
             }
@@ -457,10 +560,28 @@ mod tests {
     #[test]
     fn literals_and_comments_hide_their_brackets() {
         let cell = format!(
-            "const s = '{0}'; const t = \"{0}\"; // {0}\n/* {0} */ const r = /{0}/; const u = `{0}`;",
+            "const s = '{0}'; const t = \"{0}\"; // {0}\n/* {0} */ const r = /a\\(b[(]/; const u = `{0}`;",
             "(".repeat(100)
         );
         assert!(depth_ok(&cell, 16));
+    }
+
+    #[test]
+    fn regex_after_a_statement_header_or_block_does_not_hide_code() {
+        let parens = "(".repeat(100);
+        for hostile in [
+            format!("if (a) /\"/.test(s) + {parens}"),
+            format!("while (a) /`/.test(s)\n{parens}"),
+            format!("function f() {{}}\n/'/.test(s); {parens}"),
+            // Division the scanner takes for a regex: its brackets still count.
+            format!("x = function () {{}} / {parens} / 2"),
+        ] {
+            assert!(!depth_ok(&hostile, 64), "{hostile:.40}");
+        }
+        assert!(depth_ok(
+            "if (ok) /\\(/.test(s); else { x = {a: 1}.a / 2 / 3; }",
+            16
+        ));
     }
 
     #[test]

@@ -175,6 +175,8 @@ fn nesting_guard_rejects_pathological_input() {
         format!("let v: {}number;", "Array<".repeat(100_000)),
         format!("return {}1{};", "[".repeat(100_000), "]".repeat(100_000)),
         format!("return {}1{};", "`${".repeat(10_000), "}`".repeat(10_000)),
+        format!("if (a) /\"/.test(s) + {}", "(".repeat(100_000)),
+        format!("function f() {{}}\n/`/.test(s); {}", "(".repeat(100_000)),
     ] {
         assert!(
             matches!(
@@ -192,6 +194,19 @@ fn nesting_just_below_the_limit_transforms() {
     assert_eq!(normalise(&transform(&nested).unwrap()), "return 1;");
     let chain = format!("return 1{};", " + 1".repeat(400));
     assert!(transform(&chain).is_ok());
+}
+
+#[test]
+fn the_callers_small_stack_is_never_used_for_parsing() {
+    let nested = format!("return {}1{};", "(".repeat(200), ")".repeat(200));
+    let worker = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || transform(&nested))
+        .expect("spawn a small-stack thread");
+    let output = worker
+        .join()
+        .expect("no stack overflow on the caller's thread");
+    assert_eq!(normalise(&output.unwrap()), "return 1;");
 }
 
 #[test]
