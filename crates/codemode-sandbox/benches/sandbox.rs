@@ -1,4 +1,151 @@
-//! Benchmarks.
+//! Benchmarks of the sandbox rows of `cargo xtask bench` (issue 3). Goals on the reference
+//! machine (release): trivial program < 500 µs, < 10 µs per bridge round trip, resume < 100 µs,
+//! a parked trivial run < 256 KiB.
+#![allow(missing_docs, clippy::print_stdout)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use codemode_sandbox::{
+    BridgeHost, BridgeRequest, Callable, GuestSetup, Limits, Run, RunScope, SnapshotStore, Step,
+    async_trait,
+};
+use serde_json::Value;
+
 fn main() {
+    memory_of_a_parked_trivial_run();
     divan::main();
+}
+
+struct Echo;
+
+#[async_trait]
+impl BridgeHost for Echo {
+    async fn call(&self, request: BridgeRequest) -> Result<Value, String> {
+        Ok(request.args.into_iter().next().unwrap_or(Value::Null))
+    }
+}
+
+fn setup() -> GuestSetup {
+    let mut setup = GuestSetup::default();
+    setup.callables.push((
+        vec!["echo".into()],
+        Callable::Bridge {
+            method: "echo".into(),
+            bound_args: vec![],
+        },
+    ));
+    setup.freeze = vec!["echo".into()];
+    setup
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn deadline() -> Instant {
+    Instant::now() + Duration::from_secs(30)
+}
+
+async fn complete(program: &str) -> Value {
+    // 128 is the largest maxPendingToolCalls the config allows; the parallel row needs 100.
+    let limits = Limits::default().with_max_pending_calls(128);
+    let mut run = Run::start(program, setup(), limits, Arc::new(Echo)).unwrap();
+    match run.drive(deadline()).await {
+        Step::Completed { value, .. } => value,
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[divan::bench(sample_count = 50)]
+fn fresh_vm_trivial_program(bencher: divan::Bencher<'_, '_>) {
+    let rt = runtime();
+    bencher.bench_local(|| rt.block_on(complete("return 1 + 1")));
+}
+
+/// Divide by 1,000 for the per-call cost.
+#[divan::bench(sample_count = 10)]
+fn sequential_round_trips_1000(bencher: divan::Bencher<'_, '_>) {
+    let rt = runtime();
+    bencher.bench_local(|| {
+        rt.block_on(complete(
+            "let n = 0; for (let i = 0; i < 1000; i++) n += await echo(1); return n",
+        ))
+    });
+}
+
+#[divan::bench(sample_count = 20)]
+fn parallel_calls_100(bencher: divan::Bencher<'_, '_>) {
+    let rt = runtime();
+    bencher.bench_local(|| {
+        rt.block_on(complete(
+            "const all = await Promise.all(Array.from({ length: 100 }, (_, i) => echo(i))); return all.length",
+        ))
+    });
+}
+
+/// Park a yielded run, resume it and drive it to completion.
+#[divan::bench(sample_count = 50)]
+fn park_and_resume(bencher: divan::Bencher<'_, '_>) {
+    let rt = runtime();
+    let store: SnapshotStore = SnapshotStore::new();
+    bencher
+        .with_inputs(|| {
+            rt.block_on(async {
+                let mut run = Run::start(
+                    "await yield_control(); return 1",
+                    setup(),
+                    Limits::default(),
+                    Arc::new(Echo),
+                )
+                .unwrap();
+                assert!(matches!(
+                    run.drive(deadline()).await,
+                    Step::Suspended { .. }
+                ));
+                run
+            })
+        })
+        .bench_local_values(|run| {
+            rt.block_on(async {
+                let id = store
+                    .park(
+                        run,
+                        RunScope::default(),
+                        (),
+                        Duration::from_secs(60),
+                        10 << 20,
+                    )
+                    .unwrap();
+                let mut resumption = store.resume(&id.to_string(), &RunScope::default()).unwrap();
+                let step = resumption.run_mut().drive(deadline()).await;
+                resumption.finish();
+                step
+            })
+        });
+}
+
+fn memory_of_a_parked_trivial_run() {
+    let rt = runtime();
+    let bytes = rt.block_on(async {
+        let mut run = Run::start(
+            "await yield_control(); return 1",
+            setup(),
+            Limits::default(),
+            Arc::new(Echo),
+        )
+        .unwrap();
+        assert!(matches!(
+            run.drive(deadline()).await,
+            Step::Suspended { .. }
+        ));
+        run.memory_bytes()
+    });
+    println!(
+        "memory_of_a_parked_trivial_run: {bytes} bytes ({:.1} KiB, goal < 256 KiB)",
+        bytes as f64 / 1024.0
+    );
 }

@@ -139,40 +139,8 @@
     hostFinish(false, message, error === null || message === 'InternalError: out of memory');
   }
 
-  function defineOwn(target, key, value, enumerable) {
-    defineProperty(target, key, { value, writable: true, enumerable, configurable: true });
-  }
-
-  function isObjectLike(value) {
-    return value !== null && (typeof value === 'object' || typeof value === 'function');
-  }
-
-  function lookup(path) {
-    let target = globalObject;
-    for (let i = 0; i < path.length; i++) {
-      if (!isObjectLike(target) || !hasOwn(target, path[i])) return undefined;
-      target = target[path[i]];
-    }
-    return target;
-  }
-
-  function place(path, value) {
-    let target = globalObject;
-    const last = path.length - 1;
-    for (let i = 0; i < last; i++) {
-      const key = path[i];
-      let next = hasOwn(target, key) ? target[key] : undefined;
-      if (!isObjectLike(next)) {
-        next = {};
-        defineOwn(target, key, next, target !== globalObject);
-      }
-      target = next;
-    }
-    defineOwn(target, path[last], value, target !== globalObject);
-  }
-
   function deepFreeze(value) {
-    if (!isObjectLike(value) || isFrozen(value)) return;
+    if (value === null || (typeof value !== 'object' && typeof value !== 'function') || isFrozen(value)) return;
     freeze(value);
     const keys = ownKeys(value);
     for (let i = 0; i < keys.length; i++) {
@@ -181,29 +149,10 @@
     }
   }
 
+  // Deep-freezes a root and makes its global binding read-only (used by the Rust installer).
   function pin(name, value) {
     deepFreeze(value);
     defineProperty(globalObject, name, { value, writable: false, enumerable: false, configurable: false });
-  }
-
-  // spec: { values: [[path, value]], callables: [[path, isBridge, index]],
-  //         aliases: [[newPath, existingPath]], freeze: [root] }
-  function install(specText) {
-    const spec = parse(specText);
-    for (const [path, value] of spec.values) place(path, value);
-    for (const [path, isBridge, index] of spec.callables) {
-      place(path, isBridge ? makeBridge(index) : makeLocal(index));
-    }
-    for (const [path, existing] of spec.aliases) {
-      const value = lookup(existing);
-      if (value !== undefined) place(path, value);
-    }
-    for (const root of spec.freeze) {
-      if (hasOwn(globalObject, root)) pin(root, globalObject[root]);
-    }
-    pin('text', text);
-    pin('json', json);
-    pin('yield_control', yield_control);
   }
 
   // Compiles the program as the body of an async function. Returns undefined, or the failure
@@ -248,5 +197,7 @@
     return true;
   }
 
-  return freeze({ __proto__: null, install, compile, begin, settle });
+  return freeze({
+    __proto__: null, makeBridge, makeLocal, pin, text, json, yield_control, compile, begin, settle,
+  });
 })

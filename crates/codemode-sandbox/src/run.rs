@@ -7,20 +7,23 @@
 //! those natives are passed as arguments and never installed as globals, so there is no internal
 //! name to forge. Only `Send` state is captured by natives and the interrupt handler.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::future::Future as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::Poll;
 use std::time::Instant;
 
+use rquickjs::object::Property;
 use rquickjs::{Context, Ctx, Function, Object, Runtime, Value as JsValue};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::task::{JoinError, JoinSet};
 
 use crate::{
-    BridgeHost, BridgeRequest, Callable, GuestSetup, Limits, LocalFn, MAX_JSON_DEPTH, PendingCall,
-    RequestId, RunError, check_module_access,
+    BridgeHost, BridgeRequest, Callable, GuestPath, GuestSetup, Limits, LocalFn, MAX_JSON_DEPTH,
+    PendingCall, RequestId, RunError, check_module_access,
 };
 
 const BOOTSTRAP: &str = include_str!("bootstrap.js");
@@ -228,6 +231,8 @@ pub struct Run {
     host: Arc<dyn BridgeHost>,
     tasks: JoinSet<Result<Value, String>>,
     task_requests: HashMap<tokio::task::Id, u64>,
+    /// Host answers that were ready on the first poll, not yet settled into the VM.
+    ready: VecDeque<(u64, Result<Value, String>)>,
     limits: Limits,
     started: bool,
 }
@@ -273,9 +278,9 @@ impl Run {
         });
         flags.set_deadline(Instant::now() + limits.timeout);
 
-        let (spec, methods, locals) = install_spec(setup);
+        let plan = InstallPlan::new(setup);
         let shared = Arc::new(Mutex::new(Shared {
-            methods,
+            methods: plan.methods.clone(),
             next_id: 1,
             in_flight: BTreeMap::new(),
             to_spawn: Vec::new(),
@@ -298,11 +303,12 @@ impl Run {
         let natives = Natives {
             shared: Arc::clone(&shared),
             flags: Arc::clone(&flags),
-            locals,
+            locals: Arc::clone(&plan.locals),
             limits: limits.clone(),
         };
         let compiled = vm.context.with(|ctx| -> Result<Option<String>, RunError> {
-            let installed = bootstrap(&ctx, natives, &spec);
+            let installed =
+                bootstrap(&ctx, natives).and_then(|control| plan.install(&ctx, &control));
             if let Err(error) = installed {
                 let caught = caught(&ctx, &error);
                 return Err(flags
@@ -342,6 +348,7 @@ impl Run {
             host,
             tasks: JoinSet::new(),
             task_requests: HashMap::new(),
+            ready: VecDeque::new(),
             limits,
             started: false,
         })
@@ -414,11 +421,17 @@ impl Run {
             if lock(&self.shared).yield_requested {
                 return self.suspend(SuspendReason::Yield);
             }
-            if self.tasks.is_empty() {
+            if self.tasks.is_empty() && self.ready.is_empty() {
                 return self.fail(RunError::PendingWithoutHostWork);
             }
             if Instant::now() >= deadline {
                 return self.suspend(SuspendReason::PendingTools);
+            }
+            if let Some((id, outcome)) = self.ready.pop_front() {
+                if let Err(error) = self.settle_outcome(id, outcome) {
+                    return self.fail(error);
+                }
+                continue;
             }
             let joined = match self.tasks.try_join_next_with_id() {
                 Some(joined) => joined,
@@ -483,6 +496,7 @@ impl Run {
         self.vm = None;
         self.tasks.abort_all();
         self.task_requests.clear();
+        self.ready.clear();
         lock(&self.shared).in_flight.clear();
     }
 
@@ -562,7 +576,8 @@ impl Run {
         used >= self.limits.memory_bytes - self.limits.memory_bytes / 16
     }
 
-    fn call_control<A>(&self, name: &str, args: A) -> Result<(), RunError>
+    /// Calls a function of the control object; returns whether it answered `true`.
+    fn call_control<A>(&self, name: &str, args: A) -> Result<bool, RunError>
     where
         A: for<'js> rquickjs::function::IntoArgs<'js>,
     {
@@ -579,13 +594,14 @@ impl Run {
                     })?;
             function
                 .call::<_, JsValue<'_>>(args)
-                .map(drop)
+                .map(|value| value.as_bool() == Some(true))
                 .map_err(|error| caught(&ctx, &error))
         });
         result.map_err(|caught| self.classify(caught))
     }
 
-    fn settle(&self, id: u64, ok: bool, payload: &str) -> Result<(), RunError> {
+    /// Settles one bridge call or yield in the VM; `Ok(false)` when the VM knows no such id.
+    fn settle(&self, id: u64, ok: bool, payload: &str) -> Result<bool, RunError> {
         // Request ids stay far below 2^53, so they are exact as JS numbers.
         #[allow(
             clippy::cast_precision_loss,
@@ -607,25 +623,41 @@ impl Run {
             // Not a request of this run (cannot happen: the set is private); ignore it.
             return Ok(());
         };
+        self.settle_outcome(id, outcome)
+    }
+
+    fn settle_outcome(&mut self, id: u64, outcome: Result<Value, String>) -> Result<(), RunError> {
         if lock(&self.shared).in_flight.remove(&id).is_none() {
             return Ok(());
         }
-        match outcome {
+        let settled = match outcome {
             Ok(value) => match encode_host_value(value) {
                 Ok(text) => self.settle(id, true, &text),
                 Err(message) => self.settle(id, false, &message),
             },
             Err(message) => self.settle(id, false, &message),
-        }
+        };
+        settled.map(drop)
     }
 
+    /// Starts host work for new requests. Each host future is polled once in place: an answer
+    /// that is ready at once skips the spawn (the common case of fast hosts); the rest are spawned
+    /// so they keep running while the run is parked.
     fn spawn_requests(&mut self) {
         let requests = std::mem::take(&mut lock(&self.shared).to_spawn);
         for request in requests {
             let id = request.id.0;
             let host = Arc::clone(&self.host);
-            let handle = self.tasks.spawn(async move { host.call(request).await });
-            self.task_requests.insert(handle.id(), id);
+            let mut future = Box::pin(async move { host.call(request).await });
+            let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+            match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut context))) {
+                Ok(Poll::Ready(outcome)) => self.ready.push_back((id, outcome)),
+                Ok(Poll::Pending) => {
+                    let handle = self.tasks.spawn(future);
+                    self.task_requests.insert(handle.id(), id);
+                }
+                Err(_) => self.ready.push_back((id, Err(HOST_CALL_FAILED.to_owned()))),
+            }
         }
     }
 
@@ -649,7 +681,7 @@ impl Run {
                 return Err(error);
             }
             executed = executed.wrapping_add(1);
-            if executed % JOBS_PER_DEADLINE_CHECK == 0 && Instant::now() >= deadline {
+            if executed.is_multiple_of(JOBS_PER_DEADLINE_CHECK) && Instant::now() >= deadline {
                 self.flags.timed_out.store(true, Ordering::SeqCst);
                 return Err(RunError::Timeout);
             }
@@ -701,7 +733,7 @@ struct Natives {
     limits: Limits,
 }
 
-fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives, spec: &str) -> rquickjs::Result<()> {
+fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'js>> {
     let Natives {
         shared,
         flags,
@@ -826,8 +858,7 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives, spec: &str) -> rquickjs::Res
         make_control.call((host_call, host_local, host_emit, host_yield, host_finish))?;
     ctx.store_userdata(control.clone())
         .map_err(|_| rquickjs::Error::Unknown)?;
-    let install: Function<'js> = control.get("install")?;
-    install.call::<_, ()>((spec,))
+    Ok(control)
 }
 
 /// Validates and records one bridge call; returns its id or the guest-visible refusal.
@@ -948,65 +979,197 @@ fn truncate(mut message: String) -> String {
     message
 }
 
-/// The JSON description of the setup the bootstrap's `install` reads, plus the bridge methods
-/// and local functions by index.
-fn install_spec(setup: GuestSetup) -> (String, Vec<(String, Vec<Value>)>, Arc<[LocalFn]>) {
-    let valid =
-        |path: &[String]| !path.is_empty() && path.iter().all(|segment| !segment.is_empty());
-    let path_json = |path: Vec<String>| Value::Array(path.into_iter().map(Value::String).collect());
-    let mut methods = Vec::new();
-    let mut locals: Vec<LocalFn> = Vec::new();
-    let values: Vec<Value> = setup
-        .values
-        .into_iter()
-        .filter(|(path, _)| valid(path))
-        .map(|(path, value)| Value::Array(vec![path_json(path), value]))
-        .collect();
-    let callables: Vec<Value> = setup
-        .callables
-        .into_iter()
-        .filter(|(path, _)| valid(path))
-        .map(|(path, callable)| {
-            let (is_bridge, index) = match callable {
-                Callable::Bridge { method, bound_args } => {
-                    methods.push((method, bound_args));
-                    (true, methods.len() - 1)
-                }
-                Callable::Local(local) => {
-                    locals.push(local);
-                    (false, locals.len() - 1)
-                }
+/// A bridge callable by index: its method and bound arguments.
+type BridgeMethod = (String, Vec<Value>);
+
+/// The guest setup prepared for installation; intermediate objects along paths are created,
+/// properties are defined (never assigned), so nothing on a prototype is consulted.
+struct InstallPlan {
+    values: Vec<(GuestPath, String)>,
+    /// `(path, is_bridge, index)`.
+    callables: Vec<(GuestPath, bool, u32)>,
+    aliases: Vec<(GuestPath, GuestPath)>,
+    freeze: Vec<String>,
+    methods: Vec<BridgeMethod>,
+    locals: Arc<[LocalFn]>,
+}
+
+impl InstallPlan {
+    fn new(setup: GuestSetup) -> Self {
+        let valid =
+            |path: &[String]| !path.is_empty() && path.iter().all(|segment| !segment.is_empty());
+        let mut methods = Vec::new();
+        let mut locals: Vec<LocalFn> = Vec::new();
+        let values = setup
+            .values
+            .into_iter()
+            .filter(|(path, _)| valid(path))
+            .map(|(path, value)| (path, value.to_string()))
+            .collect();
+        let callables = setup
+            .callables
+            .into_iter()
+            .filter(|(path, _)| valid(path))
+            .map(|(path, callable)| {
+                let (is_bridge, index) = match callable {
+                    Callable::Bridge { method, bound_args } => {
+                        methods.push((method, bound_args));
+                        (true, methods.len() - 1)
+                    }
+                    Callable::Local(local) => {
+                        locals.push(local);
+                        (false, locals.len() - 1)
+                    }
+                };
+                (path, is_bridge, u32::try_from(index).unwrap_or(u32::MAX))
+            })
+            .collect();
+        let aliases = setup
+            .aliases
+            .into_iter()
+            .filter(|(path, existing)| valid(path) && valid(existing))
+            .collect();
+        let freeze = setup
+            .freeze
+            .into_iter()
+            .filter(|root| !root.is_empty())
+            .collect();
+        Self {
+            values,
+            callables,
+            aliases,
+            freeze,
+            methods,
+            locals: locals.into(),
+        }
+    }
+
+    fn install<'js>(&self, ctx: &Ctx<'js>, control: &Object<'js>) -> rquickjs::Result<()> {
+        let globals = ctx.globals();
+        let make_bridge: Function<'js> = control.get("makeBridge")?;
+        let make_local: Function<'js> = control.get("makeLocal")?;
+        let pin: Function<'js> = control.get("pin")?;
+        for (path, json) in &self.values {
+            place(ctx, &globals, path, ctx.json_parse(json.as_str())?)?;
+        }
+        for (path, is_bridge, index) in &self.callables {
+            let maker = if *is_bridge {
+                &make_bridge
+            } else {
+                &make_local
             };
-            Value::Array(vec![
-                path_json(path),
-                Value::Bool(is_bridge),
-                Value::from(index),
-            ])
-        })
-        .collect();
-    let aliases: Vec<Value> = setup
-        .aliases
-        .into_iter()
-        .filter(|(path, existing)| valid(path) && valid(existing))
-        .map(|(path, existing)| Value::Array(vec![path_json(path), path_json(existing)]))
-        .collect();
-    let freeze: Vec<Value> = setup
-        .freeze
-        .into_iter()
-        .filter(|root| !root.is_empty())
-        .map(Value::String)
-        .collect();
-    let mut spec = serde_json::Map::new();
-    spec.insert("values".into(), Value::Array(values));
-    spec.insert("callables".into(), Value::Array(callables));
-    spec.insert("aliases".into(), Value::Array(aliases));
-    spec.insert("freeze".into(), Value::Array(freeze));
-    (Value::Object(spec).to_string(), methods, locals.into())
+            place(ctx, &globals, path, maker.call((*index,))?)?;
+        }
+        for (path, existing) in &self.aliases {
+            if let Some(value) = lookup(&globals, existing)? {
+                place(ctx, &globals, path, value)?;
+            }
+        }
+        for root in &self.freeze {
+            let value: JsValue<'js> = globals.get(root.as_str())?;
+            if !value.is_undefined() {
+                pin.call::<_, ()>((root.as_str(), value))?;
+            }
+        }
+        for name in ["text", "json", "yield_control"] {
+            let builtin: JsValue<'js> = control.get(name)?;
+            pin.call::<_, ()>((name, builtin))?;
+        }
+        Ok(())
+    }
+}
+
+/// Defines `value` at `path` under `root`, creating plain intermediate objects as needed.
+fn place<'js>(
+    ctx: &Ctx<'js>,
+    root: &Object<'js>,
+    path: &[String],
+    value: JsValue<'js>,
+) -> rquickjs::Result<()> {
+    let Some((last, parents)) = path.split_last() else {
+        return Ok(());
+    };
+    let mut target = root.clone();
+    for key in parents {
+        let existing: JsValue<'js> = target.get(key.as_str())?;
+        target = match existing.into_object() {
+            Some(object) => object,
+            None => {
+                let object = Object::new(ctx.clone())?;
+                target.prop(
+                    key.as_str(),
+                    Property::from(object.clone()).writable().configurable(),
+                )?;
+                object
+            }
+        };
+    }
+    // Globals are not enumerable (like built-ins); members of installed objects are.
+    let property = Property::from(value).writable().configurable();
+    if target == *root {
+        target.prop(last.as_str(), property)
+    } else {
+        target.prop(last.as_str(), property.enumerable())
+    }
+}
+
+fn lookup<'js>(root: &Object<'js>, path: &[String]) -> rquickjs::Result<Option<JsValue<'js>>> {
+    let mut current = root.clone().into_value();
+    for key in path {
+        let Some(object) = current.into_object() else {
+            return Ok(None);
+        };
+        current = object.get(key.as_str())?;
+    }
+    Ok((!current.is_undefined()).then_some(current))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    struct NoHost;
+
+    #[async_trait::async_trait]
+    impl BridgeHost for NoHost {
+        async fn call(&self, request: BridgeRequest) -> Result<Value, String> {
+            Ok(Value::Array(request.args))
+        }
+    }
+
+    #[test]
+    fn settlement_for_an_unknown_request_id_is_ignored() {
+        // The public API cannot produce one (settlements come only from the run's own JoinSet);
+        // this drives the internal path directly.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let mut setup = GuestSetup::default();
+            setup.callables.push((
+                vec!["echo".into()],
+                Callable::Bridge {
+                    method: "echo".into(),
+                    bound_args: vec![],
+                },
+            ));
+            let program = "const first = await yield_control(); return [first, await echo(1)]";
+            let mut run = Run::start(program, setup, Limits::default(), Arc::new(NoHost)).unwrap();
+            let deadline = || Instant::now() + std::time::Duration::from_secs(5);
+            assert!(matches!(
+                run.drive(deadline()).await,
+                Step::Suspended { .. }
+            ));
+            assert_eq!(run.settle(4242, true, r#"{"forged":true}"#), Ok(false));
+            assert_eq!(run.settle(4242, false, "forged"), Ok(false));
+            assert_eq!(run.settle(0, true, "not json at all"), Ok(false));
+            match run.drive(deadline()).await {
+                Step::Completed { value, .. } => assert_eq!(value, serde_json::json!([null, [1]])),
+                other => panic!("unexpected {other:?}"),
+            }
+        });
+    }
 
     #[test]
     fn json_string_bytes_matches_serde() {

@@ -91,7 +91,7 @@ impl RunScope {
 
 enum State<E> {
     Parked {
-        run: Run,
+        run: Box<Run>,
         extra: E,
         expires_at: Instant,
     },
@@ -248,7 +248,7 @@ impl<E> SnapshotStore<E> {
             .checked_add(ttl)
             .unwrap_or(now + Duration::from_secs(86_400 * 365));
         let state = State::Parked {
-            run,
+            run: Box::new(run),
             extra,
             expires_at,
         };
@@ -301,7 +301,7 @@ impl<E> SnapshotStore<E> {
         let entry = entries.map.get_mut(&id).ok_or(StoreError::Unavailable)?;
         entry.scope.admits(scope)?;
         match std::mem::replace(&mut entry.state, State::Resuming) {
-            State::Parked { run, extra, .. } => Ok((id, run, extra)),
+            State::Parked { run, extra, .. } => Ok((id, *run, extra)),
             State::Resuming => Err(StoreError::AlreadyResuming),
         }
     }
@@ -464,7 +464,7 @@ impl<E> Resumption<E> {
             .checked_add(entry.ttl)
             .unwrap_or(now + Duration::from_secs(86_400 * 365));
         entry.state = State::Parked {
-            run,
+            run: Box::new(run),
             extra,
             expires_at,
         };
@@ -477,5 +477,108 @@ impl<E> Resumption<E> {
     /// Ends the run: removes its entry and releases the VM and host work.
     pub fn finish(self) {
         drop(self);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{BridgeHost, BridgeRequest, GuestSetup, Limits, Step};
+
+    struct NoHost;
+
+    #[async_trait::async_trait]
+    impl BridgeHost for NoHost {
+        async fn call(&self, _: BridgeRequest) -> Result<serde_json::Value, String> {
+            Ok(serde_json::Value::Null)
+        }
+    }
+
+    #[test]
+    fn expiry_while_a_resume_is_in_progress() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let program = "await yield_control(); await yield_control(); return 1";
+            let mut run = Run::start(
+                program,
+                GuestSetup::default(),
+                Limits::default(),
+                Arc::new(NoHost),
+            )
+            .unwrap();
+            let deadline = || Instant::now() + Duration::from_secs(5);
+            assert!(matches!(
+                run.drive(deadline()).await,
+                Step::Suspended { .. }
+            ));
+            let store: SnapshotStore = SnapshotStore::new();
+            let id = store
+                .park(
+                    run,
+                    RunScope::default(),
+                    (),
+                    Duration::from_secs(3600),
+                    10 << 20,
+                )
+                .unwrap()
+                .to_string();
+            let mut resumption = store.resume(&id, &RunScope::default()).unwrap();
+
+            // The TTL runs out while the run is being resumed: the entry is owned by the
+            // resumption, so purging leaves it alone and a queued resume is refused as busy.
+            lock(&store.entries)
+                .map
+                .get_mut(&resumption.id())
+                .unwrap()
+                .ttl = Duration::ZERO;
+            assert_eq!(store.len(), 1);
+            assert_eq!(
+                store.resume(&id, &RunScope::default()).unwrap_err(),
+                StoreError::AlreadyResuming
+            );
+
+            assert!(matches!(
+                resumption.run_mut().drive(deadline()).await,
+                Step::Suspended { .. }
+            ));
+            // Reparking starts a fresh TTL, here zero: the next resume finds it expired.
+            resumption.repark().unwrap();
+            assert_eq!(
+                store.resume(&id, &RunScope::default()).unwrap_err(),
+                StoreError::Unavailable
+            );
+            assert!(store.is_empty());
+        });
+    }
+
+    #[test]
+    fn scope_fields_that_were_none_do_not_restrict() {
+        let open = RunScope::default();
+        assert_eq!(
+            open.admits(&RunScope {
+                session_id: Some("any".into()),
+                ..RunScope::default()
+            }),
+            Ok(())
+        );
+        let owned = RunScope {
+            session_id: Some("s".into()),
+            agent_run_id: Some("r".into()),
+            session_key: None,
+        };
+        assert_eq!(
+            owned.admits(&RunScope {
+                session_key: Some("k".into()),
+                ..owned.clone()
+            }),
+            Ok(())
+        );
+        assert_eq!(
+            owned.admits(&RunScope::default()),
+            Err(StoreError::DifferentSession)
+        );
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codemode_sandbox::{GuestSetup, Limits, Run, RunError, Step};
-use support::{TestHost, check, check_with, limits, render, run_with, runtime, setup};
+use support::{TestHost, check, check_with, limits, render, run_with, runtime};
 
 #[test]
 fn happy_paths() {
@@ -228,4 +228,100 @@ fn output_limit_counts_json_bytes_cumulatively() {
         small,
         "failed \"output_limit_exceeded\" code mode output limit exceeded",
     );
+}
+
+#[test]
+fn atomics_cannot_block_the_host_thread() {
+    check(
+        "const cell = new Int32Array(new SharedArrayBuffer(4)); \
+         try { Atomics.wait(cell, 0, 0) } catch (e) { return e.name }",
+        r#"completed "TypeError""#,
+    );
+}
+
+#[test]
+fn setup_paths_are_installed_in_order_and_bad_ones_skipped() {
+    let (host, _cancelled) = TestHost::new();
+    let mut setup = GuestSetup::default();
+    setup
+        .values
+        .push((vec!["MCP".into()], serde_json::json!({})));
+    setup.values.push((vec![], serde_json::json!(1)));
+    setup
+        .values
+        .push((vec!["a".into(), String::new()], serde_json::json!(1)));
+    setup.values.push((
+        vec!["API".into(), "meta".into()],
+        serde_json::json!({ "v": 1 }),
+    ));
+    setup.callables.push((
+        vec!["MCP".into(), "github".into(), "createIssue".into()],
+        codemode_sandbox::Callable::Bridge {
+            method: "args".into(),
+            bound_args: vec![serde_json::json!("mcp:github:create_issue")],
+        },
+    ));
+    setup
+        .aliases
+        .push((vec!["gh".into()], vec!["MCP".into(), "github".into()]));
+    setup
+        .aliases
+        .push((vec!["nothing".into()], vec!["missing".into()]));
+    setup.freeze = vec!["MCP".into(), "API".into(), "absent".into()];
+    let program = "return [await gh.createIssue({ t: 1 }), API.meta.v, typeof nothing, typeof a, Object.isFrozen(MCP.github)]";
+    let step = runtime().block_on(async move {
+        let mut run = Run::start(program, setup, limits(), host).unwrap();
+        run.drive(Instant::now() + Duration::from_secs(2)).await
+    });
+    assert_eq!(
+        render(&step),
+        r#"completed [["mcp:github:create_issue",{"t":1}],1,"undefined","undefined",true]"#
+    );
+}
+
+#[test]
+fn start_reports_a_setup_that_does_not_fit() {
+    let (host, _cancelled) = TestHost::new();
+    let mut setup = GuestSetup::default();
+    setup.values.push((
+        vec!["BIG".into()],
+        serde_json::Value::String("x".repeat(4 << 20)),
+    ));
+    let error = Run::start(
+        "return 1",
+        setup,
+        Limits::default().with_memory_bytes(1 << 20),
+        host,
+    )
+    .unwrap_err();
+    assert_eq!(
+        error.code(),
+        Some(codemode_sandbox::ErrorCode::RuntimeUnavailable),
+        "{error}"
+    );
+}
+
+#[test]
+fn many_runs_in_parallel_stay_isolated() {
+    let rt = runtime();
+    let (host, _cancelled) = TestHost::new();
+    let results: Vec<String> = rt.block_on(async {
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                let host = Arc::clone(&host);
+                tokio::spawn(async move {
+                    let program = format!("globalThis.mine = {i}; await host.echo(0); return [mine, await host.echo({i})]");
+                    render(&run_with(&program, limits(), host).await)
+                })
+            })
+            .collect();
+        let mut results = Vec::new();
+        for handle in handles {
+            results.push(handle.await.unwrap());
+        }
+        results
+    });
+    for (i, result) in results.iter().enumerate() {
+        assert_eq!(result, &format!("completed [{i},{i}]"));
+    }
 }

@@ -1,0 +1,244 @@
+//! The JSON bridge under hostile guests: prototype pollution, getters, Proxy traps, tampering,
+//! forged internals and floods of calls.
+
+mod support;
+
+use std::sync::Arc;
+
+use codemode_sandbox::Step;
+use support::{TestHost, check, limits, render, run_with, runtime};
+
+#[test]
+fn json_builtin_refuses_what_json_cannot_hold() {
+    check(
+        "const a = {}; a.self = a; try { json(a) } catch (e) { return e.constructor.name + ': ' + e.message }",
+        r#"completed "TypeError: circular reference""#,
+    );
+    check(
+        "try { json({ n: 1n }) } catch (e) { return e.message }",
+        r#"completed "a BigInt cannot cross the code mode bridge""#,
+    );
+    check(
+        "try { json({ f() {} }) } catch (e) { return e.message }",
+        r#"completed "a function cannot cross the code mode bridge""#,
+    );
+    check(
+        "try { json([Symbol('s')]) } catch (e) { return e.message }",
+        r#"completed "a symbol cannot cross the code mode bridge""#,
+    );
+    check(
+        "try { text(() => 1) } catch (e) { return e.message }",
+        r#"completed "a function cannot cross the code mode bridge""#,
+    );
+    check(
+        "json(undefined); json(NaN); json(new Date(0)); return 1",
+        r#"completed 1 output=[{"type":"json","value":null},{"type":"json","value":null},{"type":"json","value":"1970-01-01T00:00:00.000Z"}]"#,
+    );
+    check(
+        "const a = []; a.push(a); await host.echo(a)",
+        "failed - TypeError: circular reference",
+    );
+    check(
+        "return { n: 1n }",
+        "failed - TypeError: a BigInt cannot cross the code mode bridge",
+    );
+    check(
+        "let v = 1; for (let i = 0; i < 200; i++) v = [v]; try { json(v) } catch (e) { return e.message.slice(0, 46) }",
+        r#"completed "json() value cannot cross the code mode bridge""#,
+    );
+}
+
+#[test]
+fn settled_json_cannot_pollute_prototypes() {
+    check(
+        "const r = await host.proto(); \
+         return [Object.keys(r), Object.getPrototypeOf(r) === Object.prototype, ({}).polluted === undefined, \
+                 r.__proto__.polluted, typeof r.constructor, Object.prototype.polluted === undefined]",
+        r#"completed [["__proto__","constructor","ok"],true,true,true,"object",true]"#,
+    );
+    check(
+        "const r = await tools.search({ ['__proto__']: { polluted: 1 } }); return [({}).polluted, Object.keys(r.query)]",
+        r#"completed [null,["__proto__"]]"#,
+    );
+}
+
+#[test]
+fn host_values_too_deep_reject_in_the_guest() {
+    check(
+        "try { await host.deep() } catch (e) { return e.message }",
+        r#"completed "the host value nests deeper than 128 levels""#,
+    );
+}
+
+#[test]
+fn guest_code_in_values_sent_to_the_host_runs_under_the_limits() {
+    check(
+        "return await host.echo({ get x() { return 5 } })",
+        r#"completed {"x":5}"#,
+    );
+    check(
+        "return await host.echo({ toJSON() { return 'custom' } })",
+        r#"completed "custom""#,
+    );
+    check(
+        "const p = new Proxy({}, { ownKeys() { throw new Error('trap') } }); \
+         try { await host.echo(p) } catch (e) { return e.message }",
+        r#"completed "trap""#,
+    );
+    check(
+        "try { await host.echo({ get x() { throw new RangeError('getter') } }) } catch (e) { return e.name }",
+        r#"completed "RangeError""#,
+    );
+    let fast = limits().with_timeout(std::time::Duration::from_millis(300));
+    support::check_with(
+        "await host.echo({ get x() { for (;;) {} } })",
+        fast,
+        "failed \"timeout\" code mode timeout exceeded",
+    );
+    // A getter that calls the bridge itself: re-entrancy is just another call.
+    check(
+        "return await host.echo({ get x() { host.echo(1); return 2 } })",
+        r#"completed {"x":2}"#,
+    );
+    // The final value goes through the same adapter.
+    check(
+        "return { get x() { throw new Error('late') } }",
+        "failed - Error: late",
+    );
+}
+
+#[test]
+fn tampering_with_globals_does_not_fool_the_bridge() {
+    check(
+        "JSON.stringify = () => '\"forged\"'; JSON.parse = () => 'forged'; \
+         Array.prototype.toJSON = undefined; Reflect.apply = () => 'forged'; \
+         Function.prototype.call = () => 'forged'; Function.prototype.apply = () => 'forged'; \
+         Object.defineProperty = () => { throw new Error('forged') }; \
+         Promise.prototype.then = function () { throw new Error('forged then') }; \
+         globalThis.Promise = function () { throw new Error('forged Promise') }; \
+         globalThis.Error = function () { return { message: 'forged error' } }; \
+         const value = await tools.call('id', { a: [1, 2] }); \
+         let message; try { await host.fail('real') } catch (e) { message = e.message } \
+         return [value, message]",
+        r#"completed [["id",{"a":[1,2]}],"real"]"#,
+    );
+    check(
+        "Object.prototype.x = 1; Array.prototype[5] = 'hole'; JSON.parse = () => 'forged'; \
+         return await tools.call('id', { a: [1, 2] })",
+        r#"completed ["id",{"a":[1,2]}]"#,
+    );
+    check(
+        "'use strict'; const errors = []; \
+         for (const f of [() => { tools.call = () => 'forged' }, () => { delete tools.call }, \
+                          () => { tools = {} }, () => { text = () => 1 }, () => { ALL_TOOLS[0].id = 'x' }, \
+                          () => { host.echo.extra = 1 }, () => { namespaces.Host = 1 }]) { \
+           try { f(); errors.push('no error') } catch (e) { errors.push(e.name) } \
+         } \
+         return [errors, await tools.call('still'), ALL_TOOLS[0].id]",
+        r#"completed [["TypeError","TypeError","TypeError","TypeError","TypeError","TypeError","TypeError"],["still"],"openclaw:core:echo"]"#,
+    );
+}
+
+#[test]
+fn no_internal_is_reachable_for_forging() {
+    // No host internal is installed as a global, under any name.
+    check(
+        "return Object.getOwnPropertyNames(globalThis).concat(Object.getOwnPropertySymbols(globalThis).map(String)) \
+           .filter((n) => n.startsWith('__') || /host|openclaw|settle|resolv/i.test(n))",
+        r#"completed ["host"]"#,
+    );
+    // V8-style stack hooks are pinned off, so call sites never hand out internal functions.
+    check(
+        "let stack; try { Error.prepareStackTrace = (e, sites) => sites.map((s) => s.getFunction()) } catch (e) {} \
+         await host.echo({ get x() { stack = new Error('probe').stack; return 1 } }); \
+         return [Error.prepareStackTrace === undefined, typeof stack]",
+        r#"completed [true,"string"]"#,
+    );
+    check(
+        "try { new tools.call() } catch (e) { return e.name }",
+        r#"completed "TypeError""#,
+    );
+    check(
+        "'use strict'; try { return typeof tools.call.caller } catch (e) { return e.name }",
+        r#"completed "TypeError""#,
+    );
+    // Calling the guest-visible function with another `this` changes nothing.
+    check(
+        "return await tools.call.call({ method: 'fail' }, 'x')",
+        r#"completed ["x"]"#,
+    );
+}
+
+#[test]
+fn thousands_of_unawaited_calls_are_capped() {
+    let (host, _cancelled) = TestHost::new();
+    let program = "let refused = 0; \
+                   for (let i = 0; i < 5000; i++) host.never(i).catch((e) => { \
+                     if (e.message === 'too many pending code mode tool calls') refused++ }); \
+                   await null; await null; return refused";
+    let step = runtime().block_on(run_with(program, limits(), Arc::clone(&host)));
+    assert_eq!(render(&step), "completed 4984");
+    // Host work is spawned only while the run is driven; the run ended at once.
+    assert!(host.calls() <= 16, "host saw {} calls", host.calls());
+}
+
+#[test]
+fn pending_call_cap_frees_up_as_calls_settle() {
+    check(
+        "const all = []; for (let i = 0; i < 64; i++) all.push(await host.echo(i)); \
+         const batch = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => host.echo(i))); \
+         return [all.length, batch.filter((r) => r.status === 'fulfilled').length]",
+        "completed [64,16]",
+    );
+}
+
+#[test]
+fn drive_after_the_end_reports_finished() {
+    let (host, _cancelled) = TestHost::new();
+    runtime().block_on(async {
+        let mut run =
+            codemode_sandbox::Run::start("return 1", support::setup(), limits(), host).unwrap();
+        assert!(matches!(
+            run.drive(support::deadline(&limits())).await,
+            Step::Completed { .. }
+        ));
+        assert!(!run.is_alive());
+        assert_eq!(run.memory_bytes(), 0);
+        let again = run.drive(support::deadline(&limits())).await;
+        assert_eq!(
+            render(&again),
+            "failed \"internal_error\" code mode run has already finished"
+        );
+    });
+}
+
+#[test]
+fn drive_without_timers_is_runtime_unavailable() {
+    let (host, _cancelled) = TestHost::new();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let step = runtime.block_on(async {
+        let mut run =
+            codemode_sandbox::Run::start("return 1", support::setup(), limits(), host).unwrap();
+        run.drive(support::deadline(&limits())).await
+    });
+    assert_eq!(
+        render(&step),
+        "failed \"runtime_unavailable\" code mode runtime unavailable: the tokio runtime has no timers enabled"
+    );
+}
+
+#[test]
+fn guest_globals_snapshot() {
+    let (host, _cancelled) = TestHost::new();
+    let step = runtime().block_on(run_with(
+        "return Object.getOwnPropertyNames(globalThis).sort()",
+        limits(),
+        host,
+    ));
+    let Step::Completed { value, .. } = step else {
+        panic!("{}", render(&step))
+    };
+    insta::assert_json_snapshot!("guest_globals", value);
+}

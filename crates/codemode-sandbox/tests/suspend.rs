@@ -1,0 +1,481 @@
+//! Suspend/resume and the snapshot store: yields, parking across tasks, cancellation of host
+//! work, exclusive resumption, scopes, expiry and capacity.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use codemode_sandbox::{
+    MAX_SUSPENDED_RUNS, Run, RunScope, SnapshotStore, Step, StoreError, SuspendReason,
+};
+use support::{TestHost, limits, render, runtime, setup};
+
+fn scope(session: &str, agent_run: &str) -> RunScope {
+    RunScope {
+        agent_run_id: Some(agent_run.into()),
+        session_id: Some(session.into()),
+        session_key: Some(format!("key-{session}")),
+    }
+}
+
+/// A run suspended on `yield_control`.
+async fn yielded_run(host: Arc<TestHost>) -> Run {
+    let mut run = Run::start(
+        "await yield_control('pause'); return 'resumed'",
+        setup(),
+        limits(),
+        host,
+    )
+    .unwrap();
+    let step = run.drive(support::deadline(&limits())).await;
+    assert!(
+        matches!(
+            step,
+            Step::Suspended {
+                reason: SuspendReason::Yield,
+                ..
+            }
+        ),
+        "{}",
+        render(&step)
+    );
+    run
+}
+
+#[test]
+fn yield_then_resume_keeps_output_per_leg() {
+    let (host, _cancelled) = TestHost::new();
+    runtime().block_on(async {
+        let program = "text('a'); await yield_control('checkpoint'); text('b'); \
+                       await yield_control(); return (await host.echo('c'))";
+        let mut run = Run::start(program, setup(), limits(), host).unwrap();
+        let first = run.drive(support::deadline(&limits())).await;
+        assert_eq!(
+            render(&first),
+            r#"suspended Yield pending=[] output=[{"type":"text","text":"a"}]"#
+        );
+        let second = run.drive(support::deadline(&limits())).await;
+        assert_eq!(
+            render(&second),
+            r#"suspended Yield pending=[] output=[{"type":"text","text":"b"}]"#
+        );
+        let third = run.drive(support::deadline(&limits())).await;
+        assert_eq!(render(&third), r#"completed "c""#);
+        // Output bytes are cumulative over the run: "a" and "b" are 3 JSON bytes each.
+        assert_eq!(run.output_bytes(), 6);
+    });
+}
+
+#[test]
+fn deadline_while_idle_suspends_with_pending_calls() {
+    let (host, _cancelled) = TestHost::new();
+    runtime().block_on(async {
+        let program = "const [a, b] = await Promise.all([host.gate('first'), host.echo('quick')]); return [a, b]";
+        let mut run = Run::start(program, setup(), limits(), Arc::clone(&host) as _).unwrap();
+        let step = run.drive(Instant::now() + Duration::from_millis(100)).await;
+        assert_eq!(render(&step), r#"suspended PendingTools pending=["gate"]"#);
+        let pending = run.pending_calls();
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].args, vec![serde_json::json!("first")]);
+        host.gate.add_permits(1);
+        let step = run.drive(support::deadline(&limits())).await;
+        assert_eq!(render(&step), r#"completed ["first","quick"]"#);
+    });
+}
+
+#[test]
+fn park_on_one_task_and_resume_on_another() {
+    let (host, _cancelled) = TestHost::new();
+    let store: SnapshotStore<u32> = SnapshotStore::new();
+    let rt = runtime();
+    let caller = scope("s1", "r1");
+    let id = rt.block_on({
+        let (store, caller, host) = (store.clone(), caller.clone(), Arc::clone(&host));
+        async move {
+            tokio::spawn(async move {
+                let mut run = Run::start(
+                    "return (await host.gate('slow')) + '!'",
+                    setup(),
+                    limits(),
+                    host,
+                )
+                .unwrap();
+                let step = run.drive(Instant::now() + Duration::from_millis(50)).await;
+                assert!(matches!(
+                    step,
+                    Step::Suspended {
+                        reason: SuspendReason::PendingTools,
+                        ..
+                    }
+                ));
+                store
+                    .park(run, caller, 7, Duration::from_secs(900), 10 << 20)
+                    .unwrap()
+            })
+            .await
+            .unwrap()
+        }
+    });
+    assert!(id.to_string().starts_with("cm_"));
+    assert_eq!(store.len(), 1);
+    // Host work keeps running while parked; let it finish before resuming.
+    host.gate.add_permits(1);
+    let step = rt.block_on({
+        let store = store.clone();
+        async move {
+            tokio::spawn(async move {
+                let mut resumption = store.resume(&id.to_string(), &caller).unwrap();
+                assert_eq!(*resumption.extra(), 7);
+                let step = resumption
+                    .run_mut()
+                    .drive(support::deadline(&limits()))
+                    .await;
+                resumption.finish();
+                render(&step)
+            })
+            .await
+            .unwrap()
+        }
+    });
+    assert_eq!(step, r#"completed "slow!""#);
+    assert!(store.is_empty());
+}
+
+#[test]
+fn dropping_a_parked_run_cancels_its_host_work() {
+    let (host, mut cancelled) = TestHost::new();
+    let rt = runtime();
+    rt.block_on(async {
+        let store: SnapshotStore = SnapshotStore::new();
+        let mut run = Run::start(
+            "return await Promise.all([host.never(1), host.never(2)])",
+            setup(),
+            limits(),
+            Arc::clone(&host) as _,
+        )
+        .unwrap();
+        let step = run.drive(Instant::now() + Duration::from_millis(50)).await;
+        assert_eq!(
+            render(&step),
+            r#"suspended PendingTools pending=["never", "never"]"#
+        );
+        let id = store
+            .park(
+                run,
+                RunScope::default(),
+                (),
+                Duration::from_secs(900),
+                10 << 20,
+            )
+            .unwrap();
+        assert!(store.cancel(&id.to_string()));
+        let mut ids = vec![
+            cancelled.recv().await.unwrap(),
+            cancelled.recv().await.unwrap(),
+        ];
+        ids.sort_unstable();
+        assert_eq!(ids, vec![1, 2]);
+        assert!(!store.cancel(&id.to_string()), "a cancelled run is gone");
+        assert_eq!(host.calls(), 2);
+    });
+}
+
+#[test]
+fn a_failed_run_cancels_its_host_work_too() {
+    let (host, mut cancelled) = TestHost::new();
+    runtime().block_on(async {
+        let step = support::run_with(
+            "host.never(1); await host.echo(2); throw new Error('bail')",
+            limits(),
+            host,
+        )
+        .await;
+        assert_eq!(render(&step), "failed - Error: bail");
+        assert_eq!(cancelled.recv().await, Some(1));
+    });
+}
+
+#[test]
+fn a_second_concurrent_resume_is_refused() {
+    let (host, _cancelled) = TestHost::new();
+    runtime().block_on(async {
+        let store: SnapshotStore = SnapshotStore::new();
+        let caller = scope("s1", "r1");
+        let id = store
+            .park(
+                yielded_run(host).await,
+                caller.clone(),
+                (),
+                Duration::from_secs(900),
+                10 << 20,
+            )
+            .unwrap();
+        let id = id.to_string();
+        let first = store.resume(&id, &caller).unwrap();
+        let second = store.resume(&id, &caller).unwrap_err();
+        assert_eq!(
+            second.to_string(),
+            "code mode run is already being resumed."
+        );
+        first.repark().unwrap();
+        let mut third = store.resume(&id, &caller).unwrap();
+        let step = third.run_mut().drive(support::deadline(&limits())).await;
+        assert_eq!(render(&step), r#"completed "resumed""#);
+        drop(third);
+        assert_eq!(
+            store.resume(&id, &caller).unwrap_err(),
+            StoreError::Unavailable
+        );
+    });
+}
+
+#[test]
+fn scope_and_id_checks_use_the_spec_messages() {
+    let (host, _cancelled) = TestHost::new();
+    runtime().block_on(async {
+        let store: SnapshotStore = SnapshotStore::new();
+        let owner = scope("s1", "r1");
+        let id = store
+            .park(
+                yielded_run(host).await,
+                owner.clone(),
+                (),
+                Duration::from_secs(900),
+                10 << 20,
+            )
+            .unwrap();
+        let id = id.to_string();
+        let message = |result: Result<_, StoreError>| result.map(|_| ()).unwrap_err().to_string();
+        assert_eq!(
+            message(store.resume(&id, &scope("s2", "r1"))),
+            "code mode run belongs to a different session."
+        );
+        let other_key = RunScope {
+            session_key: Some("other".into()),
+            ..owner.clone()
+        };
+        assert_eq!(
+            message(store.resume(&id, &other_key)),
+            "code mode run belongs to a different session."
+        );
+        assert_eq!(
+            message(store.resume(&id, &scope("s1", "r2"))),
+            "code mode run belongs to a different agent run."
+        );
+        assert_eq!(
+            message(store.resume(&id, &RunScope::default())),
+            "code mode run belongs to a different session."
+        );
+        for bad in [
+            "",
+            "cm_",
+            "cm_nope",
+            "00000000-0000-0000-0000-000000000000",
+            &format!("cm_{}", uuid_like()),
+        ] {
+            assert_eq!(
+                message(store.resume(bad, &owner)),
+                "code mode run is unavailable or expired.",
+                "{bad:?}"
+            );
+        }
+        // The failed attempts did not disturb the run.
+        assert!(store.resume(&id, &owner).is_ok());
+    });
+}
+
+fn uuid_like() -> &'static str {
+    "6a1f1a5e-0000-4000-8000-000000000000"
+}
+
+#[test]
+fn expired_runs_are_purged_and_released() {
+    let (host, mut cancelled) = TestHost::new();
+    runtime().block_on(async {
+        let store: SnapshotStore = SnapshotStore::new();
+        let mut run = Run::start(
+            "await host.never(); return 1",
+            setup(),
+            limits(),
+            Arc::clone(&host) as _,
+        )
+        .unwrap();
+        run.drive(Instant::now() + Duration::from_millis(30)).await;
+        let id = store
+            .park(run, RunScope::default(), (), Duration::ZERO, 10 << 20)
+            .unwrap();
+        let error = store
+            .resume(&id.to_string(), &RunScope::default())
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "code mode run is unavailable or expired."
+        );
+        assert_eq!(store.len(), 0);
+        // Expiry released the VM and cancelled the host work.
+        assert_eq!(cancelled.recv().await, Some(1));
+    });
+}
+
+#[test]
+fn cancellation_while_resuming_fails_the_repark() {
+    let (host, _cancelled) = TestHost::new();
+    runtime().block_on(async {
+        let store: SnapshotStore = SnapshotStore::new();
+        let id = store
+            .park(
+                yielded_run(host).await,
+                RunScope::default(),
+                (),
+                Duration::from_secs(900),
+                10 << 20,
+            )
+            .unwrap();
+        let resumption = store.resume(&id.to_string(), &RunScope::default()).unwrap();
+        assert_eq!(store.drop_session("nobody"), 0);
+        assert!(store.cancel(&id.to_string()));
+        assert_eq!(resumption.repark().unwrap_err(), StoreError::Unavailable);
+        assert!(store.is_empty());
+    });
+}
+
+#[test]
+fn session_end_and_shutdown_drop_runs() {
+    let (host, _cancelled) = TestHost::new();
+    runtime().block_on(async {
+        let store: SnapshotStore = SnapshotStore::new();
+        let ttl = Duration::from_secs(900);
+        store
+            .park(
+                yielded_run(Arc::clone(&host)).await,
+                scope("s1", "r1"),
+                (),
+                ttl,
+                10 << 20,
+            )
+            .unwrap();
+        store
+            .park(
+                yielded_run(Arc::clone(&host)).await,
+                scope("s1", "r2"),
+                (),
+                ttl,
+                10 << 20,
+            )
+            .unwrap();
+        store
+            .park(
+                yielded_run(Arc::clone(&host)).await,
+                scope("s2", "r3"),
+                (),
+                ttl,
+                10 << 20,
+            )
+            .unwrap();
+        assert_eq!(store.drop_session("key-s1"), 2);
+        assert_eq!(store.drop_agent_run("r3"), 1);
+        store
+            .park(
+                yielded_run(Arc::clone(&host)).await,
+                scope("s3", "r4"),
+                (),
+                ttl,
+                10 << 20,
+            )
+            .unwrap();
+        store.clear();
+        assert!(store.is_empty());
+    });
+}
+
+#[test]
+fn capacity_and_snapshot_size_are_enforced() {
+    let (host, _cancelled) = TestHost::new();
+    runtime().block_on(async {
+        let store: SnapshotStore = SnapshotStore::new();
+        let ttl = Duration::from_secs(900);
+        let run = yielded_run(Arc::clone(&host)).await;
+        let size = run.memory_bytes();
+        assert!(size > 1024, "a VM weighs more than 1 KiB, measured {size}");
+        assert_eq!(
+            store
+                .park(run, RunScope::default(), (), ttl, 1024)
+                .unwrap_err()
+                .to_string(),
+            "code mode snapshot limit exceeded"
+        );
+        for _ in 0..MAX_SUSPENDED_RUNS {
+            store
+                .park(
+                    yielded_run(Arc::clone(&host)).await,
+                    RunScope::default(),
+                    (),
+                    ttl,
+                    10 << 20,
+                )
+                .unwrap();
+        }
+        let refused = store.park(
+            yielded_run(Arc::clone(&host)).await,
+            RunScope::default(),
+            (),
+            ttl,
+            10 << 20,
+        );
+        assert_eq!(
+            refused.unwrap_err().to_string(),
+            "too many suspended code mode runs."
+        );
+        assert_eq!(store.len(), MAX_SUSPENDED_RUNS);
+    });
+}
+
+#[test]
+fn a_run_that_grew_past_the_snapshot_limit_cannot_be_reparked() {
+    let (host, _cancelled) = TestHost::new();
+    runtime().block_on(async {
+        let store: SnapshotStore = SnapshotStore::new();
+        let program = "await yield_control(); globalThis.keep = 'x'.repeat(8 << 20); \
+                       await yield_control(); return 1";
+        let mut run = Run::start(
+            program,
+            setup(),
+            limits().with_memory_bytes(256 << 20),
+            host,
+        )
+        .unwrap();
+        run.drive(support::deadline(&limits())).await;
+        let id = store
+            .park(
+                run,
+                RunScope::default(),
+                (),
+                Duration::from_secs(900),
+                4 << 20,
+            )
+            .unwrap();
+        let mut resumption = store.resume(&id.to_string(), &RunScope::default()).unwrap();
+        let step = resumption
+            .run_mut()
+            .drive(support::deadline(&limits()))
+            .await;
+        assert!(
+            matches!(
+                step,
+                Step::Suspended {
+                    reason: SuspendReason::Yield,
+                    ..
+                }
+            ),
+            "{}",
+            render(&step)
+        );
+        assert!(resumption.run().memory_bytes() > 8 << 20);
+        assert_eq!(
+            resumption.repark().unwrap_err(),
+            StoreError::SnapshotLimitExceeded
+        );
+        assert!(store.is_empty());
+    });
+}
