@@ -34,6 +34,9 @@ pub(crate) struct CellWrapper {
 /// Message given when the parser stops at a decorator's `@`.
 const DECORATOR_MESSAGE: &str = "decorators are not supported in code-mode cells";
 
+/// Message given when a `}` of the cell closes the wrapper's block.
+const UNBALANCED_MESSAGE: &str = "unbalanced `}`: the cell closes more braces than it opens";
+
 impl CellWrapper {
     /// Choose wrapper names that do not occur in `source`.
     pub(crate) fn for_source(source: &str) -> CellWrapper {
@@ -86,6 +89,11 @@ impl CellWrapper {
                     LineColumn::of_offset(source, offset - body_start),
                     at_decorator.then_some(DECORATOR_MESSAGE),
                 )
+            }
+            // The footer's `break` lost its label: a `}` in the cell closed
+            // the wrapper's block early.
+            Some(_) if first.message.contains("'break'") => {
+                (LineColumn::end_of(source), Some(UNBALANCED_MESSAGE))
             }
             // In the footer or without position: the error is at the end of
             // the user's text (an unclosed bracket, string or comment).

@@ -55,6 +55,42 @@ fn non_null_assertions_are_erased() {
 }
 
 #[test]
+fn const_enums_are_inlined() {
+    check("const enum E { A = 1, B }\nreturn E.B;", "return 2;");
+}
+
+#[test]
+fn namespaces_inside_functions_are_transformed() {
+    check(
+        "function f() { namespace N { export const a = 1; } return N.a; }\nreturn f();",
+        "function f() { (function(N) { N.a = 1; })(N || (N = {})); return N.a; var N; } return f();",
+    );
+    // The legacy `module` keyword for namespaces is transformed the same way.
+    check(
+        "module Foo { export const a = 1 }\nreturn Foo.a;",
+        "(function(Foo) { Foo.a = 1; })(Foo || (Foo = {})); return Foo.a; var Foo;",
+    );
+}
+
+#[test]
+fn type_only_constructs_are_erased() {
+    check(
+        "declare module 'x' { const a: number; }\ndeclare global { interface W { a: 1 } }\n\
+         function over(a: string): string;\nfunction over(a: any) { return <string>a; }\n\
+         abstract class A { abstract f(): void; private g = 1; }\nreturn (x: unknown): x is A => true;",
+        "function over(a) { return a; } class A { g = 1; } return (x)=>true;",
+    );
+}
+
+#[test]
+fn exports_are_a_clear_error() {
+    check(
+        "export const x = 1;",
+        "typescript transform failed: 'import', and 'export' cannot be used outside of module code at 1:1",
+    );
+}
+
+#[test]
 fn top_level_await_and_return_work() {
     check(
         "const r = await tools.call('openclaw:core:read', { path: 'a' });\nif (!r) return null;\nreturn r;",
@@ -117,13 +153,19 @@ fn errors_at_the_end_of_the_cell_point_at_its_end() {
 
 #[test]
 fn the_wrapper_cannot_be_escaped() {
-    let error = transform("} }\nasync function evil() { {\nreturn 1;").unwrap_err();
-    assert!(
-        error
-            .to_string()
-            .starts_with("typescript transform failed: "),
-        "{error}"
+    check(
+        "} }\nasync function evil() { {\nreturn 1;",
+        "typescript transform failed: unbalanced `}`: the cell closes more braces than it opens at 3:10",
     );
+    check(
+        "} }\nevil();\n{ {",
+        "typescript transform failed: unbalanced `}`: the cell closes more braces than it opens at 3:4",
+    );
+    // Spelling the wrapper's label with an escape is caught on the way out.
+    assert!(matches!(
+        transform("x = \\u005f_codemode_body_0;"),
+        Err(TsError::Internal { .. })
+    ));
 }
 
 #[test]
