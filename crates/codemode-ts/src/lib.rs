@@ -114,6 +114,15 @@ pub fn transform_count() -> u64 {
 ///
 /// Input and output are both the *body* of an async function (top-level
 /// `await` and `return` allowed); the sandbox wraps the output again.
+/// The output is swc's printed JavaScript: comments are dropped, statements
+/// keep the indentation of the internal wrapper (template literal text is
+/// never re-indented), hoisted `var`s of transformed namespaces come last.
+/// Syntax newer than QuickJS understands (e.g. `using`) passes through as is.
+/// Import declarations other than type-only ones, and `export`, are errors:
+/// a cell is a function body, not a module.
+///
+/// Each call runs the parser on a fresh thread with
+/// [`TransformOptions::stack_size`] of stack (a few tens of microseconds).
 ///
 /// ```
 /// let js = codemode_ts::transform("const xs: number[] = [1, 2];\nreturn xs.length;")?;
