@@ -1,0 +1,575 @@
+//! Building the run catalog and the guest's views of it.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::exact::ExactIndex;
+use crate::search::{SearchIndex, query_terms};
+use crate::{
+    CatalogEntry, CatalogError, SearchHit, SearchLimits, Source, ToolDescriptor, ToolOrigin,
+};
+
+/// `tracing` target of the catalog's debug events (under `codemode`, SPEC §11).
+const TRACING_TARGET: &str = "codemode::catalog";
+
+/// Names of the host's tool-search control tools. They are never catalogued
+/// when they come from an `openclaw` origin (core or plugin), whatever the
+/// builder says: code mode replaces tool search for the run.
+pub const TOOL_SEARCH_CONTROL_NAMES: [&str; 4] = [
+    "tool_search_code",
+    "tool_search",
+    "tool_describe",
+    "tool_call",
+];
+
+/// Names on the guest's `tools` object that a convenience function must not
+/// shadow: the catalog helpers of SPEC §5 (`search`, `describe`, `call`) and
+/// names JavaScript itself reads or calls implicitly (`__proto__` would
+/// replace the object's prototype; `then` would make `tools` a thenable that
+/// `await`/`return` invokes; `toJSON`, `toString`, `valueOf` are called by
+/// `JSON.stringify` and coercions; `constructor`, `prototype` are the
+/// object-model names the MCP bindings avoid too). These are the "unsafe
+/// names" of SPEC §5 beyond the identifier pattern.
+pub const RESERVED_CONVENIENCE_NAMES: [&str; 10] = [
+    "search",
+    "describe",
+    "call",
+    "__proto__",
+    "constructor",
+    "prototype",
+    "then",
+    "toJSON",
+    "toString",
+    "valueOf",
+];
+
+/// Per-source entry counts for telemetry (`openclaw`, `mcp`, `client`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SourceCounts {
+    /// Core and plugin entries.
+    pub openclaw: usize,
+    /// MCP entries.
+    pub mcp: usize,
+    /// Client entries.
+    pub client: usize,
+}
+
+impl SourceCounts {
+    /// Entries of all sources.
+    pub fn total(&self) -> usize {
+        self.openclaw + self.mcp + self.client
+    }
+
+    fn count(&mut self, source: Source) {
+        match source {
+            Source::Openclaw => self.openclaw += 1,
+            Source::Mcp => self.mcp += 1,
+            Source::Client => self.client += 1,
+        }
+    }
+}
+
+/// Configures which descriptors are code mode's own control tools.
+///
+/// Always excluded from the catalog (and from [`Catalog::direct_only`]):
+/// - the tool-search controls ([`TOOL_SEARCH_CONTROL_NAMES`]) from any
+///   `openclaw` origin (core, bundled or external plugin). An MCP server or
+///   client tool of the same name is an ordinary tool with its own id.
+/// - a core tool named `wait`: code mode's `wait` must never be reachable
+///   from guest code, and no host shell tool claims that name.
+///
+/// NOT excluded by default: a core tool named `exec`. SPEC §4 says the host's
+/// shell `exec` is hidden from the model and catalogued as
+/// `openclaw:core:exec`. If the host's tool list also carries code mode's own
+/// `exec` (or any other tool core must keep out), name it with
+/// [`CatalogBuilder::exclude`].
+///
+/// ```
+/// use codemode_catalog::{CatalogBuilder, ToolDescriptor, ToolOrigin};
+///
+/// let tool = |origin: ToolOrigin, name: &str| ToolDescriptor {
+///     origin, name: name.into(), label: None, description: String::new(),
+///     parameters: None, direct_only: false, read_only: false,
+/// };
+/// let tools = vec![
+///     tool(ToolOrigin::Core, "exec"),
+///     tool(ToolOrigin::Core, "wait"),
+///     tool(ToolOrigin::Core, "tool_search"),
+///     tool(ToolOrigin::Client("app".into()), "code_mode_exec"),
+/// ];
+/// let catalog = CatalogBuilder::new()
+///     .exclude(ToolOrigin::Client("app".into()), "code_mode_exec")
+///     .build(tools);
+/// let ids: Vec<&str> = catalog.entries().iter().map(|e| e.id.as_str()).collect();
+/// assert_eq!(ids, ["openclaw:core:exec"]);
+/// assert_eq!(catalog.excluded_controls().len(), 3);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct CatalogBuilder {
+    excluded: Vec<(ToolOrigin, String)>,
+}
+
+impl CatalogBuilder {
+    /// A builder with only the default exclusions.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Also exclude the tool `name` of `origin` (matched exactly).
+    pub fn exclude(mut self, origin: ToolOrigin, name: impl Into<String>) -> Self {
+        self.excluded.push((origin, name.into()));
+        self
+    }
+
+    fn is_control(&self, tool: &ToolDescriptor) -> bool {
+        let openclaw = tool.origin.source() == Source::Openclaw;
+        (openclaw && TOOL_SEARCH_CONTROL_NAMES.contains(&tool.name.as_str()))
+            || (tool.origin == ToolOrigin::Core && tool.name == "wait")
+            || self
+                .excluded
+                .iter()
+                .any(|(origin, name)| *origin == tool.origin && *name == tool.name)
+    }
+
+    /// Build the run catalog from the run's effective tools (after the host's
+    /// allow/deny policy).
+    ///
+    /// Control tools are dropped; direct-only tools go to
+    /// [`Catalog::direct_only`]; the rest is sorted (class, then owner, then
+    /// name; stable, so for two descriptors with the same origin and name the
+    /// one given first wins) and de-duplicated by id, first wins, each
+    /// dropped id reported by [`Catalog::duplicates`] and a debug event.
+    pub fn build(&self, tools: impl IntoIterator<Item = ToolDescriptor>) -> Catalog {
+        let tools = tools.into_iter();
+        let mut candidates = Vec::with_capacity(tools.size_hint().0);
+        let mut direct_only = Vec::new();
+        let mut excluded_controls = Vec::new();
+        for tool in tools {
+            if self.is_control(&tool) {
+                excluded_controls.push(catalog_id(&tool.origin, &tool.name));
+            } else if tool.direct_only {
+                direct_only.push(tool);
+            } else {
+                candidates.push(Some(tool));
+            }
+        }
+        direct_only.sort_by(catalog_order);
+        excluded_controls.sort();
+        if !excluded_controls.is_empty() {
+            tracing::debug!(target: TRACING_TARGET, ids = ?excluded_controls, "control tools not catalogued");
+        }
+
+        // Sort small (class, owner, name, position) keys rather than the
+        // descriptors; the position tie-break makes the unstable sort keep
+        // input order for equal keys (first given wins).
+        let mut order: Vec<(u8, &str, &str, usize)> = candidates
+            .iter()
+            .enumerate()
+            .map(|(position, tool)| {
+                let tool = tool.as_ref();
+                let rank = tool.map_or(u8::MAX, |tool| tool.origin.class_rank());
+                let owner = tool.map_or("", |tool| tool.origin.owner());
+                let name = tool.map_or("", |tool| tool.name.as_str());
+                (rank, owner, name, position)
+            })
+            .collect();
+        order.sort_unstable();
+        let count = candidates.len();
+        let sorted = order
+            .into_iter()
+            .map(|(.., position)| position)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .filter_map(|position| candidates.get_mut(position).and_then(Option::take));
+
+        // First wins: an id already held by an earlier entry (in catalog
+        // order) is dropped and reported.
+        let mut entries: Vec<CatalogEntry> = Vec::with_capacity(count);
+        let mut by_id = ExactIndex::with_capacity(count);
+        let mut duplicates = Vec::new();
+        for tool in sorted {
+            let id = catalog_id(&tool.origin, &tool.name);
+            let id_of = |position: usize| entries.get(position).map(|entry| entry.id.as_str());
+            if by_id.insert(&id, entries.len(), id_of).is_err() {
+                tracing::debug!(target: TRACING_TARGET, id = %id, "duplicate catalog id dropped (first wins)");
+                duplicates.push(id);
+                continue;
+            }
+            entries.push(CatalogEntry {
+                id,
+                source: tool.origin.source(),
+                source_name: tool.origin.source_name().map(str::to_owned),
+                name: tool.name,
+                label: tool.label,
+                description: tool.description,
+                parameters: tool.parameters,
+                read_only: tool.read_only,
+                origin: tool.origin,
+            });
+        }
+
+        let index = SearchIndex::new(&entries);
+        let mut source_counts = SourceCounts::default();
+        let mut by_name = ExactIndex::with_capacity(entries.len());
+        let mut shared_name = vec![false; entries.len()];
+        let name_of = |position: usize| entries.get(position).map(|entry| entry.name.as_str());
+        for (position, entry) in entries.iter().enumerate() {
+            source_counts.count(entry.source);
+            if !entry.is_guest_visible() {
+                continue;
+            }
+            if let Err(first) = by_name.insert(&entry.name, position, name_of) {
+                if let Some(flag) = shared_name.get_mut(first) {
+                    *flag = true;
+                }
+                if let Some(flag) = shared_name.get_mut(position) {
+                    *flag = true;
+                }
+            }
+        }
+        let convenience_names = entries
+            .iter()
+            .zip(&shared_name)
+            .filter(|(entry, shared)| {
+                entry.is_guest_visible() && !**shared && is_safe_convenience_name(&entry.name)
+            })
+            .map(|(entry, _)| (entry.name.clone(), entry.id.clone()))
+            .collect();
+
+        Catalog {
+            entries,
+            index,
+            by_id,
+            by_name,
+            shared_name,
+            convenience_names,
+            duplicates,
+            direct_only,
+            excluded_controls,
+            source_counts,
+        }
+    }
+}
+
+/// The run-scoped tool catalog (SPEC §5).
+///
+/// Holds every catalogued tool, MCP ones included, in catalog order: core,
+/// bundled plugins, external plugins, MCP, client; within a class by owner
+/// then name (byte order), so equivalent tool sets give identical ids and
+/// order whatever the input order. The guest views ([`Catalog::guest_entries`],
+/// [`Catalog::all_tools_json`], [`Catalog::lookup`], [`Catalog::search`])
+/// leave MCP entries out; [`Catalog::get`] sees everything.
+///
+/// ```
+/// use codemode_catalog::{Catalog, SearchLimits, ToolDescriptor, ToolOrigin};
+///
+/// let tool = |origin: ToolOrigin, name: &str, description: &str| ToolDescriptor {
+///     origin, name: name.into(), label: None, description: description.into(),
+///     parameters: None, direct_only: false, read_only: false,
+/// };
+/// let catalog = Catalog::build([
+///     tool(ToolOrigin::Client("app".into()), "select_file", "Let the user pick a file"),
+///     tool(ToolOrigin::Mcp("github".into()), "create_issue", "Open a GitHub issue"),
+///     tool(ToolOrigin::Core, "read", "Read a local file"),
+/// ]);
+/// let ids: Vec<&str> = catalog.entries().iter().map(|e| e.id.as_str()).collect();
+/// assert_eq!(ids, ["openclaw:core:read", "mcp:github:create_issue", "client:app:select_file"]);
+///
+/// // Guest views omit MCP.
+/// assert_eq!(catalog.guest_entries().count(), 2);
+/// assert!(catalog.lookup("mcp:github:create_issue").is_err());
+/// assert!(catalog.get("mcp:github:create_issue").is_some());
+///
+/// let hits = catalog.search("file", None, SearchLimits::default()).unwrap();
+/// assert_eq!(hits[0].id, "client:app:select_file");
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    entries: Vec<CatalogEntry>,
+    index: SearchIndex,
+    /// Entry position by id.
+    by_id: ExactIndex,
+    /// First guest-visible entry position by name.
+    by_name: ExactIndex,
+    /// Per entry: another guest-visible entry has the same name.
+    shared_name: Vec<bool>,
+    convenience_names: Vec<(String, String)>,
+    duplicates: Vec<String>,
+    direct_only: Vec<ToolDescriptor>,
+    excluded_controls: Vec<String>,
+    source_counts: SourceCounts,
+}
+
+impl Catalog {
+    /// Build a catalog with the default control-tool exclusions; see
+    /// [`CatalogBuilder`] for what is excluded and how to exclude more.
+    pub fn build(tools: impl IntoIterator<Item = ToolDescriptor>) -> Self {
+        CatalogBuilder::new().build(tools)
+    }
+
+    /// A builder, to name more control tools to exclude.
+    pub fn builder() -> CatalogBuilder {
+        CatalogBuilder::new()
+    }
+
+    /// Every entry, MCP included, in catalog order.
+    pub fn entries(&self) -> &[CatalogEntry] {
+        &self.entries
+    }
+
+    /// The guest-visible entries (no MCP), in catalog order.
+    pub fn guest_entries(&self) -> impl Iterator<Item = &CatalogEntry> {
+        self.entries.iter().filter(|entry| entry.is_guest_visible())
+    }
+
+    /// `ALL_TOOLS`: the compact JSON of every guest-visible entry, in order.
+    pub fn all_tools_json(&self) -> Value {
+        Value::Array(
+            self.guest_entries()
+                .map(CatalogEntry::compact_json)
+                .collect(),
+        )
+    }
+
+    /// The entry with exactly this id, whatever its source (MCP included):
+    /// the host-side path used by `MCP.*` bindings and namespaces.
+    pub fn get(&self, id: &str) -> Option<&CatalogEntry> {
+        let position = self.by_id.find(id, |position| {
+            self.entries.get(position).map(|entry| entry.id.as_str())
+        })?;
+        self.entries.get(position)
+    }
+
+    /// The guest's lookup (`tools.describe`, `tools.call`): a guest-visible
+    /// entry by exact id, else by exact name.
+    ///
+    /// A miss (including an MCP id, a denied tool or a guessed id) is
+    /// [`CatalogError::UnknownTool`], displayed `Unknown tool id: <x>`. A name
+    /// shared by several guest-visible entries is
+    /// [`CatalogError::AmbiguousName`] listing their ids, rather than a
+    /// silent pick of one of them.
+    ///
+    /// ```
+    /// use codemode_catalog::{Catalog, ToolDescriptor, ToolOrigin};
+    ///
+    /// let tool = |origin: ToolOrigin, name: &str| ToolDescriptor {
+    ///     origin, name: name.into(), label: None, description: String::new(),
+    ///     parameters: None, direct_only: false, read_only: false,
+    /// };
+    /// let catalog = Catalog::build([
+    ///     tool(ToolOrigin::Core, "message"),
+    ///     tool(ToolOrigin::BundledPlugin("a".into()), "fetch"),
+    ///     tool(ToolOrigin::ExternalPlugin("b".into()), "fetch"),
+    /// ]);
+    /// assert_eq!(catalog.lookup("message").unwrap().id, "openclaw:core:message");
+    /// assert_eq!(catalog.lookup("openclaw:b:fetch").unwrap().name, "fetch");
+    /// assert_eq!(
+    ///     catalog.lookup("openclaw:core:nope").unwrap_err().to_string(),
+    ///     "Unknown tool id: openclaw:core:nope"
+    /// );
+    /// assert!(catalog.lookup("fetch").is_err());
+    /// ```
+    pub fn lookup(&self, id_or_name: &str) -> Result<&CatalogEntry, CatalogError> {
+        if let Some(entry) = self
+            .get(id_or_name)
+            .filter(|entry| entry.is_guest_visible())
+        {
+            return Ok(entry);
+        }
+        let name_of = |position: usize| self.entries.get(position).map(|e| e.name.as_str());
+        let Some(first) = self.by_name.find(id_or_name, name_of) else {
+            return Err(CatalogError::UnknownTool(id_or_name.to_owned()));
+        };
+        if self.shared_name.get(first).copied().unwrap_or(false) {
+            return Err(CatalogError::AmbiguousName {
+                name: id_or_name.to_owned(),
+                candidates: self
+                    .guest_entries()
+                    .filter(|entry| entry.name == id_or_name)
+                    .map(|entry| entry.id.clone())
+                    .collect(),
+            });
+        }
+        self.entries
+            .get(first)
+            .ok_or_else(|| CatalogError::UnknownTool(id_or_name.to_owned()))
+    }
+
+    /// `tools.search(query, {limit})` over the guest view (SPEC §5).
+    ///
+    /// The query is lower-cased and split on `[^a-z0-9_./:-]+`. Per term an
+    /// entry scores +20 when the term is its whole name or id, +8 when its
+    /// name contains the term, +6 for the id, +4 for the label, +2 for the
+    /// description (all lower-cased; the points add up). A query with no
+    /// terms (empty, or only separators) scores every entry 1. Entries
+    /// scoring 0 are dropped; the rest are sorted by score descending, then
+    /// id ascending (byte order), and cut to the limit of
+    /// [`SearchLimits::resolve`].
+    ///
+    /// ```
+    /// use codemode_catalog::{Catalog, SearchLimits, ToolDescriptor, ToolOrigin};
+    /// use serde_json::json;
+    ///
+    /// let tool = |name: &str, description: &str| ToolDescriptor {
+    ///     origin: ToolOrigin::Core, name: name.into(), label: None,
+    ///     description: description.into(), parameters: None,
+    ///     direct_only: false, read_only: true,
+    /// };
+    /// let catalog = Catalog::build([
+    ///     tool("web_search", "Search the web"),
+    ///     tool("web_fetch", "Fetch a URL"),
+    ///     tool("read", "Read a file"),
+    /// ]);
+    /// let found = catalog.search("web search", Some(&json!(1)), SearchLimits::default()).unwrap();
+    /// assert_eq!(found.len(), 1);
+    /// assert_eq!(found[0].name, "web_search");
+    /// let err = catalog.search("web", Some(&json!(-1)), SearchLimits::default()).unwrap_err();
+    /// assert_eq!(err.to_string(), "limit must be a positive integer.");
+    /// ```
+    pub fn search(
+        &self,
+        query: &str,
+        limit: Option<&Value>,
+        limits: SearchLimits,
+    ) -> Result<Vec<&CatalogEntry>, CatalogError> {
+        Ok(self
+            .search_hits(query, limit, limits)?
+            .into_iter()
+            .map(|hit| hit.entry)
+            .collect())
+    }
+
+    /// [`Catalog::search`] with each result's score.
+    pub fn search_hits(
+        &self,
+        query: &str,
+        limit: Option<&Value>,
+        limits: SearchLimits,
+    ) -> Result<Vec<SearchHit<'_>>, CatalogError> {
+        let limit = limits.resolve(limit)?;
+        let lowered = query.to_lowercase();
+        let terms = query_terms(&lowered);
+        if terms.len() > limits.max_query_terms() {
+            return Err(CatalogError::TooManyQueryTerms {
+                terms: terms.len(),
+                max: limits.max_query_terms(),
+            });
+        }
+        let mut hits: Vec<SearchHit<'_>> = self
+            .index
+            .scores(&terms)
+            .into_iter()
+            .filter_map(|(position, score)| {
+                let entry = self.entries.get(position)?;
+                Some(SearchHit { entry, score })
+            })
+            .collect();
+        let ranking = |a: &SearchHit<'_>, b: &SearchHit<'_>| {
+            b.score
+                .cmp(&a.score)
+                .then_with(|| a.entry.id.cmp(&b.entry.id))
+        };
+        if hits.len() > limit {
+            // Partition the best `limit` hits to the front, then sort only those.
+            hits.select_nth_unstable_by(limit, ranking);
+            hits.truncate(limit);
+        }
+        hits.sort_unstable_by(ranking);
+        Ok(hits)
+    }
+
+    /// `(name, id)` of every convenience function `tools.<name>(input)` to
+    /// install, in catalog order.
+    ///
+    /// A guest-visible entry gets one when its name matches
+    /// `^[A-Za-z_$][A-Za-z0-9_$]*$`, no other guest-visible entry has the
+    /// same name, and the name is not in [`RESERVED_CONVENIENCE_NAMES`].
+    ///
+    /// ```
+    /// use codemode_catalog::{Catalog, ToolDescriptor, ToolOrigin};
+    ///
+    /// let tool = |origin: ToolOrigin, name: &str| ToolDescriptor {
+    ///     origin, name: name.into(), label: None, description: String::new(),
+    ///     parameters: None, direct_only: false, read_only: false,
+    /// };
+    /// let catalog = Catalog::build([
+    ///     tool(ToolOrigin::Core, "web_search"),
+    ///     tool(ToolOrigin::Core, "get-sum"),    // not an identifier
+    ///     tool(ToolOrigin::Core, "search"),     // would shadow tools.search
+    ///     tool(ToolOrigin::BundledPlugin("a".into()), "fetch"),
+    ///     tool(ToolOrigin::Client("app".into()), "fetch"), // ambiguous
+    /// ]);
+    /// assert_eq!(
+    ///     catalog.convenience_names(),
+    ///     [("web_search".to_owned(), "openclaw:core:web_search".to_owned())]
+    /// );
+    /// ```
+    pub fn convenience_names(&self) -> &[(String, String)] {
+        &self.convenience_names
+    }
+
+    /// Entry counts per source, MCP included, for telemetry.
+    pub fn source_counts(&self) -> SourceCounts {
+        self.source_counts
+    }
+
+    /// Ids dropped because an earlier entry (in catalog order) had the same
+    /// id; one item per dropped descriptor.
+    pub fn duplicates(&self) -> &[String] {
+        &self.duplicates
+    }
+
+    /// The direct-only tools, which stay visible to the model and are never
+    /// catalogued, in catalog order (not de-duplicated).
+    pub fn direct_only(&self) -> &[ToolDescriptor] {
+        &self.direct_only
+    }
+
+    /// Ids (`<source>:<owner>:<name>`) of the control tools that were left
+    /// out, sorted.
+    pub fn excluded_controls(&self) -> &[String] {
+        &self.excluded_controls
+    }
+
+    /// Number of entries, MCP included.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the catalog has no entries at all.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// `<source>:<owner>:<name>`.
+pub(crate) fn catalog_id(origin: &ToolOrigin, name: &str) -> String {
+    let source = origin.source().as_str();
+    let owner = origin.owner();
+    let mut id = String::with_capacity(source.len() + owner.len() + name.len() + 2);
+    id.push_str(source);
+    id.push(':');
+    id.push_str(owner);
+    id.push(':');
+    id.push_str(name);
+    id
+}
+
+fn catalog_order(a: &ToolDescriptor, b: &ToolDescriptor) -> std::cmp::Ordering {
+    a.origin
+        .class_rank()
+        .cmp(&b.origin.class_rank())
+        .then_with(|| a.origin.owner().cmp(b.origin.owner()))
+        .then_with(|| a.name.cmp(&b.name))
+}
+
+/// `^[A-Za-z_$][A-Za-z0-9_$]*$` and not reserved.
+fn is_safe_convenience_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    let starts_well = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$');
+    starts_well
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+        && !RESERVED_CONVENIENCE_NAMES.contains(&name)
+}

@@ -1,0 +1,100 @@
+//! What the host tells the catalog about one effective tool.
+
+use serde::{Deserialize, Serialize};
+
+/// Where a tool comes from. Decides the catalog id's `<source>:<owner>` and
+/// the catalog order (core, bundled plugins, external plugins, MCP, client).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "owner", rename_all = "snake_case")]
+pub enum ToolOrigin {
+    /// A core tool of the host: id `openclaw:core:<name>`.
+    Core,
+    /// A tool of a plugin bundled with the host: id `openclaw:<plugin id>:<name>`.
+    BundledPlugin(String),
+    /// A tool of an externally installed plugin: id `openclaw:<plugin id>:<name>`.
+    ExternalPlugin(String),
+    /// A tool of an MCP server: id `mcp:<server name>:<name>`.
+    Mcp(String),
+    /// A tool provided by the client application for this run: id `client:<owner>:<name>`.
+    Client(String),
+}
+
+/// One effective tool of a run, after the host applied its allow/deny policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDescriptor {
+    /// Where the tool comes from.
+    pub origin: ToolOrigin,
+    /// The tool's name as the host registered it (e.g. `web_search`).
+    pub name: String,
+    /// Optional human-readable label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Description shown to the guest by search and describe.
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of the tool's input; `None` when the tool declares none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<serde_json::Value>,
+    /// The tool's results cannot cross the JSON bridge (e.g. images): it
+    /// stays visible to the model and is never catalogued.
+    #[serde(default)]
+    pub direct_only: bool,
+    /// The tool only reads: restart-safe code mode may call it.
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+impl ToolOrigin {
+    /// The catalog source this origin belongs to (`openclaw` for core and
+    /// plugin tools, `mcp`, `client`).
+    ///
+    /// ```
+    /// use codemode_catalog::{Source, ToolOrigin};
+    /// assert_eq!(ToolOrigin::BundledPlugin("browser".into()).source(), Source::Openclaw);
+    /// assert_eq!(ToolOrigin::Mcp("github".into()).source(), Source::Mcp);
+    /// ```
+    pub fn source(&self) -> crate::Source {
+        match self {
+            Self::Core | Self::BundledPlugin(_) | Self::ExternalPlugin(_) => {
+                crate::Source::Openclaw
+            }
+            Self::Mcp(_) => crate::Source::Mcp,
+            Self::Client(_) => crate::Source::Client,
+        }
+    }
+
+    /// The `<owner>` segment of the catalog id: `core` for core tools, else
+    /// the plugin id, MCP server name or client owner.
+    pub fn owner(&self) -> &str {
+        match self {
+            Self::Core => CORE_OWNER,
+            Self::BundledPlugin(owner)
+            | Self::ExternalPlugin(owner)
+            | Self::Mcp(owner)
+            | Self::Client(owner) => owner,
+        }
+    }
+
+    /// The owner reported as the entry's `sourceName`: `None` for core tools.
+    pub fn source_name(&self) -> Option<&str> {
+        match self {
+            Self::Core => None,
+            _ => Some(self.owner()),
+        }
+    }
+
+    /// Rank of the origin's class in the catalog order: core, bundled
+    /// plugins, external plugins, MCP, client.
+    pub(crate) fn class_rank(&self) -> u8 {
+        match self {
+            Self::Core => 0,
+            Self::BundledPlugin(_) => 1,
+            Self::ExternalPlugin(_) => 2,
+            Self::Mcp(_) => 3,
+            Self::Client(_) => 4,
+        }
+    }
+}
+
+/// The owner segment of core tool ids (`openclaw:core:<name>`).
+pub const CORE_OWNER: &str = "core";
