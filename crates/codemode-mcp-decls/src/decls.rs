@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -12,8 +13,8 @@ use crate::files::{ROOT, validate_path};
 use crate::ident::{IdentKind, IdentScope};
 use crate::jsdoc::{comment_line, comment_lines, truncate_chars, write_block};
 use crate::schema::{
-    MAX_SCHEMA_DEPTH_CAP, MAX_STORED_DEPTH, TypeWriter, deep_clone, default_value, description,
-    fill_defaults, follow_refs, literal, required_names,
+    MAX_SCHEMA_DEPTH_CAP, TypeWriter, bounded_copy, deep_clone, doc_facts, fill_defaults,
+    follow_refs, literal, required_names,
 };
 use crate::{DeclError, DeclLimits, FileInfo, McpServer, VirtualFile};
 
@@ -152,8 +153,8 @@ struct ToolDecl {
     description: String,
     /// The tool's JSDoc and function declaration, indented for a namespace body.
     block: String,
-    input_schema: Value,
-    output_schema: Option<Value>,
+    input_schema: Arc<Value>,
+    output_schema: Option<Arc<Value>>,
 }
 
 /// Everything the guest sees of a set of MCP servers: bindings, `$api` answers, declaration
@@ -214,11 +215,8 @@ impl McpDecls {
                     call_path: format!("MCP.{server_ident}.{ident}"),
                     description: truncate_chars(tool.description.trim(), limits.max_doc_chars),
                     block,
-                    input_schema: deep_clone(&tool.input_schema, MAX_STORED_DEPTH),
-                    output_schema: tool
-                        .output_schema
-                        .as_ref()
-                        .map(|s| deep_clone(s, MAX_STORED_DEPTH)),
+                    input_schema: Arc::clone(&tool.input_schema),
+                    output_schema: tool.output_schema.clone(),
                 });
                 tools.push(ToolBinding {
                     ident,
@@ -293,7 +291,7 @@ impl McpDecls {
     ///     name: "list_directory_with_sizes".into(), catalog_id: "mcp:fs:ls".into(),
     ///     input_schema: json!({"type": "object", "required": ["path"], "properties": {
     ///         "path": {"type": "string"},
-    ///         "sortBy": {"type": "string", "enum": ["name", "size"], "default": "name"}}}),
+    ///         "sortBy": {"type": "string", "enum": ["name", "size"], "default": "name"}}}).into(),
     ///     ..Default::default() }], ..Default::default() }]);
     /// let input = decls.prepare_call("mcp:fs:ls", &[json!({"path": "/tmp"})])?;
     /// assert_eq!(input, json!({"path": "/tmp", "sortBy": "name"}));
@@ -409,9 +407,9 @@ impl McpDecls {
                     Value::String(decl.description.clone()),
                 );
                 if schema {
-                    row.insert("inputSchema".into(), decl.input_schema.clone());
+                    row.insert("inputSchema".into(), bounded_copy(&decl.input_schema));
                     if let Some(output) = &decl.output_schema {
-                        row.insert("outputSchema".into(), output.clone());
+                        row.insert("outputSchema".into(), bounded_copy(output));
                     }
                 }
                 Value::Object(row)
@@ -522,7 +520,7 @@ fn json_kind(value: &Value) -> &'static str {
 
 /// The JSDoc and `function` declaration of one tool, indented for a namespace body.
 fn tool_block(ident: &str, tool: &crate::McpTool, limits: &DeclLimits) -> String {
-    let root = &tool.input_schema;
+    let root: &Value = &tool.input_schema;
     let mut writer = TypeWriter::new(root, limits);
     let resolved = follow_refs(root, root);
 
@@ -537,23 +535,21 @@ fn tool_block(ident: &str, tool: &crate::McpTool, limits: &DeclLimits) -> String
             let shape = writer.object_shape(map, 0);
             let optional = shape.fields.iter().all(|f| f.optional);
             let text = if shape.fields.is_empty() {
-                shape.inline()
+                shape.inline().into_owned()
             } else {
                 let mut text = String::from("{\n");
                 for field in &shape.fields {
-                    let _ = writeln!(
-                        text,
-                        "    {}{}: {};",
-                        field.key,
-                        if field.optional { "?" } else { "" },
-                        field.ty
-                    );
+                    text.push_str("    ");
+                    text.push_str(&field.key);
+                    text.push_str(if field.optional { "?: " } else { ": " });
+                    text.push_str(&field.ty);
+                    text.push_str(";\n");
                     if let Some(line) = field.schema.and_then(|s| param_doc(root, s, limits)) {
-                        params.push(format!(
-                            "@param {} {}",
-                            comment_line(field.name, limits.max_literal_chars),
-                            line
-                        ));
+                        let mut param = String::from("@param ");
+                        param.push_str(&comment_line(field.name, limits.max_literal_chars));
+                        param.push(' ');
+                        param.push_str(&line);
+                        params.push(param);
                     }
                 }
                 if let Some(index) = &shape.index {
@@ -574,7 +570,7 @@ fn tool_block(ident: &str, tool: &crate::McpTool, limits: &DeclLimits) -> String
             if ty == "unknown" {
                 ("Record<string, unknown>".to_owned(), optional)
             } else {
-                (ty, optional)
+                (ty.into_owned(), optional)
             }
         }
         Value::Object(map) if map.get("additionalProperties") == Some(&Value::Bool(false)) => {
@@ -620,10 +616,11 @@ fn tool_block(ident: &str, tool: &crate::McpTool, limits: &DeclLimits) -> String
 
 /// The `@param` text of a property: its description and default, if any.
 fn param_doc(root: &Value, schema: &Value, limits: &DeclLimits) -> Option<String> {
-    let mut text = description(root, schema)
+    let (description, default) = doc_facts(root, schema);
+    let mut text = description
         .map(|d| comment_line(d, limits.max_param_doc_chars))
         .unwrap_or_default();
-    if let Some(default) = default_value(root, schema) {
+    if let Some(default) = default {
         let shown = literal(default, MAX_DEFAULT_CHARS).or_else(|| {
             serde_json::to_string(default)
                 .ok()

@@ -1,5 +1,7 @@
 //! Untrusted text (descriptions, names) made safe for TypeScript comments.
 
+use std::borrow::Cow;
+
 /// Cuts `text` to at most `max_chars` characters, marking a cut with "…".
 pub(crate) fn truncate_chars(text: &str, max_chars: usize) -> String {
     match text.char_indices().nth(max_chars) {
@@ -14,27 +16,40 @@ pub(crate) fn truncate_chars(text: &str, max_chars: usize) -> String {
 
 /// Sanitises untrusted text for use inside a `/** ... */` comment: line terminators normalised to
 /// `\n` (`\r`, U+2028 and U+2029 included), other control characters dropped, `*/` written as
-/// `*\/`, at most `max_chars` characters, blank runs collapsed. Returns the non-empty lines.
+/// `*\/`, at most `max_chars` characters (a cut marked with "…"), blank runs collapsed. Returns
+/// the lines.
 pub(crate) fn comment_lines(text: &str, max_chars: usize) -> Vec<String> {
     // Cut first so a 100 KB description costs no more than a short one.
-    let cut = truncate_chars(text, max_chars);
-    let mut clean = String::with_capacity(cut.len());
-    let mut chars = cut.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\r' => {
-                if chars.peek() != Some(&'\n') {
-                    clean.push('\n');
+    let (body, cut) = match text.char_indices().nth(max_chars) {
+        None => (text, false),
+        Some((at, _)) => (text.get(..at).unwrap_or(""), true),
+    };
+    let needs_cleaning = body.contains("*/")
+        || body
+            .chars()
+            .any(|c| (c.is_control() && c != '\n') || c == '\u{2028}' || c == '\u{2029}');
+    let clean: Cow<'_, str> = if needs_cleaning {
+        let mut clean = String::with_capacity(body.len() + 8);
+        let mut chars = body.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\r' => {
+                    if chars.peek() != Some(&'\n') {
+                        clean.push('\n');
+                    }
                 }
+                '\n' | '\u{2028}' | '\u{2029}' => clean.push('\n'),
+                '\t' => clean.push(' '),
+                '*' if chars.peek() == Some(&'/') => clean.push_str("*\\"),
+                c if c.is_control() => {}
+                c => clean.push(c),
             }
-            '\n' | '\u{2028}' | '\u{2029}' => clean.push('\n'),
-            '\t' => clean.push(' '),
-            '*' if chars.peek() == Some(&'/') => clean.push_str("*\\"),
-            c if c.is_control() => {}
-            c => clean.push(c),
         }
-    }
-    let mut lines = Vec::new();
+        Cow::Owned(clean)
+    } else {
+        Cow::Borrowed(body)
+    };
+    let mut lines: Vec<String> = Vec::new();
     let mut blank = false;
     for line in clean.lines() {
         let line = line.trim_end();
@@ -48,18 +63,37 @@ pub(crate) fn comment_lines(text: &str, max_chars: usize) -> Vec<String> {
         }
         lines.push(line.to_owned());
     }
+    if cut {
+        match lines.last_mut() {
+            Some(last) => last.push('…'),
+            None => lines.push("…".to_owned()),
+        }
+    }
     lines
 }
 
 /// Like [`comment_lines`] but joined into one line, for a `@param` tag or a one-line comment.
 pub(crate) fn comment_line(text: &str, max_chars: usize) -> String {
-    let lines = comment_lines(text, max_chars);
-    lines
-        .iter()
-        .filter(|l| !l.is_empty())
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .join(" ")
+    // Fast path: a short, clean, one-line text is used as it is.
+    if text.len() <= max_chars
+        && !text.contains("*/")
+        && !text
+            .chars()
+            .any(|c| c.is_control() || c == '\u{2028}' || c == '\u{2029}')
+    {
+        return text.trim().to_owned();
+    }
+    let mut out = String::new();
+    for line in comment_lines(text, max_chars) {
+        if line.is_empty() {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&line);
+    }
+    out
 }
 
 /// Writes a JSDoc block at `indent` (spaces) with the given lines into `out`.

@@ -19,7 +19,7 @@
 //!         description: "Create a GitHub issue.".into(),
 //!         input_schema: json!({"type": "object",
 //!             "properties": {"owner": {"type": "string"}, "title": {"type": "string"}},
-//!             "required": ["owner", "title"]}),
+//!             "required": ["owner", "title"]}).into(),
 //!         output_schema: None,
 //!     }],
 //!     has_resources: false,
@@ -41,7 +41,7 @@ mod jsdoc;
 mod limits;
 mod schema;
 
-pub use cache::DeclCache;
+pub use cache::{DeclCache, DeclKey};
 pub use decls::{McpDecls, ServerBinding, ToolBinding};
 pub use error::DeclError;
 pub use files::{FileInfo, VirtualFile};
@@ -50,6 +50,8 @@ pub use limits::{
     DEFAULT_MAX_LITERAL_CHARS, DEFAULT_MAX_OBJECT_PROPERTIES, DEFAULT_MAX_PARAM_DOC_CHARS,
     DEFAULT_MAX_SCHEMA_DEPTH, DEFAULT_MAX_TYPE_NODES, DEFAULT_MAX_UNION_MEMBERS, DeclLimits,
 };
+
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -78,7 +80,9 @@ pub struct McpTool {
     /// The tool's description (may be empty, long, or hostile).
     pub description: String,
     /// The tool's JSON Schema for its arguments (`inputSchema`); any JSON value is accepted.
-    pub input_schema: serde_json::Value,
+    /// Shared, not copied: generation keeps a reference (for `$api` and call preparation), so
+    /// per-exec generation costs no schema copies (rmcp hands out `Arc`ed schemas too).
+    pub input_schema: Arc<serde_json::Value>,
     /// The tool's JSON Schema for `structuredContent` (`outputSchema`), if it declares one.
-    pub output_schema: Option<serde_json::Value>,
+    pub output_schema: Option<Arc<serde_json::Value>>,
 }

@@ -2,12 +2,16 @@
 //! (`default`s, `required`). Every walk is bounded by [`DeclLimits`]; nothing here trusts the
 //! shape of a schema.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
 use crate::ident::is_plain_property_name;
 use crate::limits::DeclLimits;
+
+/// A rendered type: most are fixed words (`string`, `unknown`), so they are not allocated.
+pub(crate) type Ty = Cow<'static, str>;
 
 /// Hard ceiling on any recursion over a schema, whatever the configured limits say.
 pub(crate) const MAX_SCHEMA_DEPTH_CAP: usize = 64;
@@ -60,17 +64,29 @@ fn properties(schema: &Value) -> Option<&Map<String, Value>> {
     schema.get("properties").and_then(Value::as_object)
 }
 
-/// The description of a (property) schema: its own, else that of its `$ref` target.
-pub(crate) fn description<'a>(root: &'a Value, schema: &'a Value) -> Option<&'a str> {
-    schema
-        .get("description")
-        .and_then(Value::as_str)
-        .or_else(|| {
-            follow_refs(root, schema)
-                .get("description")
-                .and_then(Value::as_str)
-        })
-        .filter(|d| !d.trim().is_empty())
+/// The `description` and `default` of a (property) schema: its own, else its `$ref` target's.
+pub(crate) fn doc_facts<'a>(
+    root: &'a Value,
+    schema: &'a Value,
+) -> (Option<&'a str>, Option<&'a Value>) {
+    let (mut description, mut default, mut reference) = (None, None, None);
+    if let Value::Object(map) = schema {
+        // One pass: each `get` on a schema object costs a SipHash.
+        for (key, value) in map {
+            match key.as_str() {
+                "description" => description = value.as_str(),
+                "default" => default = Some(value),
+                "$ref" => reference = Some(value),
+                _ => {}
+            }
+        }
+    }
+    if reference.is_some() && (description.is_none() || default.is_none()) {
+        let target = follow_refs(root, schema);
+        description = description.or_else(|| target.get("description").and_then(Value::as_str));
+        default = default.or_else(|| target.get("default"));
+    }
+    (description.filter(|d| !d.trim().is_empty()), default)
 }
 
 /// The `default` of a (property) schema: its own, else that of its `$ref` target.
@@ -115,7 +131,7 @@ pub(crate) struct Field<'a> {
     /// The property name as the schema spells it.
     pub(crate) name: &'a str,
     pub(crate) optional: bool,
-    pub(crate) ty: String,
+    pub(crate) ty: Ty,
     /// The property's schema (absent for a `required` name without a property schema).
     pub(crate) schema: Option<&'a Value>,
 }
@@ -125,19 +141,19 @@ pub(crate) struct Field<'a> {
 pub(crate) struct ObjectShape<'a> {
     pub(crate) fields: Vec<Field<'a>>,
     /// Type of the `[key: string]` index signature, when one is needed.
-    pub(crate) index: Option<String>,
+    pub(crate) index: Option<Ty>,
     /// `additionalProperties: false`.
     pub(crate) closed: bool,
 }
 
 impl ObjectShape<'_> {
     /// The shape as an inline type literal.
-    pub(crate) fn inline(&self) -> String {
+    pub(crate) fn inline(&self) -> Ty {
         if self.fields.is_empty() {
             return match (&self.index, self.closed) {
-                (Some(index), _) => format!("Record<string, {index}>"),
-                (None, true) => "Record<string, never>".to_owned(),
-                (None, false) => "Record<string, unknown>".to_owned(),
+                (Some(index), _) => Ty::Owned(format!("Record<string, {index}>")),
+                (None, true) => Ty::Borrowed("Record<string, never>"),
+                (None, false) => Ty::Borrowed("Record<string, unknown>"),
             };
         }
         let mut out = String::from("{ ");
@@ -157,7 +173,7 @@ impl ObjectShape<'_> {
             out.push_str(index);
         }
         out.push_str(" }");
-        out
+        Ty::Owned(out)
     }
 }
 
@@ -169,6 +185,60 @@ pub(crate) struct TypeWriter<'a> {
     max_depth: usize,
     nodes_left: usize,
     ref_stack: Vec<&'a str>,
+}
+
+/// The keywords of one schema object that rendering looks at, found in one pass over its
+/// entries (a schema object is an `IndexMap` with SipHash: one lookup per keyword would cost more
+/// than the whole pass).
+#[derive(Default)]
+struct Keywords<'a> {
+    reference: Option<&'a Value>,
+    constant: Option<&'a Value>,
+    enumeration: Option<&'a Value>,
+    nullable: bool,
+    any_of: Option<&'a Value>,
+    one_of: Option<&'a Value>,
+    all_of: Option<&'a Value>,
+    ty: Option<&'a Value>,
+    properties: Option<&'a Value>,
+    required: Option<&'a Value>,
+    additional: Option<&'a Value>,
+    pattern_properties: bool,
+    items: Option<&'a Value>,
+    prefix_items: Option<&'a Value>,
+}
+
+impl<'a> Keywords<'a> {
+    fn of(map: &'a Map<String, Value>) -> Self {
+        let mut k = Keywords::default();
+        for (key, value) in map {
+            match key.as_str() {
+                "$ref" => k.reference = Some(value),
+                "const" => k.constant = Some(value),
+                "enum" => k.enumeration = Some(value),
+                "nullable" => k.nullable = value == &Value::Bool(true),
+                "anyOf" => k.any_of = Some(value),
+                "oneOf" => k.one_of = Some(value),
+                "allOf" => k.all_of = Some(value),
+                "type" => k.ty = Some(value),
+                "properties" => k.properties = Some(value),
+                "required" => k.required = Some(value),
+                "additionalProperties" => k.additional = Some(value),
+                "patternProperties" => k.pattern_properties = true,
+                "items" => k.items = Some(value),
+                "prefixItems" => k.prefix_items = Some(value),
+                _ => {}
+            }
+        }
+        k
+    }
+
+    fn implies_object(&self) -> bool {
+        self.properties.is_some()
+            || self.additional.is_some()
+            || self.pattern_properties
+            || self.required.is_some()
+    }
 }
 
 impl<'a> TypeWriter<'a> {
@@ -183,45 +253,46 @@ impl<'a> TypeWriter<'a> {
     }
 
     /// The TypeScript type of `schema` at nesting `depth`.
-    pub(crate) fn ty(&mut self, schema: &'a Value, depth: usize) -> String {
+    pub(crate) fn ty(&mut self, schema: &'a Value, depth: usize) -> Ty {
         if depth >= self.max_depth || self.nodes_left == 0 {
-            return "unknown".to_owned();
+            return Ty::Borrowed("unknown");
         }
         self.nodes_left -= 1;
         match schema {
-            Value::Bool(false) => "never".to_owned(),
-            Value::Object(map) => self.object_schema(map, depth),
-            _ => "unknown".to_owned(),
+            Value::Bool(false) => Ty::Borrowed("never"),
+            Value::Object(map) => self.object_schema(&Keywords::of(map), depth),
+            _ => Ty::Borrowed("unknown"),
         }
     }
 
-    fn object_schema(&mut self, map: &'a Map<String, Value>, depth: usize) -> String {
-        if let Some(reference) = map.get("$ref") {
+    fn object_schema(&mut self, k: &Keywords<'a>, depth: usize) -> Ty {
+        if let Some(reference) = k.reference {
             return self.reference(reference, depth);
         }
-        let mut ty = if let Some(constant) = map.get("const") {
-            literal(constant, self.limits.max_literal_chars).unwrap_or_else(|| "unknown".into())
-        } else if let Some(Value::Array(members)) = map.get("enum") {
+        let mut ty = if let Some(constant) = k.constant {
+            literal(constant, self.limits.max_literal_chars)
+                .map_or(Ty::Borrowed("unknown"), Ty::Owned)
+        } else if let Some(Value::Array(members)) = k.enumeration {
             self.enumeration(members)
         } else {
-            self.composite(map, depth)
+            self.composite(k, depth)
         };
-        if map.get("nullable") == Some(&Value::Bool(true)) && ty != "unknown" {
-            ty = union(vec![ty, "null".to_owned()]);
+        if k.nullable && ty != "unknown" {
+            ty = union(vec![ty, Ty::Borrowed("null")]);
         }
         ty
     }
 
-    fn reference(&mut self, reference: &'a Value, depth: usize) -> String {
+    fn reference(&mut self, reference: &'a Value, depth: usize) -> Ty {
         let Some(reference) = reference.as_str() else {
-            return "unknown".to_owned();
+            return Ty::Borrowed("unknown");
         };
         if self.ref_stack.contains(&reference) {
             // A recursive type: one level is written out, the recursion is `unknown`.
-            return "unknown".to_owned();
+            return Ty::Borrowed("unknown");
         }
         let Some(target) = local_ref(self.root, reference) else {
-            return "unknown".to_owned();
+            return Ty::Borrowed("unknown");
         };
         self.ref_stack.push(reference);
         let ty = self.ty(target, depth + 1);
@@ -229,11 +300,11 @@ impl<'a> TypeWriter<'a> {
         ty
     }
 
-    fn enumeration(&self, members: &[Value]) -> String {
+    fn enumeration(&self, members: &[Value]) -> Ty {
         if members.len() <= self.limits.max_union_members {
-            let literals: Option<Vec<String>> = members
+            let literals: Option<Vec<Ty>> = members
                 .iter()
-                .map(|m| literal(m, self.limits.max_literal_chars))
+                .map(|m| literal(m, self.limits.max_literal_chars).map(Ty::Owned))
                 .collect();
             if let Some(literals) = literals {
                 return union(literals);
@@ -243,21 +314,25 @@ impl<'a> TypeWriter<'a> {
         union(
             members
                 .iter()
-                .map(|m| json_type_name(m).to_owned())
+                .map(|m| Ty::Borrowed(json_type_name(m)))
                 .collect(),
         )
     }
 
     /// `type`-driven shape intersected with `allOf` members and the `anyOf`/`oneOf` union.
-    fn composite(&mut self, map: &'a Map<String, Value>, depth: usize) -> String {
+    fn composite(&mut self, k: &Keywords<'a>, depth: usize) -> Ty {
+        if k.any_of.is_none() && k.one_of.is_none() && k.all_of.is_none() {
+            // The common case: no combinators, nothing to intersect.
+            return self.typed(k, depth).unwrap_or(Ty::Borrowed("unknown"));
+        }
         let mut parts = Vec::new();
-        if let Some(own) = self.typed(map, depth) {
+        if let Some(own) = self.typed(k, depth) {
             parts.push(own);
         }
-        for key in ["anyOf", "oneOf"] {
-            if let Some(Value::Array(members)) = map.get(key) {
+        for members in [k.any_of, k.one_of].into_iter().flatten() {
+            if let Value::Array(members) = members {
                 let ty = if members.len() > self.limits.max_union_members {
-                    "unknown".to_owned()
+                    Ty::Borrowed("unknown")
                 } else {
                     let members = members.iter().map(|m| self.ty(m, depth + 1)).collect();
                     union(members)
@@ -265,7 +340,7 @@ impl<'a> TypeWriter<'a> {
                 parts.push(ty);
             }
         }
-        if let Some(Value::Array(members)) = map.get("allOf") {
+        if let Some(Value::Array(members)) = k.all_of {
             for member in members.iter().take(self.limits.max_union_members) {
                 parts.push(self.ty(member, depth + 1));
             }
@@ -274,78 +349,75 @@ impl<'a> TypeWriter<'a> {
     }
 
     /// The type named by `type` (or implied by `properties` / `items`), if any.
-    fn typed(&mut self, map: &'a Map<String, Value>, depth: usize) -> Option<String> {
-        let mut names: Vec<&str> = match map.get("type") {
-            Some(Value::String(name)) => vec![name.as_str()],
+    fn typed(&mut self, k: &Keywords<'a>, depth: usize) -> Option<Ty> {
+        let mut names: Vec<&str> = match k.ty {
+            Some(Value::String(name)) => return Some(self.named(name, k, depth)),
             Some(Value::Array(names)) => {
-                let mut seen = HashSet::new();
-                names
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .filter(|n| seen.insert(*n))
-                    .take(self.limits.max_union_members)
-                    .collect()
+                let mut seen: Vec<&str> = Vec::new();
+                for name in names.iter().filter_map(Value::as_str) {
+                    if !seen.contains(&name) && seen.len() < self.limits.max_union_members {
+                        seen.push(name);
+                    }
+                }
+                seen
             }
             _ => Vec::new(),
         };
         if names.is_empty() {
-            if [
-                "properties",
-                "additionalProperties",
-                "patternProperties",
-                "required",
-            ]
-            .iter()
-            .any(|k| map.contains_key(*k))
-            {
+            if k.implies_object() {
                 names.push("object");
-            } else if map.contains_key("items") || map.contains_key("prefixItems") {
+            } else if k.items.is_some() || k.prefix_items.is_some() {
                 names.push("array");
             } else {
                 return None;
             }
         }
+        if let [name] = names.as_slice() {
+            return Some(self.named(name, k, depth));
+        }
         let types = names
             .into_iter()
-            .map(|name| match name {
-                "string" => "string".to_owned(),
-                "number" | "integer" => "number".to_owned(),
-                "boolean" => "boolean".to_owned(),
-                "null" => "null".to_owned(),
-                "object" => self.object_shape(map, depth).inline(),
-                "array" => self.array(map, depth),
-                _ => "unknown".to_owned(),
-            })
+            .map(|name| self.named(name, k, depth))
             .collect();
         Some(union(types))
     }
 
-    fn array(&mut self, map: &'a Map<String, Value>, depth: usize) -> String {
-        let tuple = match (map.get("prefixItems"), map.get("items")) {
+    /// The type for one JSON Schema type name.
+    fn named(&mut self, name: &str, k: &Keywords<'a>, depth: usize) -> Ty {
+        match name {
+            "string" => Ty::Borrowed("string"),
+            "number" | "integer" => Ty::Borrowed("number"),
+            "boolean" => Ty::Borrowed("boolean"),
+            "null" => Ty::Borrowed("null"),
+            "object" => self.object_shape_of(k, depth).inline(),
+            "array" => self.array(k, depth),
+            _ => Ty::Borrowed("unknown"),
+        }
+    }
+
+    fn array(&mut self, k: &Keywords<'a>, depth: usize) -> Ty {
+        let tuple = match (k.prefix_items, k.items) {
             (Some(Value::Array(items)), _) | (None, Some(Value::Array(items))) => Some(items),
             _ => None,
         };
         if let Some(items) = tuple {
-            if items.len() > self.limits.max_union_members {
-                return "unknown[]".to_owned();
+            if items.is_empty() || items.len() > self.limits.max_union_members {
+                return Ty::Borrowed("unknown[]");
             }
-            if items.is_empty() {
-                return "unknown[]".to_owned();
-            }
-            let members: Vec<String> = items.iter().map(|i| self.ty(i, depth + 1)).collect();
+            let members: Vec<Ty> = items.iter().map(|i| self.ty(i, depth + 1)).collect();
             // Later items are not constrained by a tuple schema unless it says so.
-            return format!("[{}, ...unknown[]]", members.join(", "));
+            return Ty::Owned(format!("[{}, ...unknown[]]", members.join(", ")));
         }
-        match map.get("items") {
+        match k.items {
             Some(items) => {
                 let item = self.ty(items, depth + 1);
                 if has_top_level_operator(&item) {
-                    format!("({item})[]")
+                    Ty::Owned(format!("({item})[]"))
                 } else {
-                    format!("{item}[]")
+                    Ty::Owned(format!("{item}[]"))
                 }
             }
-            None => "unknown[]".to_owned(),
+            None => Ty::Borrowed("unknown[]"),
         }
     }
 
@@ -356,41 +428,64 @@ impl<'a> TypeWriter<'a> {
         map: &'a Map<String, Value>,
         depth: usize,
     ) -> ObjectShape<'a> {
-        let required: Vec<&'a str> = match map.get("required") {
-            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
-            _ => Vec::new(),
+        self.object_shape_of(&Keywords::of(map), depth)
+    }
+
+    fn object_shape_of(&mut self, k: &Keywords<'a>, depth: usize) -> ObjectShape<'a> {
+        let props = match k.properties {
+            Some(Value::Object(props)) => Some(props),
+            _ => None,
         };
-        let required_set: HashSet<&str> = required.iter().copied().collect();
+        let mut required: Vec<&'a str> = Vec::new();
+        if let Some(Value::Array(items)) = k.required {
+            let mut seen = HashSet::new();
+            for name in items.iter().filter_map(Value::as_str) {
+                let fresh = if items.len() <= 16 {
+                    !required.contains(&name)
+                } else {
+                    seen.insert(name)
+                };
+                if fresh {
+                    required.push(name);
+                }
+            }
+        }
+        // `required` lists are short; a linear scan beats hashing until they are not.
+        let mut sorted_required = Vec::new();
+        if required.len() > 16 {
+            sorted_required = required.clone();
+            sorted_required.sort_unstable();
+        }
+        let is_required = |name: &str| {
+            if sorted_required.is_empty() {
+                required.contains(&name)
+            } else {
+                sorted_required.binary_search(&name).is_ok()
+            }
+        };
 
         let mut order: Vec<(&'a str, Option<&'a Value>, bool)> = Vec::new();
-        if let Some(Value::Object(props)) = map.get("properties") {
+        if let Some(props) = props {
             order.extend(
                 props
                     .iter()
-                    .filter(|(k, _)| required_set.contains(k.as_str()))
-                    .map(|(k, v)| (k.as_str(), Some(v), false)),
+                    .filter(|(key, _)| is_required(key))
+                    .map(|(key, schema)| (key.as_str(), Some(schema), false)),
             );
-            let mut seen = HashSet::new();
             order.extend(
                 required
                     .iter()
-                    .filter(|name| !props.contains_key(**name) && seen.insert(**name))
+                    .filter(|name| !props.contains_key(**name))
                     .map(|name| (*name, None, false)),
             );
             order.extend(
                 props
                     .iter()
-                    .filter(|(k, _)| !required_set.contains(k.as_str()))
-                    .map(|(k, v)| (k.as_str(), Some(v), true)),
+                    .filter(|(key, _)| !is_required(key))
+                    .map(|(key, schema)| (key.as_str(), Some(schema), true)),
             );
         } else {
-            let mut seen = HashSet::new();
-            order.extend(
-                required
-                    .iter()
-                    .filter(|name| seen.insert(**name))
-                    .map(|name| (*name, None, false)),
-            );
+            order.extend(required.iter().map(|name| (*name, None, false)));
         }
 
         let mut fields = Vec::new();
@@ -409,7 +504,7 @@ impl<'a> TypeWriter<'a> {
             };
             let ty = match schema {
                 Some(schema) => self.ty(schema, depth + 1),
-                None => "unknown".to_owned(),
+                None => Ty::Borrowed("unknown"),
             };
             fields.push(Field {
                 key,
@@ -420,15 +515,14 @@ impl<'a> TypeWriter<'a> {
             });
         }
 
-        let additional = map.get("additionalProperties");
-        let closed = additional == Some(&Value::Bool(false));
-        let index = match additional {
+        let closed = k.additional == Some(&Value::Bool(false));
+        let index = match k.additional {
             Some(schema @ Value::Object(_)) if fields.is_empty() && !overflow => {
                 Some(self.ty(schema, depth + 1))
             }
             // With named properties the index signature must admit their types too.
-            Some(Value::Object(_)) => Some("unknown".to_owned()),
-            _ if overflow || map.contains_key("patternProperties") => Some("unknown".to_owned()),
+            Some(Value::Object(_)) => Some(Ty::Borrowed("unknown")),
+            _ if overflow || k.pattern_properties => Some(Ty::Borrowed("unknown")),
             _ => None,
         };
         ObjectShape {
@@ -453,12 +547,17 @@ pub(crate) fn literal(value: &Value, max_chars: usize) -> Option<String> {
 /// A JSON-escaped string literal, with U+2028 / U+2029 escaped too (JSON leaves them raw; they
 /// are line terminators to pre-ES2019 tooling) and `*/` written as `*\/`.
 pub(crate) fn string_literal(s: &str) -> String {
-    serde_json::to_string(s)
-        .unwrap_or_else(|_| "\"\"".to_owned())
-        .replace('\u{2028}', "\\u2028")
-        .replace('\u{2029}', "\\u2029")
+    let mut literal = serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned());
+    if literal.contains(['\u{2028}', '\u{2029}']) {
+        literal = literal
+            .replace('\u{2028}', "\\u2028")
+            .replace('\u{2029}', "\\u2029");
+    }
+    if literal.contains("*/") {
         // `*\/` is the same string; generated text then never has a `*/` outside comment ends.
-        .replace("*/", "*\\/")
+        literal = literal.replace("*/", "*\\/");
+    }
+    literal
 }
 
 fn json_type_name(value: &Value) -> &'static str {
@@ -473,46 +572,49 @@ fn json_type_name(value: &Value) -> &'static str {
 }
 
 /// `a | b | ...`, deduplicated; `unknown` absorbs everything, `never` disappears.
-fn union(members: Vec<String>) -> String {
-    let mut seen = HashSet::new();
-    let mut out: Vec<String> = Vec::new();
+fn union(members: Vec<Ty>) -> Ty {
+    let mut out: Vec<Ty> = Vec::with_capacity(members.len());
     for member in members {
         if member == "unknown" {
             return member;
         }
-        if member != "never" && seen.insert(member.clone()) {
+        // At most `max_union_members` members: a linear scan is cheaper than hashing.
+        if member != "never" && !out.contains(&member) {
             out.push(member);
         }
     }
     match out.len() {
-        0 => "never".to_owned(),
-        1 => out.pop().unwrap_or_default(),
+        0 => Ty::Borrowed("never"),
+        1 => out.pop().unwrap_or(Ty::Borrowed("never")),
         // `&` binds tighter than `|`: members need no parentheses.
-        _ => out.join(" | "),
+        _ => Ty::Owned(out.join(" | ")),
     }
 }
 
 /// `a & b & ...`; `unknown` parts carry no information and are dropped.
-fn intersection(parts: Vec<String>) -> String {
-    let mut seen = HashSet::new();
-    let parts: Vec<String> = parts
-        .into_iter()
-        .filter(|p| p != "unknown" && seen.insert(p.clone()))
-        .collect();
+fn intersection(parts: Vec<Ty>) -> Ty {
+    let mut kept: Vec<Ty> = Vec::with_capacity(parts.len());
+    for part in parts {
+        if part != "unknown" && !kept.contains(&part) {
+            kept.push(part);
+        }
+    }
+    let parts = kept;
     match parts.len() {
-        0 => "unknown".to_owned(),
-        1 => parts.into_iter().next().unwrap_or_default(),
+        0 => Ty::Borrowed("unknown"),
+        1 => parts.into_iter().next().unwrap_or(Ty::Borrowed("unknown")),
         _ => parts
             .into_iter()
             .map(|p| {
                 if has_top_level_operator(&p) {
-                    format!("({p})")
+                    Ty::Owned(format!("({p})"))
                 } else {
                     p
                 }
             })
             .collect::<Vec<_>>()
-            .join(" & "),
+            .join(" & ")
+            .into(),
     }
 }
 
@@ -543,9 +645,9 @@ pub(crate) fn has_top_level_operator(ty: &str) -> bool {
     false
 }
 
-/// Nesting kept in the copies of schemas that [`McpDecls`](crate::McpDecls) stores: serde_json's
-/// own parser refuses deeper documents, so only hand-built values are cut.
-pub(crate) const MAX_STORED_DEPTH: usize = 128;
+/// Nesting kept in the copies of schemas that `$api` returns: serde_json's own parser refuses
+/// deeper documents, so only hand-built values are cut.
+const MAX_COPIED_DEPTH: usize = 128;
 
 /// A deep copy of `value` without recursion (any depth is safe). Arrays and objects nested deeper
 /// than `max_depth` are replaced by `true` (the JSON Schema that allows anything).
@@ -598,5 +700,36 @@ pub(crate) fn deep_clone(value: &Value, max_depth: usize) -> Value {
                 None => return Value::Null,
             },
         };
+    }
+}
+
+/// Whether `value` nests arrays/objects at most `max_depth` levels (checked without recursion).
+fn depth_at_most(value: &Value, max_depth: usize) -> bool {
+    let mut stack = vec![(value, 0usize)];
+    while let Some((value, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        if depth >= max_depth {
+            return false;
+        }
+        stack.extend(
+            children
+                .filter(|c| c.is_array() || c.is_object())
+                .map(|c| (c, depth + 1)),
+        );
+    }
+    true
+}
+
+/// A copy of `value` that is safe to hand out and drop: `Value::clone` (fast, recursive) when the
+/// value is at most [`MAX_COPIED_DEPTH`] deep, else [`deep_clone`] cut at that depth.
+pub(crate) fn bounded_copy(value: &Value) -> Value {
+    if depth_at_most(value, MAX_COPIED_DEPTH) {
+        value.clone()
+    } else {
+        deep_clone(value, MAX_COPIED_DEPTH)
     }
 }

@@ -9,7 +9,7 @@ fn decls_for(schema: Value) -> McpDecls {
         tools: vec![McpTool {
             name: "create_issue".into(),
             catalog_id: "mcp:github:create_issue".into(),
-            input_schema: schema,
+            input_schema: schema.into(),
             ..Default::default()
         }],
         ..Default::default()

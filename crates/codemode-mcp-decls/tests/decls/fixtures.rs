@@ -20,8 +20,8 @@ pub(crate) fn server(name: &str, file: &str, has_resources: bool, has_prompts: b
             name: t["name"].as_str().expect("tool name").to_owned(),
             catalog_id: format!("mcp:{name}:{}", t["name"].as_str().unwrap_or("")),
             description: t["description"].as_str().unwrap_or("").to_owned(),
-            input_schema: t["inputSchema"].clone(),
-            output_schema: t.get("outputSchema").cloned(),
+            input_schema: t["inputSchema"].clone().into(),
+            output_schema: t.get("outputSchema").cloned().map(Into::into),
         })
         .collect();
     McpServer {

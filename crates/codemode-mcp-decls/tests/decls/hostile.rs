@@ -12,7 +12,7 @@ fn one_tool(name: &str, description: &str, schema: Value) -> McpDecls {
             name: name.to_owned(),
             catalog_id: "mcp:hostile:t".into(),
             description: description.to_owned(),
-            input_schema: schema,
+            input_schema: schema.into(),
             output_schema: None,
         }],
         has_resources: true,
@@ -354,7 +354,7 @@ fn loose_limits_body() {
             tools: vec![McpTool {
                 name: "t".into(),
                 catalog_id: "c".into(),
-                input_schema: nested(1_000),
+                input_schema: nested(1_000).into(),
                 ..Default::default()
             }],
             ..Default::default()

@@ -95,8 +95,8 @@ fn tool() -> impl Strategy<Value = McpTool> {
                 name,
                 catalog_id: id,
                 description,
-                input_schema,
-                output_schema,
+                input_schema: input_schema.into(),
+                output_schema: output_schema.map(Into::into),
             },
         )
 }
