@@ -4,13 +4,16 @@
 // with JSON, Promise, Object.prototype or the installed globals cannot change what the bridge
 // does. Nothing defined here is reachable from guest code except the functions installed as
 // globals, which are frozen.
-(function (hostCall, hostLocal, hostEmit, hostYield, hostFinish) {
+(function (hostCall, hostLocal, hostEmit, hostYield, hostFinish, hostIsProxy, maxScan) {
   'use strict';
   const globalObject = globalThis;
   const PromiseCtor = Promise;
   const ErrorCtor = Error;
   const TypeErrorCtor = TypeError;
   const SyntaxErrorCtor = SyntaxError;
+  const RangeErrorCtor = RangeError;
+  const ArrayProto = Array.prototype;
+  const typedArrayLength = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'length').get;
   const StringCtor = String;
   const stringify = JSON.stringify;
   const parse = JSON.parse;
@@ -31,6 +34,51 @@
   defineProperty(ErrorCtor, 'prepareStackTrace', {
     value: undefined, writable: false, enumerable: false, configurable: false,
   });
+
+  // Array builtins whose C loops never poll the interrupt handler would scan a sparse array or an
+  // array-like of length up to 2^53 for hours, beyond any deadline. Before such a builtin runs,
+  // the length it will read is checked: a data property (or the intrinsic typed-array getter)
+  // holding a primitive no larger than `maxScan`. Proxies and accessor lengths are refused, since
+  // they could answer differently when the builtin reads the length again.
+  function checkScan(value) {
+    if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return;
+    for (let holder = value; holder !== null; holder = getPrototypeOf(holder)) {
+      if (hostIsProxy(holder)) throw new TypeErrorCtor('array methods cannot run on a Proxy in code mode');
+      const descriptor = getOwnPropertyDescriptor(holder, 'length');
+      if (descriptor === undefined) continue;
+      let length;
+      if (hasOwn(descriptor, 'value')) {
+        length = descriptor.value;
+      } else if (descriptor.get === typedArrayLength) {
+        return;
+      } else {
+        throw new TypeErrorCtor('array methods need a plain length in code mode');
+      }
+      if (length !== null && (typeof length === 'object' || typeof length === 'function')) {
+        throw new TypeErrorCtor('array methods need a primitive length in code mode');
+      }
+      if (+length > maxScan) throw new RangeErrorCtor('array-like too long to scan in code mode: ' + length);
+      return;
+    }
+  }
+
+  function guardScan(name, checkArgs) {
+    const original = ArrayProto[name];
+    if (typeof original !== 'function') return;
+    const guarded = {
+      [name](...args) {
+        checkScan(this);
+        if (checkArgs) for (let i = 0; i < args.length; i++) checkScan(args[i]);
+        return apply(original, this, args);
+      },
+    }[name];
+    defineProperty(ArrayProto, name, { value: guarded, writable: true, enumerable: false, configurable: true });
+  }
+
+  const unpolledScans = ['join', 'toLocaleString', 'reverse', 'toReversed', 'slice', 'splice', 'toSpliced',
+    'copyWithin', 'flat', 'flatMap', 'sort', 'toSorted', 'shift', 'unshift', 'fill', 'with', 'pop', 'push', 'at'];
+  for (let i = 0; i < unpolledScans.length; i++) guardScan(unpolledScans[i], false);
+  guardScan('concat', true);
 
   // Promise capabilities of unsettled bridge calls and yields, keyed by request id.
   const resolvers = create(null);

@@ -854,8 +854,22 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
         options
     };
     let make_control: Function<'js> = ctx.eval_with_options(BOOTSTRAP, options)?;
-    let control: Object<'js> =
-        make_control.call((host_call, host_local, host_emit, host_yield, host_finish))?;
+    let host_is_proxy = Function::new(ctx.clone(), |value: JsValue<'js>| value.is_proxy())?;
+    // A dense array needs at least 8 bytes per element, so any longer array-like must be sparse.
+    #[allow(
+        clippy::cast_precision_loss,
+        reason = "an approximate bound is all that is needed"
+    )]
+    let max_scan = (limits.memory_bytes / 8).max(1 << 20) as f64;
+    let control: Object<'js> = make_control.call((
+        host_call,
+        host_local,
+        host_emit,
+        host_yield,
+        host_finish,
+        host_is_proxy,
+        max_scan,
+    ))?;
     ctx.store_userdata(control.clone())
         .map_err(|_| rquickjs::Error::Unknown)?;
     Ok(control)

@@ -325,3 +325,61 @@ fn many_runs_in_parallel_stay_isolated() {
         assert_eq!(result, &format!("completed [{i},{i}]"));
     }
 }
+
+#[test]
+fn builtins_that_never_poll_the_interrupt_are_bounded() {
+    // Each of these would run for minutes to hours inside one C loop.
+    for (program, expect) in [
+        (
+            "new Array(2 ** 32 - 1).join('')",
+            "RangeError: array-like too long to scan in code mode: 4294967295",
+        ),
+        (
+            "Array.prototype.reverse.call({ length: 2 ** 53 - 1 })",
+            "RangeError: array-like too long to scan in code mode: 9007199254740991",
+        ),
+        (
+            "Array.prototype.copyWithin.call({ length: 2 ** 40 }, 0, 1)",
+            "RangeError: array-like too long to scan in code mode: 1099511627776",
+        ),
+        (
+            "Array.prototype.slice.call({ length: '1e15' })",
+            "RangeError: array-like too long to scan in code mode: 1e15",
+        ),
+        (
+            "[].concat({ length: 2 ** 53 - 1, [Symbol.isConcatSpreadable]: true })",
+            "RangeError: array-like too long to scan in code mode: 9007199254740991",
+        ),
+        (
+            "Array.prototype.sort.call(Object.create({ length: 2 ** 40 }))",
+            "RangeError: array-like too long to scan in code mode: 1099511627776",
+        ),
+        (
+            "let n = 0; Array.prototype.join.call({ get length() { return n++ ? 2 ** 53 : 1 } })",
+            "TypeError: array methods need a plain length in code mode",
+        ),
+        (
+            "Array.prototype.join.call({ length: { valueOf() { return 2 ** 53 } } })",
+            "TypeError: array methods need a primitive length in code mode",
+        ),
+        (
+            "Array.prototype.shift.call(new Proxy({ length: 1 }, {}))",
+            "TypeError: array methods cannot run on a Proxy in code mode",
+        ),
+    ] {
+        check(
+            &format!(
+                "try {{ {program}; return 'ran' }} catch (e) {{ return e.name + ': ' + e.message }}"
+            ),
+            &format!("completed {}", serde_json::Value::String(expect.to_owned())),
+        );
+    }
+    // Ordinary use is untouched.
+    check(
+        "return [[3, 1, 2].sort().join(''), 'abc'.split('').reverse().join(''), [1].concat([2], 3), \
+                 Array.prototype.slice.call(new Uint8Array([7, 8])), Array.prototype.join.call({ length: 2, 0: 'a', 1: 'b' }, '-'), \
+                 (function () { return Array.prototype.slice.call(arguments, 1) })(1, 2, 3), [1, [2, [3]]].flat(Infinity), \
+                 new Array(5).fill(0).length, [1, 2, 3].at(-1), Array.prototype.join.call('xyz')]",
+        r#"completed ["123","cba",[1,2,3],[7,8],"a-b",[2,3],[1,2,3],5,3,"x,y,z"]"#,
+    );
+}
