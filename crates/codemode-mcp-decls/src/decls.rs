@@ -165,7 +165,8 @@ pub struct McpDecls {
     /// Per server (same order): per tool (same order) declaration data.
     decls: Vec<Vec<ToolDecl>>,
     /// Per server: its `declare namespace` text (the server file without its header comment).
-    namespaces: Vec<String>,
+    /// Per server: where its `declare namespace` starts in its file (the `$api` header).
+    namespace_starts: Vec<usize>,
     server_index: HashMap<String, usize>,
     tool_index: Vec<HashMap<String, usize>>,
     catalog_index: HashMap<String, (usize, usize)>,
@@ -192,7 +193,7 @@ impl McpDecls {
         let mut server_scope = IdentScope::new(IdentKind::Server, limits.max_ident_chars);
         let mut bindings = Vec::with_capacity(servers.len());
         let mut decls = Vec::with_capacity(servers.len());
-        let mut namespaces = Vec::with_capacity(servers.len());
+        let mut namespace_starts = Vec::with_capacity(servers.len());
         let mut server_index = HashMap::with_capacity(servers.len());
         let mut tool_index = Vec::with_capacity(servers.len());
         let mut catalog_index = HashMap::new();
@@ -231,11 +232,11 @@ impl McpDecls {
                 has_resources: server.has_resources,
                 has_prompts: server.has_prompts,
             };
-            let namespace = server_namespace(&binding, &tool_decls);
-            files.push(server_file(&binding, &namespace));
+            let (file, start) = server_file(&binding, &tool_decls);
+            files.push(file);
             server_index.insert(server_ident, s);
             tool_index.push(by_ident);
-            namespaces.push(namespace);
+            namespace_starts.push(start);
             decls.push(tool_decls);
             bindings.push(binding);
         }
@@ -245,7 +246,7 @@ impl McpDecls {
         McpDecls {
             servers: bindings,
             decls,
-            namespaces,
+            namespace_starts,
             server_index,
             tool_index,
             catalog_index,
@@ -362,11 +363,15 @@ impl McpDecls {
         schema: bool,
     ) -> Result<Value, DeclError> {
         let s = self.server_position(server_ident)?;
-        let (Some(server), Some(decls), Some(namespace)) = (
-            self.servers.get(s),
-            self.decls.get(s),
-            self.namespaces.get(s),
-        ) else {
+        // `files[0]` is the index: server `s` has file `s + 1`.
+        let namespace = self
+            .files
+            .get(s + 1)
+            .zip(self.namespace_starts.get(s))
+            .and_then(|(file, start)| file.text.get(*start..));
+        let (Some(server), Some(decls), Some(namespace)) =
+            (self.servers.get(s), self.decls.get(s), namespace)
+        else {
             return Err(self.unknown_server(server_ident));
         };
         let chosen: Vec<usize> = match tool {
@@ -393,7 +398,7 @@ impl McpDecls {
                     server.ident, decl.block
                 )
             }
-            _ => namespace.clone(),
+            _ => namespace.to_owned(),
         };
         let tools: Vec<Value> = chosen
             .iter()
@@ -604,7 +609,8 @@ fn tool_block(ident: &str, tool: &crate::McpTool, limits: &DeclLimits) -> String
     }
     doc.extend(params);
 
-    let mut out = String::new();
+    let doc_len: usize = doc.iter().map(|l| l.len() + 8).sum();
+    let mut out = String::with_capacity(doc_len + param_type.len() + result.len() + 64);
     write_block(&mut out, "  ", &doc);
     let _ = writeln!(
         out,
@@ -639,9 +645,11 @@ fn param_doc(root: &Value, schema: &Value, limits: &DeclLimits) -> Option<String
     (!text.is_empty()).then_some(text)
 }
 
-/// `declare namespace MCP.<server> { ... }` for one server.
-fn server_namespace(server: &ServerBinding, decls: &[ToolDecl]) -> String {
-    let mut out = format!("declare namespace MCP.{} {{\n", server.ident);
+/// Appends `declare namespace MCP.<server> { ... }` for one server to `out`.
+fn write_server_namespace(out: &mut String, server: &ServerBinding, decls: &[ToolDecl]) {
+    out.push_str("declare namespace MCP.");
+    out.push_str(&server.ident);
+    out.push_str(" {\n");
     out.push_str(API_DECL);
     for decl in decls {
         out.push('\n');
@@ -654,7 +662,6 @@ fn server_namespace(server: &ServerBinding, decls: &[ToolDecl]) -> String {
         out.push_str(PROMPTS_DECL);
     }
     out.push_str("}\n");
-    out
 }
 
 /// "3 tools, resources, prompts".
@@ -672,9 +679,11 @@ fn server_summary(server: &ServerBinding) -> String {
     summary
 }
 
-fn server_file(server: &ServerBinding, namespace: &str) -> VirtualFile {
+/// A server's declaration file, and where its `declare namespace` starts in it.
+fn server_file(server: &ServerBinding, decls: &[ToolDecl]) -> (VirtualFile, usize) {
     let name = comment_line(&server.name, MAX_NAME_CHARS);
-    let mut text = String::new();
+    let capacity = decls.iter().map(|d| d.block.len() + 1).sum::<usize>() + 4_096;
+    let mut text = String::with_capacity(capacity);
     write_block(
         &mut text,
         "",
@@ -688,8 +697,9 @@ fn server_file(server: &ServerBinding, namespace: &str) -> VirtualFile {
             "Shared types (McpToolResult, McpApiHeader, ...) are in mcp/index.d.ts.".into(),
         ],
     );
-    text.push_str(namespace);
-    VirtualFile {
+    let start = text.len();
+    write_server_namespace(&mut text, server, decls);
+    let file = VirtualFile {
         path: format!("{ROOT}/{}.d.ts", server.ident),
         description: format!(
             "MCP server \"{name}\" (MCP.{}): {}",
@@ -697,7 +707,8 @@ fn server_file(server: &ServerBinding, namespace: &str) -> VirtualFile {
             server_summary(server)
         ),
         text,
-    }
+    };
+    (file, start)
 }
 
 fn index_file(servers: &[ServerBinding], limits: &DeclLimits) -> VirtualFile {

@@ -77,7 +77,8 @@ impl DeclLimits {
 
     /// Nesting depth of schemas rendered as types (each object, array item, union member or
     /// `$ref` hop is one level); deeper schemas become `unknown`. Also bounds the recursion of
-    /// default filling in [`McpDecls::prepare_call`](crate::McpDecls::prepare_call).
+    /// default filling in [`McpDecls::prepare_call`](crate::McpDecls::prepare_call). Values
+    /// above 64 act as 64, so no setting can make generation recurse deeply.
     pub fn max_schema_depth(mut self, n: usize) -> Self {
         self.max_schema_depth = n;
         self

@@ -363,3 +363,21 @@ fn loose_limits_body() {
     );
     assert_all_valid(&decls);
 }
+
+#[test]
+fn api_schemas_of_hand_built_deep_values_are_cut() {
+    with_big_stack(|| {
+        let decls = one_tool("t", "", nested(1_000));
+        let api = decls.api("hostile", Some("t"), true).expect("api");
+        let mut depth = 0;
+        let mut node = &api["tools"][0]["inputSchema"];
+        while let Some(inner) = node.pointer("/properties/inner") {
+            node = inner;
+            depth += 1;
+        }
+        // 1,000 schema levels in (2 JSON nesting levels each), 128 JSON levels out: the
+        // sub-schema at the cut is `true`, the schema that allows anything.
+        assert_eq!(depth, 64);
+        assert_eq!(node, &json!(true));
+    });
+}

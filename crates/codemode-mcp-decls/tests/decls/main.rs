@@ -1,6 +1,7 @@
 //! Integration tests of codemode-mcp-decls (one binary: fixtures, tables, hostile inputs,
 //! properties).
 
+mod cache;
 mod calls;
 mod fixtures;
 mod hostile;
