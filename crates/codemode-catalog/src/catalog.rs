@@ -159,26 +159,9 @@ impl CatalogBuilder {
             tracing::debug!(target: TRACING_TARGET, ids = ?excluded_controls, "control tools not catalogued");
         }
 
-        // Sort small (class, owner, name, position) keys rather than the
-        // descriptors; the position tie-break makes the unstable sort keep
-        // input order for equal keys (first given wins).
-        let mut order: Vec<(u8, &str, &str, usize)> = candidates
-            .iter()
-            .enumerate()
-            .map(|(position, tool)| {
-                let tool = tool.as_ref();
-                let rank = tool.map_or(u8::MAX, |tool| tool.origin.class_rank());
-                let owner = tool.map_or("", |tool| tool.origin.owner());
-                let name = tool.map_or("", |tool| tool.name.as_str());
-                (rank, owner, name, position)
-            })
-            .collect();
-        order.sort_unstable();
+        let order = catalog_positions(&candidates);
         let count = candidates.len();
         let sorted = order
-            .into_iter()
-            .map(|(.., position)| position)
-            .collect::<Vec<_>>()
             .into_iter()
             .filter_map(|position| candidates.get_mut(position).and_then(Option::take));
 
@@ -227,13 +210,14 @@ impl CatalogBuilder {
                 }
             }
         }
-        let convenience_names = entries
+        let convenience = entries
             .iter()
             .zip(&shared_name)
-            .filter(|(entry, shared)| {
+            .enumerate()
+            .filter(|(_, (entry, shared))| {
                 entry.is_guest_visible() && !**shared && is_safe_convenience_name(&entry.name)
             })
-            .map(|(entry, _)| (entry.name.clone(), entry.id.clone()))
+            .map(|(position, _)| position)
             .collect();
 
         Catalog {
@@ -242,7 +226,7 @@ impl CatalogBuilder {
             by_id,
             by_name,
             shared_name,
-            convenience_names,
+            convenience,
             duplicates,
             direct_only,
             excluded_controls,
@@ -293,7 +277,8 @@ pub struct Catalog {
     by_name: ExactIndex,
     /// Per entry: another guest-visible entry has the same name.
     shared_name: Vec<bool>,
-    convenience_names: Vec<(String, String)>,
+    /// Positions of the entries that get a convenience function.
+    convenience: Vec<usize>,
     duplicates: Vec<String>,
     direct_only: Vec<ToolDescriptor>,
     excluded_controls: Vec<String>,
@@ -499,13 +484,15 @@ impl Catalog {
     ///     tool(ToolOrigin::BundledPlugin("a".into()), "fetch"),
     ///     tool(ToolOrigin::Client("app".into()), "fetch"), // ambiguous
     /// ]);
-    /// assert_eq!(
-    ///     catalog.convenience_names(),
-    ///     [("web_search".to_owned(), "openclaw:core:web_search".to_owned())]
-    /// );
+    /// let names: Vec<(&str, &str)> = catalog.convenience_names().collect();
+    /// assert_eq!(names, [("web_search", "openclaw:core:web_search")]);
     /// ```
-    pub fn convenience_names(&self) -> &[(String, String)] {
-        &self.convenience_names
+    pub fn convenience_names(&self) -> impl ExactSizeIterator<Item = (&str, &str)> {
+        self.convenience.iter().map(|&position| {
+            self.entries
+                .get(position)
+                .map_or(("", ""), |entry| (entry.name.as_str(), entry.id.as_str()))
+        })
     }
 
     /// Entry counts per source, MCP included, for telemetry.
@@ -553,6 +540,85 @@ pub(crate) fn catalog_id(origin: &ToolOrigin, name: &str) -> String {
     id.push(':');
     id.push_str(name);
     id
+}
+
+/// Positions of `candidates` in catalog order: class, owner, name (byte
+/// order), then input position, so that among equal keys the first given
+/// comes first.
+///
+/// Sorting 10,000 string pairs through pointers is the slowest step of a
+/// build, so the sort runs on flat integer keys: the class, then for owner
+/// and name a [`PrefixKey`]. Those keys order strings consistently with
+/// their full comparison and tell strings of up to 16 bytes apart exactly;
+/// only runs that hold a longer string under one prefix are then re-sorted
+/// by the full strings.
+fn catalog_positions(candidates: &[Option<ToolDescriptor>]) -> Vec<usize> {
+    let mut keys: Vec<(u8, PrefixKey, PrefixKey, usize)> = candidates
+        .iter()
+        .enumerate()
+        .filter_map(|(position, tool)| {
+            let tool = tool.as_ref()?;
+            Some((
+                tool.origin.class_rank(),
+                PrefixKey::new(tool.origin.owner()),
+                PrefixKey::new(&tool.name),
+                position,
+            ))
+        })
+        .collect();
+    keys.sort_unstable();
+    let full_key = |position: usize| {
+        candidates
+            .get(position)
+            .and_then(Option::as_ref)
+            .map(|tool| (tool.origin.owner(), tool.name.as_str()))
+    };
+    // A run shares class and owner key and, when the owner key is exact,
+    // the name key too: inside it the prefix order may be wrong only if a
+    // key is inexact.
+    let same_run = |a: &(u8, PrefixKey, PrefixKey, usize),
+                    b: &(u8, PrefixKey, PrefixKey, usize)| {
+        a.0 == b.0 && a.1 == b.1 && (!a.1.is_exact() || a.2 == b.2)
+    };
+    for run in keys.chunk_by_mut(same_run) {
+        let inexact = run
+            .first()
+            .is_some_and(|first| !first.1.is_exact() || !first.2.is_exact());
+        if run.len() > 1 && inexact {
+            run.sort_unstable_by(|a, b| full_key(a.3).cmp(&full_key(b.3)).then(a.3.cmp(&b.3)));
+        }
+    }
+    keys.into_iter().map(|(.., position)| position).collect()
+}
+
+/// The first 16 bytes of a string, zero-padded, as a big-endian integer,
+/// then its length capped at 17.
+///
+/// `PrefixKey::new(a) < PrefixKey::new(b)` implies `a < b`; equal keys mean
+/// equal strings when [`PrefixKey::is_exact`] (length up to 16).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct PrefixKey {
+    prefix: u128,
+    capped_len: u8,
+}
+
+impl PrefixKey {
+    const BYTES: usize = 16;
+
+    fn new(text: &str) -> Self {
+        let mut bytes = [0u8; Self::BYTES];
+        for (slot, byte) in bytes.iter_mut().zip(text.bytes()) {
+            *slot = byte;
+        }
+        Self {
+            prefix: u128::from_be_bytes(bytes),
+            capped_len: u8::try_from(text.len().min(Self::BYTES + 1)).unwrap_or(u8::MAX),
+        }
+    }
+
+    fn is_exact(self) -> bool {
+        usize::from(self.capped_len) <= Self::BYTES
+    }
 }
 
 fn catalog_order(a: &ToolDescriptor, b: &ToolDescriptor) -> std::cmp::Ordering {

@@ -201,12 +201,7 @@ fn control_tools_and_direct_only_tools_are_not_catalogued() {
         catalog.lookup("exec").map(|e| e.id.as_str()),
         Ok("openclaw:core:exec")
     );
-    assert!(
-        catalog
-            .convenience_names()
-            .iter()
-            .any(|(name, _)| name == "exec")
-    );
+    assert!(catalog.convenience_names().any(|(name, _)| name == "exec"));
 }
 
 #[test]
@@ -351,7 +346,7 @@ fn duplicates_first_wins_and_are_reported() {
 #[test]
 fn convenience_names() {
     let catalog = Catalog::build(fixture());
-    insta::assert_debug_snapshot!(catalog.convenience_names());
+    insta::assert_debug_snapshot!(catalog.convenience_names().collect::<Vec<_>>());
 }
 
 #[test]
@@ -379,11 +374,7 @@ fn unsafe_and_reserved_names_get_no_convenience_function() {
         "valueOf",
     ];
     let catalog = Catalog::build(names.iter().map(|name| core(name, "")));
-    let installed: Vec<&str> = catalog
-        .convenience_names()
-        .iter()
-        .map(|(name, _)| name.as_str())
-        .collect();
+    let installed: Vec<&str> = catalog.convenience_names().map(|(name, _)| name).collect();
     assert_eq!(installed, ["$dollar", "Camel9", "_under", "ok_name"]);
     // Every tool stays callable by id and by its (unique) name.
     for name in names {
@@ -395,11 +386,8 @@ fn unsafe_and_reserved_names_get_no_convenience_function() {
 fn mcp_names_do_not_make_a_guest_name_ambiguous() {
     let catalog = Catalog::build([core("read_text_file", ""), mcp("fs", "read_text_file", "")]);
     assert_eq!(
-        catalog.convenience_names(),
-        [(
-            "read_text_file".to_owned(),
-            "openclaw:core:read_text_file".to_owned()
-        )]
+        catalog.convenience_names().collect::<Vec<_>>(),
+        [("read_text_file", "openclaw:core:read_text_file")]
     );
     assert_eq!(
         catalog.lookup("read_text_file").map(|e| e.id.as_str()),

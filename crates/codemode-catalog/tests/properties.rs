@@ -15,6 +15,12 @@ fn small_text() -> BoxedStrategy<String> {
     "[a-bA_$0-9:. -]{0,3}".boxed()
 }
 
+/// Strings sharing 16-byte prefixes (and NUL bytes), so that catalog order
+/// must look past the prefix keys the sort starts with.
+fn long_prefix_text() -> BoxedStrategy<String> {
+    "(0123456789abcdef){0,2}[ab\\x00]{0,2}".boxed()
+}
+
 /// Any text: unicode, control characters, empty, occasionally large.
 fn any_text() -> BoxedStrategy<String> {
     prop_oneof![
@@ -157,7 +163,7 @@ proptest! {
         let a = Catalog::build(tools);
         let b = Catalog::build(shuffled);
         prop_assert_eq!(a.entries(), b.entries());
-        prop_assert_eq!(a.convenience_names(), b.convenience_names());
+        prop_assert!(a.convenience_names().eq(b.convenience_names()));
         prop_assert_eq!(a.duplicates(), b.duplicates());
         prop_assert_eq!(a.direct_only(), b.direct_only());
         prop_assert_eq!(a.excluded_controls(), b.excluded_controls());
@@ -166,6 +172,32 @@ proptest! {
             a.search("a b", None, SearchLimits::default()),
             b.search("a b", None, SearchLimits::default())
         );
+    }
+
+    /// Catalog order is the full (class, owner, name) order even for names
+    /// and owners that share their first 16 bytes.
+    #[test]
+    fn order_is_full_string_order_past_long_prefixes(
+        (tools, shuffled) in tool_set(long_prefix_text())
+            .prop_map(unique_keys)
+            .prop_flat_map(|tools| (Just(tools.clone()), Just(tools).prop_shuffle()))
+    ) {
+        let a = Catalog::build(tools);
+        let b = Catalog::build(shuffled);
+        prop_assert_eq!(a.entries(), b.entries());
+        let class = |origin: &ToolOrigin| match origin {
+            ToolOrigin::Core => 0,
+            ToolOrigin::BundledPlugin(_) => 1,
+            ToolOrigin::ExternalPlugin(_) => 2,
+            ToolOrigin::Mcp(_) => 3,
+            ToolOrigin::Client(_) => 4,
+        };
+        let key = |entry: &CatalogEntry| {
+            (class(&entry.origin), entry.source_name.clone().unwrap_or_default(), entry.name.clone())
+        };
+        for pair in a.entries().windows(2) {
+            prop_assert!(key(&pair[0]) <= key(&pair[1]), "{:?} before {:?}", pair[0].id, pair[1].id);
+        }
     }
 
     /// Even with same-key duplicates of different content, the ids and their
@@ -231,12 +263,12 @@ proptest! {
         let mut installed = HashSet::new();
         for (name, id) in catalog.convenience_names() {
             prop_assert!(is_identifier(name), "{:?} is not an identifier", name);
-            prop_assert!(!RESERVED_CONVENIENCE_NAMES.contains(&name.as_str()));
-            prop_assert!(installed.insert(name.as_str()), "{:?} installed twice", name);
-            prop_assert_eq!(guest_names.get(name.as_str()), Some(&1));
+            prop_assert!(!RESERVED_CONVENIENCE_NAMES.contains(&name));
+            prop_assert!(installed.insert(name), "{:?} installed twice", name);
+            prop_assert_eq!(guest_names.get(name), Some(&1));
             let entry = catalog.lookup(name);
             prop_assert!(entry.is_ok());
-            prop_assert_eq!(entry.map(|e| e.id.as_str()).ok(), Some(id.as_str()));
+            prop_assert_eq!(entry.map(|e| e.id.as_str()).ok(), Some(id));
         }
         for entry in catalog.guest_entries() {
             let qualifies = is_identifier(&entry.name)
