@@ -1,2 +1,222 @@
-//! Project automation: `cargo xtask ci`, `cargo xtask bench`, `cargo xtask e2e`.
-fn main() {}
+//! Project automation for codemode-rs, one binary with subcommands:
+//!
+//! - `cargo xtask ci`: the README's test command. Installs the npm MCP servers the end-to-end
+//!   tests speak to (when missing), checks formatting, runs clippy with `-D warnings`, then the
+//!   tests of EACH package on its own (`cargo test -p <package>`), so that a crate picked à la
+//!   carte builds and passes without its workspace siblings' features.
+//! - `cargo xtask e2e`: the 16-step end-to-end plan of SPEC §13, step by step.
+//! - `cargo xtask bench`: every divan benchmark, collated into one table.
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a command-line tool reports on stdout/stderr"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+
+/// Packages whose benchmarks `cargo xtask bench` runs, with their bench target.
+const BENCHES: &[(&str, &str)] = &[
+    ("codemode-catalog", "catalog"),
+    ("codemode-ts", "ts"),
+    ("codemode-sandbox", "sandbox"),
+    ("codemode-mcp-decls", "decls"),
+    ("codemode-core", "core"),
+];
+
+/// The folder (relative to the workspace root) holding the pinned npm MCP servers.
+const NPM_SERVERS: &str = "tests/mcp-servers";
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let root = workspace_root();
+    std::env::set_current_dir(&root).context("entering the workspace root")?;
+    match args.first().map(String::as_str) {
+        Some("ci") => ci(&root),
+        Some("e2e") => e2e(&root),
+        Some("bench") => bench(),
+        Some("npm") => ensure_npm_servers(&root),
+        _ => {
+            eprintln!("usage: cargo xtask <ci|e2e|bench|npm>");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+fn run(command: &mut Command) -> Result<()> {
+    eprintln!("$ {command:?}");
+    let status = command
+        .status()
+        .with_context(|| format!("starting {command:?}"))?;
+    if !status.success() {
+        bail!("{command:?} failed with {status}");
+    }
+    Ok(())
+}
+
+/// Installs the pinned npm MCP servers into `tests/mcp-servers/node_modules` when missing.
+fn ensure_npm_servers(root: &Path) -> Result<()> {
+    let folder = root.join(NPM_SERVERS);
+    if !folder.join("package.json").exists() {
+        return Ok(());
+    }
+    if folder.join("node_modules/.package-lock.json").exists() {
+        return Ok(());
+    }
+    let has_lock = folder.join("package-lock.json").exists();
+    let verb = if has_lock { "ci" } else { "install" };
+    run(Command::new("npm")
+        .args([verb, "--no-audit", "--no-fund", "--prefix"])
+        .arg(&folder))
+}
+
+/// Workspace members, read from `cargo metadata` without a JSON dependency: every package
+/// folder under `crates/` plus `tests` and `xtask`.
+fn packages(root: &Path) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(root.join("crates"))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.join("Cargo.toml").exists())
+        .collect();
+    folders.sort();
+    folders.push(root.join("tests"));
+    for folder in folders {
+        let manifest = std::fs::read_to_string(folder.join("Cargo.toml"))?;
+        let name = manifest
+            .lines()
+            .find_map(|line| {
+                line.strip_prefix("name = ")
+                    .map(|n| n.trim_matches('"').to_owned())
+            })
+            .with_context(|| format!("no package name in {}", folder.display()))?;
+        names.push(name);
+    }
+    Ok(names)
+}
+
+fn ci(root: &Path) -> Result<()> {
+    ensure_npm_servers(root)?;
+    run(cargo().args(["fmt", "--all", "--", "--check"]))?;
+    run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    for package in packages(root)? {
+        run(cargo().args(["test", "-p", &package]))?;
+    }
+    println!("xtask ci: all checks passed");
+    Ok(())
+}
+
+fn e2e(root: &Path) -> Result<()> {
+    ensure_npm_servers(root)?;
+    run(cargo().args([
+        "run",
+        "--quiet",
+        "-p",
+        "codemode-tests",
+        "--bin",
+        "codemode-e2e",
+    ]))
+}
+
+/// One collated benchmark row.
+struct Row {
+    package: &'static str,
+    name: String,
+    median: String,
+    mean: String,
+}
+
+fn bench() -> Result<()> {
+    let mut rows = Vec::new();
+    for (package, target) in BENCHES {
+        eprintln!("$ cargo bench -p {package} --bench {target}");
+        let output = cargo()
+            .args(["bench", "-p", package, "--bench", target])
+            .stderr(Stdio::inherit())
+            .output()
+            .with_context(|| format!("running the {package} benchmarks"))?;
+        if !output.status.success() {
+            bail!("the {package} benchmarks failed");
+        }
+        rows.extend(parse_divan(
+            package,
+            &String::from_utf8_lossy(&output.stdout),
+        ));
+    }
+    let width = rows
+        .iter()
+        .map(|r| r.package.len() + r.name.len() + 2)
+        .max()
+        .unwrap_or(10);
+    println!("{:<width$}  {:>12}  {:>12}", "benchmark", "median", "mean");
+    for row in rows {
+        let name = format!("{}: {}", row.package, row.name);
+        println!("{name:<width$}  {:>12}  {:>12}", row.median, row.mean);
+    }
+    Ok(())
+}
+
+/// Reads divan's tree table: `├─ name  fastest │ slowest │ median │ mean │ samples │ iters`.
+/// Rows without timings (group headers) give their name as a prefix for their children.
+fn parse_divan(package: &'static str, stdout: &str) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut groups: Vec<(usize, String)> = Vec::new();
+    for line in stdout.lines().skip(1) {
+        let columns: Vec<&str> = line.split(" │ ").collect();
+        let Some(first) = columns.first() else {
+            continue;
+        };
+        let Some(name_start) = first.find(|c: char| c.is_alphanumeric() || c == '_') else {
+            continue;
+        };
+        let mut parts = first[name_start..].splitn(2, "  ");
+        let name = parts.next().unwrap_or("").trim().to_owned();
+        let fastest = parts.next().unwrap_or("").trim();
+        if name.is_empty() {
+            continue;
+        }
+        groups.retain(|(depth, _)| *depth < name_start);
+        let full = groups
+            .iter()
+            .map(|(_, g)| g.as_str())
+            .chain([name.as_str()])
+            .collect::<Vec<_>>()
+            .join("/");
+        if fastest.is_empty() || columns.len() < 4 {
+            groups.push((name_start, name));
+            continue;
+        }
+        rows.push(Row {
+            package,
+            name: full,
+            median: columns
+                .get(2)
+                .map(|c| c.trim().to_owned())
+                .unwrap_or_default(),
+            mean: columns
+                .get(3)
+                .map(|c| c.trim().to_owned())
+                .unwrap_or_default(),
+        });
+    }
+    rows
+}

@@ -1,0 +1,160 @@
+//! The CLI's host: reads the config file, owns the demo tools (and, with `mcpServers`, the MCP
+//! hub) and routes nested calls to them as the [`ToolExecutor`].
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use async_trait::async_trait;
+use codemode_core::{
+    ActivationRequest, CodeMode, CodeModeConfig, McpServerCapabilities, RunContext,
+    ToolCallContext, ToolError, ToolExecutor,
+};
+use codemode_mcp::{HubOptions, McpHub};
+use codemode_namespaces::NamespaceRegistry;
+use serde_json::Value;
+
+use crate::demo::{self, DemoTools};
+
+/// Keys the config file may hold.
+const CONFIG_KEYS: [&str; 2] = ["tools", "mcpServers"];
+
+/// The CLI's tool host.
+pub(crate) struct Host {
+    code_mode: CodeMode,
+    executor: Arc<Executor>,
+}
+
+/// Routes exact catalog ids to the demo tools and the MCP servers.
+struct Executor {
+    demo: DemoTools,
+    mcp: McpHub,
+}
+
+#[async_trait]
+impl ToolExecutor for Executor {
+    async fn execute(
+        &self,
+        catalog_id: &str,
+        input: Value,
+        context: ToolCallContext,
+    ) -> Result<Value, ToolError> {
+        if let Some(rest) = catalog_id.strip_prefix("mcp:") {
+            let (server, name) = rest
+                .split_once(':')
+                .ok_or_else(|| ToolError::new(format!("Unknown tool id: {catalog_id}")))?;
+            let text = |key: &str| {
+                input
+                    .get(key)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let result = match name {
+                "resources/list" => self.mcp.list_resources(server).await,
+                "resources/read" => self.mcp.read_resource(server, &text("uri")).await,
+                "prompts/list" => self.mcp.list_prompts(server).await,
+                "prompts/get" => {
+                    self.mcp
+                        .get_prompt(server, &text("name"), input.get("arguments").cloned())
+                        .await
+                }
+                tool => self.mcp.call_tool(server, tool, input).await,
+            };
+            return result.map_err(|error| ToolError::new(error.to_string()));
+        }
+        match self.demo.execute(catalog_id, input, &context).await {
+            Some(result) => result,
+            None => Err(ToolError::new(format!("Unknown tool id: {catalog_id}"))),
+        }
+    }
+}
+
+impl Host {
+    /// Reads the config (none: code mode on with the demo catalog) and starts the host.
+    pub(crate) async fn start(config_file: Option<&Path>) -> anyhow::Result<Host> {
+        let mut mcp_servers = BTreeMap::new();
+        let config = match config_file {
+            None => CodeModeConfig::enabled(),
+            Some(file) => {
+                let text = std::fs::read_to_string(file)
+                    .with_context(|| format!("reading {}", file.display()))?;
+                let value: Value = serde_json::from_str(&text)
+                    .with_context(|| format!("{} is not valid JSON", file.display()))?;
+                let object = value
+                    .as_object()
+                    .with_context(|| format!("{} must hold a JSON object", file.display()))?;
+                if let Some(key) = object
+                    .keys()
+                    .find(|key| !CONFIG_KEYS.contains(&key.as_str()))
+                {
+                    bail!("config has an unknown key `{key}` (expected tools, mcpServers)");
+                }
+                if let Some(key) = value
+                    .get("tools")
+                    .and_then(Value::as_object)
+                    .and_then(|t| t.keys().find(|k| *k != "codeMode"))
+                {
+                    bail!("config has an unknown key `tools.{key}` (expected tools.codeMode)");
+                }
+                if let Some(servers) = object.get("mcpServers") {
+                    mcp_servers =
+                        serde_json::from_value(servers.clone()).context("invalid mcpServers")?;
+                }
+                let code_mode = value
+                    .get("tools")
+                    .and_then(|tools| tools.get("codeMode"))
+                    .unwrap_or(&Value::Null);
+                CodeModeConfig::from_json(code_mode).context("invalid tools.codeMode")?
+            }
+        };
+        let (mcp, errors) = McpHub::start(mcp_servers, HubOptions::default()).await;
+        for error in errors {
+            eprintln!("codemode: MCP server unavailable: {error}");
+        }
+        let registry = Arc::new(NamespaceRegistry::new());
+        demo::register_namespaces(&registry)?;
+        let executor = Arc::new(Executor {
+            demo: DemoTools::new(),
+            mcp,
+        });
+        let code_mode = CodeMode::builder(config, executor.clone())
+            .namespaces(registry)
+            .build();
+        Ok(Host {
+            code_mode,
+            executor,
+        })
+    }
+
+    pub(crate) fn code_mode(&self) -> CodeMode {
+        self.code_mode.clone()
+    }
+
+    /// The effective tools: the demo catalog plus every MCP server's tools.
+    pub(crate) fn activation_request(&self, run: RunContext) -> ActivationRequest {
+        let mut tools = demo::tools();
+        tools.extend(self.executor.mcp.descriptors());
+        let mut request = ActivationRequest::new(tools).with_run(run);
+        for server in self.executor.mcp.servers() {
+            let capabilities = McpServerCapabilities {
+                resources: server.has_resources,
+                prompts: server.has_prompts,
+            };
+            request
+                .mcp_capabilities
+                .insert(server.name.clone(), capabilities);
+        }
+        request
+    }
+
+    /// Drops suspended runs and stops the MCP servers.
+    pub(crate) async fn shutdown(self) {
+        self.code_mode.shutdown();
+        drop(self.code_mode);
+        if let Ok(executor) = Arc::try_unwrap(self.executor) {
+            executor.mcp.shutdown().await;
+        }
+    }
+}

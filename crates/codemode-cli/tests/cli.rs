@@ -1,0 +1,250 @@
+//! The built `codemode` binary on the examples and on bad input: JSON lines and exit codes.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn codemode(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the codemode binary starts");
+    let mut pipe = child.stdin.take().expect("stdin");
+    pipe.write_all(stdin.unwrap_or("").as_bytes())
+        .expect("stdin write");
+    drop(pipe);
+    child.wait_with_output().expect("codemode finishes")
+}
+
+fn lines(output: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")))
+        .collect()
+}
+
+fn check(args: &[&str], stdin: Option<&str>, exit: i32) -> Vec<Value> {
+    let output = codemode(args, stdin);
+    assert_eq!(
+        output.status.code(),
+        Some(exit),
+        "{args:?}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    lines(&output)
+}
+
+#[test]
+fn search_describe_call_example() {
+    let results = check(&["run", "examples/search-describe-call.js"], None, 0);
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0]["status"], "completed");
+    assert_eq!(results[0]["value"]["viaCall"], json!({ "sum": 5 }));
+    assert_eq!(results[0]["value"]["viaName"], json!({ "sum": 42 }));
+    assert_eq!(
+        results[0]["telemetry"]["visibleTools"],
+        json!(["exec", "wait"])
+    );
+}
+
+#[test]
+fn parallel_example() {
+    let results = check(&["run", "examples/parallel.js"], None, 0);
+    assert_eq!(results[0]["value"], 20);
+    assert_eq!(results[0]["output"][0]["type"], "json");
+}
+
+#[test]
+fn issues_typescript_example_uses_the_namespace() {
+    let results = check(&["run", "examples/issues.ts"], None, 0);
+    assert_eq!(
+        results[0]["value"],
+        json!({ "closed": 1, "stillOpen": [1] }),
+        "{:#}",
+        results[0]
+    );
+}
+
+#[test]
+fn caught_failure_example() {
+    let results = check(&["run", "examples/catch-failure.js"], None, 0);
+    assert_eq!(results[0]["value"], json!({ "caught": "disk on fire" }));
+    assert_eq!(
+        results[0]["output"],
+        json!([{ "type": "text", "text": "calling the fail tool" }])
+    );
+}
+
+#[test]
+fn waiting_then_wait_until_completed() {
+    let program =
+        "text('start'); const r = await tools.sleep({ ms: 700 }); text('resumed'); return r";
+    let results = check(
+        &["run", "--config", "examples/fast-timeout.json", "-"],
+        Some(program),
+        0,
+    );
+    assert!(results.len() >= 2, "{results:?}");
+    assert_eq!(results[0]["status"], "waiting");
+    assert_eq!(results[0]["reason"], "pending_tools");
+    let last = results.last().unwrap();
+    assert_eq!(last["status"], "completed");
+    assert_eq!(last["value"], json!({ "slept": 700 }));
+    assert_eq!(
+        last["output"],
+        json!([{ "type": "text", "text": "resumed" }])
+    );
+}
+
+#[test]
+fn no_wait_exits_3_with_the_waiting_result() {
+    let results = check(
+        &[
+            "run",
+            "--no-wait",
+            "--config",
+            "examples/fast-timeout.json",
+            "-",
+        ],
+        Some("await tools.sleep({ ms: 5000 })"),
+        3,
+    );
+    assert_eq!(results.len(), 1);
+    assert!(results[0]["runId"].as_str().unwrap().starts_with("cm_"));
+}
+
+#[test]
+fn failures_exit_1_with_the_stable_messages() {
+    let results = check(&["run", "-"], Some("import fs from 'fs'"), 1);
+    assert_eq!(results[0]["error"], "code mode module access is disabled.");
+    assert_eq!(results[0]["code"], "invalid_input");
+    let results = check(
+        &["run", "--lang", "typescript", "-"],
+        Some("const x: = 1"),
+        1,
+    );
+    assert!(
+        results[0]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("typescript transform failed: ")
+    );
+    let results = check(
+        &["run", "--config", "examples/fast-timeout.json", "-"],
+        Some("text('spin'); while (true) {}"),
+        1,
+    );
+    assert_eq!(results[0]["code"], "timeout");
+    assert_eq!(
+        results[0]["output"],
+        json!([{ "type": "text", "text": "spin" }])
+    );
+    let results = check(&["run", "-"], Some("ls -la"), 1);
+    assert_eq!(results[0]["status"], "failed");
+    let results = check(&["run", "-"], Some(""), 1);
+    assert_eq!(
+        results[0]["error"],
+        "code or command must be a non-empty string."
+    );
+}
+
+#[test]
+fn usage_and_config_errors_exit_2() {
+    for args in [
+        vec!["frobnicate"],
+        vec![],
+        vec!["run", "--lang", "bash", "-"],
+        vec!["run", "--bogus"],
+        vec!["run", "missing-file.js"],
+    ] {
+        let output = codemode(&args, Some("return 1"));
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(
+            !output.stderr.is_empty(),
+            "a message on stderr for {args:?}"
+        );
+    }
+    let dir = std::env::temp_dir().join(format!("codemode-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, text, needle) in [
+        ("bad-json.json", "{", "not valid JSON"),
+        (
+            "bad-field.json",
+            r#"{"tools":{"codeMode":{"enabled":true,"timeoutMs":-1}}}"#,
+            "timeoutMs",
+        ),
+        (
+            "unknown.json",
+            r#"{"tools":{"codeMode":{"enabled":true,"bogus":1}}}"#,
+            "bogus",
+        ),
+        ("top.json", r#"{"extra":1}"#, "extra"),
+    ] {
+        let file = dir.join(name);
+        std::fs::write(&file, text).unwrap();
+        let output = codemode(
+            &["run", "--config", file.to_str().unwrap(), "-"],
+            Some("return 1"),
+        );
+        assert_eq!(output.status.code(), Some(2), "{name}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(needle), "{name}: {stderr}");
+    }
+    let disabled = dir.join("disabled.json");
+    std::fs::write(&disabled, r#"{"tools":{"codeMode":{"timeoutMs":500}}}"#).unwrap();
+    let results = check(
+        &["run", "--config", disabled.to_str().unwrap(), "-"],
+        Some("return 1"),
+        1,
+    );
+    assert_eq!(results[0]["error"], "code mode is disabled.");
+    let surface = check(
+        &["surface", "--config", disabled.to_str().unwrap()],
+        None,
+        0,
+    );
+    assert_eq!(surface[0]["codeMode"], false);
+    assert_eq!(
+        surface[0]["tools"].as_array().unwrap().len(),
+        6,
+        "the demo tools unchanged"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn surface_shows_exec_and_wait() {
+    let surface = check(&["surface"], None, 0);
+    let tools = surface[0]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ["exec", "wait"]);
+    assert!(
+        tools[0]["description"]
+            .as_str()
+            .unwrap()
+            .contains("Issues.list"),
+        "the namespace prompt is shown"
+    );
+    assert_eq!(
+        tools[0]["parameters"]["properties"]["language"]["enum"],
+        json!(["javascript", "typescript"])
+    );
+}
+
+#[test]
+fn decls_without_servers_lists_nothing() {
+    assert_eq!(check(&["decls"], None, 0)[0], json!([]));
+    let output = codemode(&["decls", "mcp/none.d.ts"], None);
+    assert_eq!(output.status.code(), Some(2));
+}

@@ -1,0 +1,209 @@
+//! The guest globals of SPEC §7, built from the run catalog, the MCP declarations and the
+//! visible namespaces, as a plain sandbox [`GuestSetup`].
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use codemode_namespaces::NamespaceRuntime;
+use codemode_sandbox::{Callable, GuestPath, GuestSetup, LocalFn};
+use serde_json::Value;
+
+use crate::host::{Counters, MCP_CALL, MCP_CAPABILITY, NAMESPACE_CALL, TOOLS_CALL};
+use crate::session::SessionShared;
+
+fn path(parts: &[&str]) -> GuestPath {
+    parts.iter().map(|part| (*part).to_owned()).collect()
+}
+
+fn bridge(method: &str, bound_args: Vec<Value>) -> Callable {
+    Callable::Bridge {
+        method: method.to_owned(),
+        bound_args,
+    }
+}
+
+fn local(f: impl Fn(Vec<Value>) -> Result<Value, String> + Send + Sync + 'static) -> Callable {
+    let f: LocalFn = Arc::new(f);
+    Callable::Local(f)
+}
+
+/// The guest setup of one code-mode run. `counters` receive the search/describe counts.
+pub(crate) fn setup(session: &SessionShared, counters: &Arc<Counters>) -> GuestSetup {
+    let mut setup = GuestSetup::default();
+    let catalog = &session.catalog;
+    setup
+        .values
+        .push((path(&["ALL_TOOLS"]), catalog.all_tools_json()));
+
+    let search = {
+        let (catalog, counters, limits) = (
+            Arc::clone(catalog),
+            Arc::clone(counters),
+            session.search_limits,
+        );
+        local(move |args| {
+            counters.search.fetch_add(1, Ordering::Relaxed);
+            let query = match args.first() {
+                Some(Value::String(query)) => query.as_str(),
+                None | Some(Value::Null) => "",
+                Some(_) => return Err("tools.search query must be a string.".into()),
+            };
+            let limit = args.get(1).and_then(|options| options.get("limit"));
+            let hits = catalog
+                .search(query, limit, limits)
+                .map_err(|e| e.to_string())?;
+            Ok(Value::Array(
+                hits.into_iter().map(|entry| entry.compact_json()).collect(),
+            ))
+        })
+    };
+    let describe = {
+        let (catalog, counters) = (Arc::clone(catalog), Arc::clone(counters));
+        local(move |args| {
+            counters.describe.fetch_add(1, Ordering::Relaxed);
+            let id = args
+                .first()
+                .and_then(Value::as_str)
+                .ok_or("tools.describe needs a tool id string.")?;
+            Ok(catalog
+                .lookup(id)
+                .map_err(|e| e.to_string())?
+                .describe_json())
+        })
+    };
+    setup.callables.push((path(&["tools", "search"]), search));
+    setup
+        .callables
+        .push((path(&["tools", "describe"]), describe));
+    setup
+        .callables
+        .push((path(&["tools", "call"]), bridge(TOOLS_CALL, Vec::new())));
+    for (name, id) in catalog.convenience_names() {
+        setup.callables.push((
+            path(&["tools", name]),
+            bridge(TOOLS_CALL, vec![Value::String(id.to_owned())]),
+        ));
+    }
+
+    let decls = session.mcp.clone();
+    if let Some(decls) = &decls {
+        for server in decls.servers() {
+            for tool in &server.tools {
+                let target = path(&["MCP", &server.ident, &tool.ident]);
+                setup.callables.push((
+                    target,
+                    bridge(MCP_CALL, vec![Value::String(tool.catalog_id.clone())]),
+                ));
+            }
+            let api = {
+                let (decls, ident) = (Arc::clone(decls), server.ident.clone());
+                local(move |args| {
+                    let tool = args.first().and_then(Value::as_str);
+                    let schema = args
+                        .get(1)
+                        .and_then(|o| o.get("schema"))
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false);
+                    decls.api(&ident, tool, schema).map_err(|e| e.to_string())
+                })
+            };
+            setup
+                .callables
+                .push((path(&["MCP", &server.ident, "$api"]), api));
+            let capabilities = [
+                (server.has_resources, "resources", ["list", "read"]),
+                (server.has_prompts, "prompts", ["list", "get"]),
+            ];
+            for (offered, group, verbs) in capabilities {
+                if !offered {
+                    continue;
+                }
+                for verb in verbs {
+                    let id = format!("mcp:{}:{group}/{verb}", server.name);
+                    let target = path(&["MCP", &server.ident, group, verb]);
+                    setup
+                        .callables
+                        .push((target, bridge(MCP_CAPABILITY, vec![Value::String(id)])));
+                }
+            }
+        }
+    } else {
+        setup
+            .values
+            .push((path(&["MCP"]), Value::Object(Default::default())));
+    }
+    let list = {
+        let decls = decls.clone();
+        local(move |args| {
+            let prefix = match args.first() {
+                None | Some(Value::Null) => None,
+                Some(Value::String(prefix)) => Some(prefix.as_str()),
+                Some(_) => return Err("API.list prefix must be a string.".into()),
+            };
+            match &decls {
+                Some(decls) => serde_json::to_value(decls.list(prefix).map_err(|e| e.to_string())?)
+                    .map_err(|e| e.to_string()),
+                None => Ok(Value::Array(Vec::new())),
+            }
+        })
+    };
+    let read = local(move |args| {
+        let file = args
+            .first()
+            .and_then(Value::as_str)
+            .ok_or("API.read needs a path string.")?;
+        match &decls {
+            Some(decls) => decls
+                .read(file)
+                .map(|text| Value::String(text.to_owned()))
+                .map_err(|e| e.to_string()),
+            None => Err(format!("Unknown API path: {file}")),
+        }
+    });
+    setup.callables.push((path(&["API", "list"]), list));
+    setup.callables.push((path(&["API", "read"]), read));
+
+    install_namespaces(&mut setup, &session.namespaces);
+    setup.freeze = ["ALL_TOOLS", "tools", "MCP", "API", "namespaces"]
+        .map(String::from)
+        .to_vec();
+    setup.freeze.extend(
+        session
+            .namespaces
+            .namespaces()
+            .iter()
+            .map(|ns| ns.global_name.clone()),
+    );
+    setup
+}
+
+/// Each visible namespace as a direct global and, by alias, as `namespaces.<globalName>`.
+fn install_namespaces(setup: &mut GuestSetup, runtime: &NamespaceRuntime) {
+    setup
+        .values
+        .push((path(&["namespaces"]), Value::Object(Default::default())));
+    for namespace in runtime.namespaces() {
+        let root = vec![namespace.global_name.clone()];
+        setup
+            .values
+            .push((root.clone(), Value::Object(Default::default())));
+        for (relative, value) in &namespace.values {
+            setup
+                .values
+                .push(([root.clone(), relative.clone()].concat(), value.clone()));
+        }
+        for relative in &namespace.callables {
+            let bound = vec![
+                Value::String(namespace.id.clone()),
+                Value::String(NamespaceRuntime::path_key(relative)),
+            ];
+            setup.callables.push((
+                [root.clone(), relative.clone()].concat(),
+                bridge(NAMESPACE_CALL, bound),
+            ));
+        }
+        setup
+            .aliases
+            .push((path(&["namespaces", &namespace.global_name]), root));
+    }
+}

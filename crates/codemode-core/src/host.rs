@@ -1,0 +1,262 @@
+//! The host side of the bridge: every guest call that leaves the VM lands here and reaches the
+//! host through ONE path, [`ToolExecutor::execute`] with an exact catalog id.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use async_trait::async_trait;
+use codemode_sandbox::{BridgeHost, BridgeRequest};
+use futures::FutureExt;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::executor::{NestedCallEvent, NestedCallOutcome, ToolCallContext};
+use crate::session::SessionShared;
+
+/// Bridge method of `tools.call(id, input)` and `tools.<name>(input)` (`[id, input]`).
+pub(crate) const TOOLS_CALL: &str = "tools.call";
+/// Bridge method of `MCP.<server>.<tool>(input)` (`[catalog id, ...guest args]`).
+pub(crate) const MCP_CALL: &str = "mcp.call";
+/// Bridge method of `MCP.<server>.resources.*` / `prompts.*` (`[capability id, ...guest args]`).
+pub(crate) const MCP_CAPABILITY: &str = "mcp.capability";
+/// Bridge method of a namespace verb (`[namespace id, path, ...guest args]`).
+pub(crate) const NAMESPACE_CALL: &str = "namespace.call";
+
+/// Refusal of a side-effecting tool in a restart-safe run (SPEC §8).
+pub const RESTART_SAFE_TOOLS: &str = "restart-safe code mode cannot call side-effecting tools.";
+
+/// Deepest tool result accepted from the executor; deeper values are refused (not recursed into).
+pub(crate) const MAX_RESULT_DEPTH: usize = 512;
+
+/// Counters of one code-mode run (exec plus its waits).
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) search: AtomicU64,
+    pub(crate) describe: AtomicU64,
+    pub(crate) call: AtomicU64,
+}
+
+/// The bridge host of one code-mode run.
+pub(crate) struct RunHost {
+    pub(crate) session: Arc<SessionShared>,
+    pub(crate) parent_call_id: String,
+    pub(crate) restart_safe: bool,
+    pub(crate) counters: Arc<Counters>,
+    pub(crate) cancellation: CancellationToken,
+}
+
+#[async_trait]
+impl BridgeHost for RunHost {
+    async fn call(&self, request: BridgeRequest) -> Result<Value, String> {
+        let (catalog_id, input) = self.resolve(&request)?;
+        self.execute(catalog_id, input).await
+    }
+}
+
+impl RunHost {
+    /// Turns a bridge request into (exact catalog id, input), checking everything the guest sent.
+    fn resolve(&self, request: &BridgeRequest) -> Result<(String, Value), String> {
+        let args = &request.args;
+        let text_arg = |index: usize| args.get(index).and_then(Value::as_str);
+        match request.method.as_str() {
+            TOOLS_CALL => {
+                let id = text_arg(0).ok_or("tools.call needs a tool id string.")?;
+                let entry = self.session.catalog.lookup(id).map_err(|e| e.to_string())?;
+                if self.restart_safe && !entry.read_only {
+                    return Err(RESTART_SAFE_TOOLS.into());
+                }
+                let input = match args.get(1) {
+                    None | Some(Value::Null) => Value::Object(Default::default()),
+                    Some(input) => input.clone(),
+                };
+                Ok((entry.id.clone(), input))
+            }
+            MCP_CALL => {
+                let id = text_arg(0).ok_or("malformed MCP call.")?;
+                let decls = self
+                    .session
+                    .mcp
+                    .as_ref()
+                    .ok_or("no MCP servers are visible.")?;
+                let entry = self
+                    .session
+                    .catalog
+                    .get(id)
+                    .ok_or_else(|| format!("Unknown tool id: {id}"))?;
+                if self.restart_safe && !entry.read_only {
+                    return Err(RESTART_SAFE_TOOLS.into());
+                }
+                let input = decls
+                    .prepare_call(id, args.get(1..).unwrap_or_default())
+                    .map_err(|e| e.to_string())?;
+                Ok((entry.id.clone(), input))
+            }
+            MCP_CAPABILITY => {
+                let id = text_arg(0).ok_or("malformed MCP call.")?;
+                if !self
+                    .session
+                    .mcp_capability_ids
+                    .iter()
+                    .any(|known| known == id)
+                {
+                    return Err(format!("Unknown tool id: {id}"));
+                }
+                // Listing and reading resources and prompts only reads: allowed when restart-safe.
+                let input = match args.get(1) {
+                    None | Some(Value::Null) => Value::Object(Default::default()),
+                    Some(Value::Object(input)) => Value::Object(input.clone()),
+                    Some(_) => {
+                        return Err("MCP resources and prompts take one object argument.".into());
+                    }
+                };
+                Ok((id.to_owned(), input))
+            }
+            NAMESPACE_CALL => {
+                let namespace = text_arg(0).ok_or("malformed namespace call.")?;
+                let path = text_arg(1).ok_or("malformed namespace call.")?;
+                let target = self
+                    .session
+                    .namespaces
+                    .dispatch(
+                        namespace,
+                        path,
+                        args.get(2..).unwrap_or_default(),
+                        self.restart_safe,
+                    )
+                    .map_err(|e| e.to_string())?;
+                Ok((target.catalog_id, target.input))
+            }
+            other => Err(format!("unknown code mode bridge method `{other}`.")),
+        }
+    }
+
+    /// Runs one nested call through the executor, reporting start/update/end events.
+    async fn execute(&self, catalog_id: String, input: Value) -> Result<Value, String> {
+        let sequence = self.counters.call.fetch_add(1, Ordering::Relaxed) + 1;
+        let nested_call_id = format!("{}/{sequence}", self.parent_call_id);
+        let events = Arc::clone(&self.session.shared.events);
+        let event_ids = (
+            self.parent_call_id.clone(),
+            nested_call_id.clone(),
+            catalog_id.clone(),
+        );
+        let updates = {
+            let events = Arc::clone(&events);
+            let (parent_call_id, nested_call_id, catalog_id) = event_ids.clone();
+            Arc::new(move |_update: Value| {
+                events.on_event(NestedCallEvent::Update {
+                    parent_call_id: parent_call_id.clone(),
+                    nested_call_id: nested_call_id.clone(),
+                    catalog_id: catalog_id.clone(),
+                })
+            })
+        };
+        let context = ToolCallContext {
+            run: self.session.run.clone(),
+            parent_call_id: self.parent_call_id.clone(),
+            nested_call_id: nested_call_id.clone(),
+            cancellation: self.cancellation.child_token(),
+            updates,
+        };
+        tracing::debug!(target: "codemode", %nested_call_id, %catalog_id, "nested call start");
+        events.on_event(NestedCallEvent::Start {
+            parent_call_id: event_ids.0.clone(),
+            nested_call_id: event_ids.1.clone(),
+            catalog_id: event_ids.2.clone(),
+        });
+        // Ends the call as `Cancelled` if this future is dropped (the run was dropped mid-call).
+        let mut end = EndEvent {
+            events: Arc::clone(&events),
+            ids: Some(event_ids),
+            outcome: NestedCallOutcome::Cancelled,
+        };
+        let executor = Arc::clone(&self.session.shared.executor);
+        let call = executor.execute(&catalog_id, input, context);
+        let result = match AssertUnwindSafe(call).catch_unwind().await {
+            Ok(Ok(value)) => check_result_depth(value),
+            Ok(Err(error)) => Err(error.message),
+            Err(_panic) => Err(format!(
+                "tool {catalog_id} failed: the host tool executor panicked."
+            )),
+        };
+        end.outcome = match &result {
+            Ok(_) => NestedCallOutcome::Ok,
+            Err(message) => NestedCallOutcome::Error(message.clone()),
+        };
+        tracing::debug!(target: "codemode", %nested_call_id, ok = result.is_ok(), "nested call end");
+        result
+    }
+}
+
+struct EndEvent {
+    events: Arc<dyn crate::EventSink>,
+    ids: Option<(String, String, String)>,
+    outcome: NestedCallOutcome,
+}
+
+impl Drop for EndEvent {
+    fn drop(&mut self) {
+        if let Some((parent_call_id, nested_call_id, catalog_id)) = self.ids.take() {
+            let outcome = std::mem::replace(&mut self.outcome, NestedCallOutcome::Cancelled);
+            self.events.on_event(NestedCallEvent::End {
+                parent_call_id,
+                nested_call_id,
+                catalog_id,
+                outcome,
+            });
+        }
+    }
+}
+
+/// Refuses results nested deeper than [`MAX_RESULT_DEPTH`] without recursing, and dismantles them
+/// iteratively so that dropping them cannot overflow the stack either.
+fn check_result_depth(value: Value) -> Result<Value, String> {
+    let mut stack: Vec<(&Value, usize)> = vec![(&value, 0)];
+    let mut too_deep = false;
+    while let Some((node, depth)) = stack.pop() {
+        if depth > MAX_RESULT_DEPTH {
+            too_deep = true;
+            break;
+        }
+        match node {
+            Value::Array(items) => stack.extend(items.iter().map(|item| (item, depth + 1))),
+            Value::Object(map) => stack.extend(map.values().map(|item| (item, depth + 1))),
+            _ => {}
+        }
+    }
+    if !too_deep {
+        return Ok(value);
+    }
+    let mut pending = vec![value];
+    while let Some(mut node) = pending.pop() {
+        match &mut node {
+            Value::Array(items) => pending.append(items),
+            Value::Object(map) => pending.extend(std::mem::take(map).into_iter().map(|(_, v)| v)),
+            _ => {}
+        }
+    }
+    Err(format!(
+        "tool result is nested deeper than {MAX_RESULT_DEPTH} levels."
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deep_results_are_refused_without_overflow() {
+        let mut value = Value::Null;
+        for _ in 0..200_000 {
+            value = Value::Array(vec![value]);
+        }
+        assert!(
+            check_result_depth(value)
+                .unwrap_err()
+                .contains("nested deeper")
+        );
+        let shallow = serde_json::json!({ "a": [1, { "b": 2 }] });
+        assert_eq!(check_result_depth(shallow.clone()), Ok(shallow));
+    }
+}

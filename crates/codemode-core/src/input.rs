@@ -1,0 +1,205 @@
+//! The `exec` and `wait` inputs (SPEC §4) and their validation.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The language of a code cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    /// Plain JavaScript: evaluated as is, never touches the TypeScript transform.
+    Javascript,
+    /// TypeScript: types stripped (and enums/namespaces transformed) before evaluation.
+    Typescript,
+}
+
+impl Language {
+    /// `"javascript"` or `"typescript"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Language::Javascript => "javascript",
+            Language::Typescript => "typescript",
+        }
+    }
+
+    /// Parses the exact wire name.
+    pub fn parse(name: &str) -> Option<Language> {
+        match name {
+            "javascript" => Some(Language::Javascript),
+            "typescript" => Some(Language::Typescript),
+            _ => None,
+        }
+    }
+}
+
+/// Why an `exec` or `wait` input was refused. Display gives the stable SPEC §6 message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InputError {
+    /// The input is not a JSON object.
+    #[error("{0} input must be a JSON object.")]
+    NotAnObject(&'static str),
+    /// Neither `code` nor `command` is a non-empty string.
+    #[error("code or command must be a non-empty string.")]
+    MissingCode,
+    /// `code` and `command` are both given and differ.
+    #[error("code and command must match when both are provided.")]
+    CodeCommandMismatch,
+    /// `language` is not one of the two names.
+    #[error("language must be javascript or typescript.")]
+    UnknownLanguage,
+    /// `restartSafe` is not a boolean.
+    #[error("restartSafe must be a boolean.")]
+    RestartSafeNotBool,
+    /// `runId` (or `run_id`) is missing or empty.
+    #[error("runId must be a non-empty string.")]
+    MissingRunId,
+}
+
+/// A validated `exec` input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecInput {
+    /// The program: the body of an async function.
+    pub code: String,
+    /// Its language (default JavaScript).
+    pub language: Language,
+    /// Read-only work: side-effecting tools and namespaces are refused; results are replay-safe.
+    pub restart_safe: bool,
+}
+
+impl ExecInput {
+    /// A JavaScript cell.
+    pub fn javascript(code: impl Into<String>) -> Self {
+        ExecInput {
+            code: code.into(),
+            language: Language::Javascript,
+            restart_safe: false,
+        }
+    }
+
+    /// A TypeScript cell.
+    pub fn typescript(code: impl Into<String>) -> Self {
+        ExecInput {
+            code: code.into(),
+            language: Language::Typescript,
+            restart_safe: false,
+        }
+    }
+
+    /// Validates a model-sent `exec` input (`code` / `command` alias, `language`, `restartSafe`).
+    ///
+    /// ```
+    /// use codemode_core::{ExecInput, Language};
+    /// let input = ExecInput::from_json(&serde_json::json!({ "command": "return 1", "language": "typescript" })).unwrap();
+    /// assert_eq!(input.code, "return 1");
+    /// assert_eq!(input.language, Language::Typescript);
+    /// ```
+    pub fn from_json(value: &Value) -> Result<Self, InputError> {
+        let object = value.as_object().ok_or(InputError::NotAnObject("exec"))?;
+        let non_empty = |key: &str| {
+            object
+                .get(key)
+                .and_then(Value::as_str)
+                .filter(|s| !s.trim().is_empty())
+        };
+        let code = match (non_empty("code"), non_empty("command")) {
+            (Some(code), Some(command)) if code != command => {
+                return Err(InputError::CodeCommandMismatch);
+            }
+            (Some(code), _) | (None, Some(code)) => code.to_owned(),
+            (None, None) => return Err(InputError::MissingCode),
+        };
+        let language = match object.get("language") {
+            None | Some(Value::Null) => Language::Javascript,
+            Some(value) => value
+                .as_str()
+                .and_then(Language::parse)
+                .ok_or(InputError::UnknownLanguage)?,
+        };
+        let restart_safe = match object.get("restartSafe") {
+            None | Some(Value::Null) => false,
+            Some(value) => value.as_bool().ok_or(InputError::RestartSafeNotBool)?,
+        };
+        Ok(ExecInput {
+            code,
+            language,
+            restart_safe,
+        })
+    }
+
+    /// The input as the JSON the model would send (used for restart recovery).
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({
+            "code": self.code,
+            "language": self.language.as_str(),
+            "restartSafe": self.restart_safe,
+        })
+    }
+}
+
+/// A validated `wait` input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitInput {
+    /// The `runId` of a `waiting` result.
+    pub run_id: String,
+}
+
+impl WaitInput {
+    /// Validates a model-sent `wait` input (`runId`, or `run_id`).
+    pub fn from_json(value: &Value) -> Result<Self, InputError> {
+        let object = value.as_object().ok_or(InputError::NotAnObject("wait"))?;
+        let run_id = ["runId", "run_id"]
+            .iter()
+            .find_map(|key| object.get(*key).and_then(Value::as_str))
+            .filter(|id| !id.trim().is_empty())
+            .ok_or(InputError::MissingRunId)?;
+        Ok(WaitInput {
+            run_id: run_id.to_owned(),
+        })
+    }
+}
+
+/// The `exec` tool's wire schema (for schemars; see [`crate::surface`]). Fields are not
+/// `Option`s so that no `null` type reaches providers; all of them are optional on the wire.
+#[derive(JsonSchema, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code, reason = "exists for its JSON Schema only")]
+pub(crate) struct ExecSchema {
+    /// The program: the body of an async function. Use `return` for the final value.
+    #[serde(default)]
+    code: String,
+    /// Alias of `code` for hook policies; when both are given they must be equal.
+    #[serde(default)]
+    command: String,
+    /// "javascript" (default) or "typescript".
+    #[serde(default = "default_language")]
+    #[schemars(schema_with = "language_schema")]
+    language: String,
+    /// Read-only work: side-effecting tools and plugin namespaces are refused; results are replay-safe.
+    #[serde(default)]
+    restart_safe: bool,
+}
+
+fn default_language() -> String {
+    Language::Javascript.as_str().to_owned()
+}
+
+/// `language` as a FLAT string enum: some providers reject `oneOf`/`anyOf` (SPEC §4).
+fn language_schema(_generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "enum": ["javascript", "typescript"],
+        "description": "\"javascript\" (default) or \"typescript\"."
+    })
+}
+
+/// The `wait` tool's wire schema.
+#[derive(JsonSchema, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code, reason = "exists for its JSON Schema only")]
+pub(crate) struct WaitSchema {
+    /// The runId of a `waiting` exec or wait result.
+    run_id: String,
+}

@@ -1,0 +1,123 @@
+//! Turns sandbox steps and errors into the `exec` / `wait` result shapes of SPEC §6.
+
+use codemode_sandbox::{PendingCall, RunError, Step, StoreError, SuspendReason};
+
+use crate::result::{CodeModeResult, ErrorCode, Output, PendingToolCall, Telemetry, WaitReason};
+
+fn output(items: Vec<codemode_sandbox::Output>) -> Vec<Output> {
+    items
+        .into_iter()
+        .map(|item| match item {
+            codemode_sandbox::Output::Text(text) => Output::Text { text },
+            codemode_sandbox::Output::Json(value) => Output::Json { value },
+        })
+        .collect()
+}
+
+fn code(code: Option<codemode_sandbox::ErrorCode>) -> Option<ErrorCode> {
+    use codemode_sandbox::ErrorCode as Sandbox;
+    Some(match code? {
+        Sandbox::InvalidInput => ErrorCode::InvalidInput,
+        Sandbox::RuntimeUnavailable => ErrorCode::RuntimeUnavailable,
+        Sandbox::Timeout => ErrorCode::Timeout,
+        Sandbox::OutputLimitExceeded => ErrorCode::OutputLimitExceeded,
+        Sandbox::SnapshotLimitExceeded => ErrorCode::SnapshotLimitExceeded,
+        _ => ErrorCode::InternalError,
+    })
+}
+
+pub(crate) fn failed_run(
+    error: RunError,
+    items: Vec<codemode_sandbox::Output>,
+    telemetry: Telemetry,
+) -> CodeModeResult {
+    // The memory limit ends the VM: an internal error of the run, not a guest exception.
+    let code = match error {
+        RunError::MemoryLimitExceeded => Some(ErrorCode::InternalError),
+        _ => code(error.code()),
+    };
+    CodeModeResult::Failed {
+        error: error.to_string(),
+        code,
+        output: output(items),
+        telemetry,
+    }
+}
+
+pub(crate) fn store_failed(
+    error: StoreError,
+    items: Vec<codemode_sandbox::Output>,
+    telemetry: Telemetry,
+) -> CodeModeResult {
+    // SPEC §6 (seed "Códigos de error"): too many suspended runs is `invalid_input`.
+    let code = match error {
+        StoreError::TooManySuspendedRuns => ErrorCode::InvalidInput,
+        _ => self::code(Some(error.code())).unwrap_or(ErrorCode::InternalError),
+    };
+    CodeModeResult::Failed {
+        error: error.to_string(),
+        code: Some(code),
+        output: output(items),
+        telemetry,
+    }
+}
+
+pub(crate) fn waiting(
+    run_id: String,
+    reason: SuspendReason,
+    pending: Vec<PendingCall>,
+    items: Vec<codemode_sandbox::Output>,
+    replay_safe: bool,
+    telemetry: Telemetry,
+) -> CodeModeResult {
+    let reason = match reason {
+        SuspendReason::Yield => WaitReason::Yield,
+        _ => WaitReason::PendingTools,
+    };
+    let pending_tool_calls = pending
+        .into_iter()
+        .map(|call| PendingToolCall {
+            id: call.id.to_string(),
+            tool_id: call
+                .args
+                .first()
+                .and_then(|a| a.as_str())
+                .filter(|id| id.contains(':'))
+                .map(str::to_owned),
+            method: call.method,
+        })
+        .collect();
+    CodeModeResult::Waiting {
+        run_id,
+        reason,
+        pending_tool_calls,
+        output: output(items),
+        replay_safe,
+        telemetry,
+    }
+}
+
+/// A step that ends the run: completed or failed.
+pub(crate) fn finished(step: Step, replay_safe: bool, telemetry: Telemetry) -> CodeModeResult {
+    match step {
+        Step::Completed {
+            value,
+            output: items,
+        } => CodeModeResult::Completed {
+            value,
+            output: output(items),
+            replay_safe,
+            telemetry,
+        },
+        Step::Failed {
+            error,
+            output: items,
+        } => failed_run(error, items, telemetry),
+        Step::Suspended { output: items, .. } => CodeModeResult::Failed {
+            error: "code mode run suspended unexpectedly.".into(),
+            code: Some(ErrorCode::InternalError),
+            output: output(items),
+            telemetry,
+        },
+    }
+}

@@ -1,0 +1,201 @@
+//! The `exec` / `wait` result shapes (SPEC §6).
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// A stable error code of a failed result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// Bad exec/wait arguments, disabled language, module access, TypeScript diagnostics,
+    /// unknown/expired/out-of-scope runIds, too many suspended runs.
+    InvalidInput,
+    /// The sandbox could not start.
+    RuntimeUnavailable,
+    /// The guest ran past its wall-clock budget while busy.
+    Timeout,
+    /// Output plus the final value exceeded maxOutputBytes.
+    OutputLimitExceeded,
+    /// A parked run's measured memory exceeded maxSnapshotBytes.
+    SnapshotLimitExceeded,
+    /// Anything else the host could not handle (including the guest memory limit).
+    InternalError,
+}
+
+/// One output item, in the order of the guest's `text` / `json` calls.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Output {
+    /// `text(value)`.
+    Text {
+        /// Strings verbatim, other values as compact JSON.
+        text: String,
+    },
+    /// `json(value)`.
+    Json {
+        /// A JSON-compatible copy.
+        value: Value,
+    },
+}
+
+/// Why a run is waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitReason {
+    /// Nested calls are still in flight at the deadline.
+    PendingTools,
+    /// The guest called `yield_control`.
+    Yield,
+}
+
+/// A nested call still in flight when a run was parked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingToolCall {
+    /// The nested call id (as in the host events).
+    pub id: String,
+    /// The bridge method (`tools.call`, `mcp.call`, `namespace.call`, ...).
+    pub method: String,
+    /// The exact catalog id, when the call targets a catalog tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_id: Option<String>,
+}
+
+/// Per-source catalog counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SourceTelemetry {
+    /// Core and plugin tools.
+    pub openclaw: usize,
+    /// MCP tools.
+    pub mcp: usize,
+    /// Client tools.
+    pub client: usize,
+}
+
+/// What every result reports. Never holds secrets, environment values or tool inputs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Telemetry {
+    /// Entries in the hidden catalog.
+    pub catalog_size: usize,
+    /// Entries per source.
+    pub sources: SourceTelemetry,
+    /// `tools.search` calls in this code-mode run so far.
+    pub search_count: u64,
+    /// `tools.describe` calls in this code-mode run so far.
+    pub describe_count: u64,
+    /// Nested tool calls in this code-mode run so far.
+    pub call_count: u64,
+    /// Tool names the model sees (exec, wait and the kept direct-only tools).
+    pub visible_tools: Vec<String>,
+}
+
+/// The result of `exec` or `wait`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(
+    tag = "status",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum CodeModeResult {
+    /// The program returned.
+    Completed {
+        /// The return value after JSON adaptation (`undefined` -> `null`).
+        value: Value,
+        /// Output produced during this call.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        output: Vec<Output>,
+        /// Set for restartSafe runs.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        replay_safe: bool,
+        /// Counters.
+        telemetry: Telemetry,
+    },
+    /// The run is parked; call `wait` with `run_id`.
+    Waiting {
+        /// `cm_<uuid>`.
+        run_id: String,
+        /// Why it is waiting.
+        reason: WaitReason,
+        /// Nested calls still in flight.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pending_tool_calls: Vec<PendingToolCall>,
+        /// Output produced during this call.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        output: Vec<Output>,
+        /// Set for restartSafe runs.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        replay_safe: bool,
+        /// Counters.
+        telemetry: Telemetry,
+    },
+    /// The run failed; output produced before the failure is kept.
+    Failed {
+        /// The stable message.
+        error: String,
+        /// The stable code; absent for an uncaught guest error.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        code: Option<ErrorCode>,
+        /// Output produced during this call before the failure.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        output: Vec<Output>,
+        /// Counters.
+        telemetry: Telemetry,
+    },
+}
+
+impl CodeModeResult {
+    /// `"completed"`, `"waiting"` or `"failed"`.
+    pub fn status(&self) -> &'static str {
+        match self {
+            CodeModeResult::Completed { .. } => "completed",
+            CodeModeResult::Waiting { .. } => "waiting",
+            CodeModeResult::Failed { .. } => "failed",
+        }
+    }
+
+    /// The result as JSON (the shape of SPEC §6).
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// The runId of a waiting result.
+    pub fn run_id(&self) -> Option<&str> {
+        match self {
+            CodeModeResult::Waiting { run_id, .. } => Some(run_id),
+            _ => None,
+        }
+    }
+
+    /// The output items of this call.
+    pub fn output(&self) -> &[Output] {
+        match self {
+            CodeModeResult::Completed { output, .. }
+            | CodeModeResult::Waiting { output, .. }
+            | CodeModeResult::Failed { output, .. } => output,
+        }
+    }
+
+    /// The result of `exec` when code mode is disabled.
+    pub fn disabled() -> Self {
+        CodeModeResult::failed(
+            Some(ErrorCode::InvalidInput),
+            crate::messages::DISABLED,
+            Telemetry::default(),
+        )
+    }
+
+    pub(crate) fn failed(
+        code: Option<ErrorCode>,
+        error: impl Into<String>,
+        telemetry: Telemetry,
+    ) -> Self {
+        CodeModeResult::Failed {
+            error: error.into(),
+            code,
+            output: Vec::new(),
+            telemetry,
+        }
+    }
+}

@@ -1,0 +1,9 @@
+// Real MCP servers (run `cargo xtask npm` once): read the declarations, then call through MCP.
+const files = await API.list("mcp");
+text(files.map((f) => `${f.path} (${f.bytes} bytes)`).join("\n"));
+const header = await API.read("mcp/everything.d.ts");
+text(header.split("\n").filter((line) => line.includes("function echo")).join("\n"));
+const echoed = await MCP.everything.echo({ message: "hello from code mode" });
+const sum = await tools.add({ a: 1, b: 2 });
+const listing = await MCP.filesystem.listDirectory({ path: "examples" });
+return { echoed: echoed.content[0].text, sum: sum.sum, examples: listing.content[0].text.split("\n").length };
