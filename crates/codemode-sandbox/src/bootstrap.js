@@ -203,14 +203,19 @@
     defineProperty(globalObject, name, { value, writable: false, enumerable: false, configurable: false });
   }
 
-  // Compiles the program as the body of an async function. Returns undefined, or the failure
-  // text prefixed with 'S' (syntax error) or 'E' (anything else).
+  // Compiles the program as the body of an async function. Returns undefined, 'E' + failure text,
+  // or for a syntax error 'S' + stack + NUL + failure text.
   function compile(body) {
     try {
       main = new AsyncFunction(body);
       return undefined;
     } catch (error) {
-      return (error instanceof SyntaxErrorCtor ? 'S' : 'E') + describe(error);
+      if (!(error instanceof SyntaxErrorCtor)) return 'E' + describe(error);
+      // The first stack line locates the error: `    at <input>:LINE:COLUMN` (see run.rs).
+      // No guest code has run yet: a program that does not parse never executes.
+      const stack = error.stack;
+      const where = typeof stack === 'string' ? stack : '';
+      return 'S' + where + '\u0000' + describe(error);
     }
   }
 

@@ -36,3 +36,20 @@ pub use module_access::check_module_access;
 pub use run::{MAX_ERROR_MESSAGE_BYTES, Output, Run, Step, SuspendReason};
 pub use setup::{Callable, GuestPath, GuestSetup, LocalFn};
 pub use store::{MAX_SUSPENDED_RUNS, Resumption, RunId, RunScope, SnapshotStore};
+
+#[cfg(test)]
+mod tests {
+    /// Runs move between tasks and threads; the store is shared between them.
+    #[test]
+    fn public_types_cross_threads() {
+        fn send<T: Send>() {}
+        fn send_sync<T: Send + Sync>() {}
+        send::<super::Run>();
+        send::<super::Resumption<()>>();
+        send::<super::Step>();
+        send_sync::<super::SnapshotStore<()>>();
+        send_sync::<super::Limits>();
+        send_sync::<super::GuestSetup>();
+        send_sync::<super::RunError>();
+    }
+}

@@ -28,6 +28,15 @@ pub const MAX_JSON_DEPTH: usize = 128;
 /// the host), time spent while the run is parked, and the host memory of settled results beyond
 /// what the VM holds.
 ///
+/// Limitations with malicious guests: the deadline is enforced by QuickJS's interrupt handler,
+/// which runs between bytecode instructions and inside most long builtin loops (RegExp,
+/// `indexOf`, `every`, ...). The array builtins whose C loops do not poll it (`join`, `sort`,
+/// `reverse`, `slice`, `concat`, ...) are wrapped before guest code runs so they refuse lengths
+/// above `memory_bytes / 8` (a longer array must be sparse or fake); within that bound one call
+/// can overrun the deadline by well under a second at the default memory limit. Exhausted memory
+/// is recognised from QuickJS's `null` / `InternalError: out of memory` failures and the measured
+/// heap, so a program that itself throws `null` is reported as out of memory.
+///
 /// ```
 /// use std::time::Duration;
 /// use codemode_sandbox::Limits;

@@ -91,7 +91,7 @@ pub enum SuspendReason {
 }
 
 /// How one leg of a run ended.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Step {
     /// The program returned; `value` is its JSON adaptation (`undefined` becomes `null`).
     Completed {
@@ -335,11 +335,19 @@ impl Run {
             if let Some(tripped) = flags.tripped() {
                 return Err(tripped);
             }
-            return Err(if failure.starts_with('S') {
-                RunError::Syntax(message)
-            } else {
-                RunError::Guest(message)
-            });
+            return Err(
+                match failure
+                    .strip_prefix('S')
+                    .and_then(|rest| rest.split_once('\u{0}'))
+                {
+                    Some((stack, text)) => RunError::Syntax(truncate(syntax_message(
+                        text,
+                        stack,
+                        program.lines().count(),
+                    ))),
+                    None => RunError::Guest(message),
+                },
+            );
         }
         Ok(Self {
             vm: Some(vm),
@@ -452,8 +460,9 @@ impl Run {
         }
     }
 
-    /// Bytes the parked run holds: the VM's measured heap (`malloc_size`) plus output buffered
-    /// on the host side and the arguments of unsettled bridge calls. `0` once the run is dead.
+    /// Bytes the parked run holds: the VM's measured heap (`malloc_size`) plus what the host side
+    /// buffers for it (output of the current leg, arguments of unsettled bridge calls, answers
+    /// not settled into the VM yet). `0` once the run is dead.
     pub fn memory_bytes(&self) -> usize {
         let Some(vm) = &self.vm else { return 0 };
         let heap = usize::try_from(vm.runtime.memory_usage().malloc_size).unwrap_or(0);
@@ -464,7 +473,12 @@ impl Run {
             .values()
             .map(|call| json_bytes(&Value::Array(call.args.clone())))
             .sum();
-        heap + output + pending
+        let ready: usize = self
+            .ready
+            .iter()
+            .map(|(_, outcome)| outcome.as_ref().map_or_else(String::len, json_bytes))
+            .sum();
+        heap + output + pending + ready
     }
 
     /// Bridge calls not settled into the VM yet (for the `waiting` result), ordered by id.
@@ -789,24 +803,28 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
     let host_emit = Function::new(
         ctx.clone(),
         move |is_json: bool, payload: String| -> Option<String> {
-            let (item, bytes) = if is_json {
-                let bytes = payload.len();
-                match parse_bridge_json::<Value>(&payload) {
-                    Ok(value) => (Output::Json(value), bytes),
-                    Err(message) => return Some(format!("json() value {message}")),
-                }
+            let bytes = if is_json {
+                payload.len()
             } else {
-                let bytes = json_string_bytes(&payload);
-                (Output::Text(payload), bytes)
+                json_string_bytes(&payload)
             };
-            let mut shared = lock(&emit_shared);
-            let total = shared.output_bytes.saturating_add(bytes);
+            // Checked before parsing, so an oversized item never costs host memory.
+            let total = lock(&emit_shared).output_bytes.saturating_add(bytes);
             if total > max_output {
                 // Sticky: the interrupt handler now stops the guest even if it catches this error.
                 emit_flags.output_exceeded.store(true, Ordering::SeqCst);
                 return Some(OUTPUT_LIMIT.into());
             }
-            shared.output_bytes = total;
+            let item = if is_json {
+                match parse_bridge_json::<Value>(&payload) {
+                    Ok(value) => Output::Json(value),
+                    Err(message) => return Some(format!("json() value {message}")),
+                }
+            } else {
+                Output::Text(payload)
+            };
+            let mut shared = lock(&emit_shared);
+            shared.output_bytes = shared.output_bytes.saturating_add(bytes);
             shared.output.push(item);
             None
         },
@@ -910,6 +928,33 @@ fn register_call(
     shared.in_flight.insert(id, request.clone());
     shared.to_spawn.push(request);
     Ok(id)
+}
+
+/// Lines the async-function wrapper adds before the program (`(async function anonymous(` and
+/// `) {`), subtracted from QuickJS's line numbers.
+const WRAPPER_LINES: u32 = 2;
+
+/// `SyntaxError: <text> (line L, column C)` with the position in the program's own lines, taken
+/// from the first `<input>:L:C` of the error's stack; "(at the end of the program)" when the
+/// parser only stumbled on the wrapper's closing line.
+fn syntax_message(text: &str, stack: &str, program_lines: usize) -> String {
+    let position = stack
+        .lines()
+        .next()
+        .and_then(|line| line.split("<input>:").nth(1))
+        .and_then(|at| {
+            let mut parts = at.trim_end_matches(')').split(':');
+            let line: u32 = parts.next()?.parse().ok()?;
+            let column: u32 = parts.next()?.parse().ok()?;
+            Some((line.saturating_sub(WRAPPER_LINES).max(1), column))
+        });
+    match position {
+        Some((line, _)) if usize::try_from(line).unwrap_or(usize::MAX) > program_lines.max(1) => {
+            format!("{text} (at the end of the program)")
+        }
+        Some((line, column)) => format!("{text} (line {line}, column {column})"),
+        None => text.to_owned(),
+    }
 }
 
 /// Parses JSON made by the guest's `JSON.stringify` (serde_json's nesting limit applies).
@@ -1217,6 +1262,25 @@ mod tests {
             huge = Value::Array(vec![huge]);
         }
         assert!(encode_host_value(huge).is_err());
+    }
+
+    #[test]
+    fn syntax_positions_are_given_in_program_lines() {
+        let text = "SyntaxError: expecting ';'";
+        let at = |stack: &str, lines: usize| syntax_message(text, stack, lines);
+        let expect = |suffix: &str| format!("{text} {suffix}");
+        assert_eq!(
+            at("    at <input>:4:10\n    at f (native)", 2),
+            expect("(line 2, column 10)")
+        );
+        assert_eq!(at("    at <input>:1:3\n", 1), expect("(line 1, column 3)"));
+        assert_eq!(
+            at("    at <input>:4:1\n", 1),
+            expect("(at the end of the program)")
+        );
+        for odd in ["", "    at <input>:x:1", "    at <input>:9", "garbage"] {
+            assert_eq!(at(odd, 3), text);
+        }
     }
 
     #[test]

@@ -118,7 +118,11 @@ fn rejected_before_running() {
     );
     check(
         "return (",
-        "failed \"invalid_input\" SyntaxError: unexpected token in expression: '}'",
+        "failed \"invalid_input\" SyntaxError: unexpected token in expression: '}' (at the end of the program)",
+    );
+    check(
+        "let x = 1;\nlet y = (;",
+        "failed \"invalid_input\" SyntaxError: unexpected token in expression: ';' (line 2, column 10)",
     );
     // Code smuggled out of the function body still runs under the limits.
     check(
