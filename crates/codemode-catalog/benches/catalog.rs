@@ -57,7 +57,7 @@ fn tools(count: usize) -> Vec<ToolDescriptor> {
 }
 
 /// Build the catalog from the run's tools (clone of the input not timed).
-#[divan::bench(args = [100, 1_000, 10_000], sample_count = 20, sample_size = 5)]
+#[divan::bench(args = [100, 1_000, 10_000], sample_count = 30, sample_size = 1)]
 fn build(bencher: Bencher<'_, '_>, count: usize) {
     let input = tools(count);
     bencher

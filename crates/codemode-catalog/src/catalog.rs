@@ -631,11 +631,14 @@ fn catalog_order(a: &ToolDescriptor, b: &ToolDescriptor) -> std::cmp::Ordering {
 
 /// `^[A-Za-z_$][A-Za-z0-9_$]*$` and not reserved.
 fn is_safe_convenience_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    let starts_well = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$');
-    starts_well
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
-        && !RESERVED_CONVENIENCE_NAMES.contains(&name)
+    let word = |byte: u8| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'$';
+    match name.as_bytes().split_first() {
+        Some((first, rest)) => {
+            word(*first)
+                && !first.is_ascii_digit()
+                && rest.iter().all(|&byte| word(byte))
+                && !RESERVED_CONVENIENCE_NAMES.contains(&name)
+        }
+        None => false,
+    }
 }

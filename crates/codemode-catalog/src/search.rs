@@ -313,14 +313,14 @@ fn points(flags: u8) -> u32 {
 
 /// Lower-case like `str::to_lowercase`, without a temporary for ASCII text.
 fn push_lowercase(buffer: &mut String, text: &str) {
-    if text.is_ascii() {
-        let start = buffer.len();
-        buffer.push_str(text);
-        if let Some(appended) = buffer.get_mut(start..) {
-            appended.make_ascii_lowercase();
+    let start = buffer.len();
+    buffer.push_str(text);
+    match buffer.get_mut(start..) {
+        Some(appended) if appended.is_ascii() => appended.make_ascii_lowercase(),
+        _ => {
+            buffer.truncate(start);
+            buffer.push_str(&text.to_lowercase());
         }
-    } else {
-        buffer.push_str(&text.to_lowercase());
     }
 }
 
