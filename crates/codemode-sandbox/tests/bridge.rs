@@ -242,3 +242,27 @@ fn guest_globals_snapshot() {
     };
     insta::assert_json_snapshot!("guest_globals", value);
 }
+
+#[test]
+fn lone_surrogates_and_deep_values_fail_cleanly() {
+    for program in [
+        "try { text('\\ud800') } catch (e) { return 'text: ' + e.message } return 'text ok'",
+        "try { json('\\udc00') } catch (e) { return 'json: ' + e.message } return 'json ok'",
+        "try { await host.echo('\\ud800x') } catch (e) { return 'call: ' + e.message } return 'call ok'",
+        "return '\\ud800'",
+    ] {
+        let (host, _cancelled) = TestHost::new();
+        let step = runtime().block_on(run_with(program, limits(), host));
+        // Either outcome is fine as long as it is a well-formed step with no panic.
+        assert!(matches!(step, Step::Completed { .. } | Step::Failed { .. }), "{}", render(&step));
+    }
+    // Deep guest values: the engine's stack check or the bridge's nesting limit refuses them.
+    check(
+        "let v = {}; const root = v; for (let i = 0; i < 100000; i++) { v.next = {}; v = v.next } \
+         const out = []; \
+         try { await host.echo(root) } catch (e) { out.push(e.name) } \
+         try { json(root) } catch (e) { out.push(e.name) } \
+         return out",
+        r#"completed ["RangeError","RangeError"]"#,
+    );
+}
