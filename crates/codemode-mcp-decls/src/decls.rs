@@ -578,8 +578,18 @@ fn tool_block(ident: &str, tool: &crate::McpTool, limits: &DeclLimits) -> String
                 (ty.into_owned(), optional)
             }
         }
-        Value::Object(map) if map.get("additionalProperties") == Some(&Value::Bool(false)) => {
-            ("Record<string, never>".to_owned(), true)
+        // An object without named properties: `Record<string, T>` from `additionalProperties`.
+        Value::Object(map)
+            if matches!(map.get("type"), None | Some(Value::String(_)))
+                && map.get("type").and_then(Value::as_str).unwrap_or("object") == "object"
+                && map.contains_key("additionalProperties") =>
+        {
+            let ty = writer.ty(resolved, 0);
+            if ty == "unknown" {
+                ("Record<string, unknown>".to_owned(), true)
+            } else {
+                (ty.into_owned(), true)
+            }
         }
         // `{}`, `true`, a non-object root, a wrong-typed `type`: calls still take one object.
         _ => ("Record<string, unknown>".to_owned(), true),
