@@ -620,3 +620,19 @@ fn empty_catalog() {
     );
     assert_eq!(catalog.source_counts(), SourceCounts::default());
 }
+
+#[test]
+fn catalog_can_be_shared_across_threads() {
+    fn assert_send_sync<T: Send + Sync + 'static>(_: &T) {}
+    let catalog = Catalog::build(fixture());
+    assert_send_sync(&catalog);
+    let shared = std::sync::Arc::new(catalog);
+    let worker = {
+        let shared = std::sync::Arc::clone(&shared);
+        std::thread::spawn(move || shared.lookup("read").map(|entry| entry.id.clone()))
+    };
+    assert_eq!(
+        worker.join().ok(),
+        Some(Ok("openclaw:core:read".to_owned()))
+    );
+}
