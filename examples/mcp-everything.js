@@ -5,5 +5,8 @@ const header = await API.read("mcp/everything.d.ts");
 text(header.split("\n").filter((line) => line.includes("function echo")).join("\n"));
 const echoed = await MCP.everything.echo({ message: "hello from code mode" });
 const sum = await tools.add({ a: 1, b: 2 });
-const listing = await MCP.filesystem.listDirectory({ path: "examples" });
-return { echoed: echoed.content[0].text, sum: sum.sum, examples: listing.content[0].text.split("\n").length };
+// server-filesystem was started with the `examples` folder as its allowed root.
+const listing = await MCP.filesystem.listDirectory({ path: "." });
+if (listing.isError) throw new Error(listing.content[0].text);
+const names = listing.content[0].text.split("\n").map((line) => line.replace(/^\[FILE\] /, ""));
+return { echoed: echoed.content[0].text, sum: sum.sum, hasThisFile: names.includes("mcp-everything.js") };

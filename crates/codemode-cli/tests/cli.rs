@@ -248,3 +248,58 @@ fn decls_without_servers_lists_nothing() {
     let output = codemode(&["decls", "mcp/none.d.ts"], None);
     assert_eq!(output.status.code(), Some(2));
 }
+
+#[test]
+fn readme_mcp_example_against_real_servers() {
+    // Needs the pinned npm servers (`cargo xtask npm`, done by `cargo xtask ci`).
+    let results = check(
+        &[
+            "run",
+            "--config",
+            "examples/mcp.json",
+            "examples/mcp-everything.js",
+        ],
+        None,
+        0,
+    );
+    assert_eq!(
+        results[0]["value"],
+        json!({ "echoed": "Echo: hello from code mode", "sum": 3, "hasThisFile": true }),
+        "{:#}",
+        results[0]
+    );
+    assert!(
+        results[0]["output"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("mcp/everything.d.ts")
+    );
+    let listing = check(&["decls", "--config", "examples/mcp.json"], None, 0);
+    let paths: Vec<&str> = listing[0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["path"].as_str())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "mcp/index.d.ts",
+            "mcp/everything.d.ts",
+            "mcp/filesystem.d.ts"
+        ]
+    );
+    let output = codemode(
+        &[
+            "decls",
+            "--config",
+            "examples/mcp.json",
+            "mcp/everything.d.ts",
+        ],
+        None,
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("declare namespace"),
+        "a real declaration file"
+    );
+}
