@@ -410,17 +410,20 @@ impl CodeModeSession {
             let message = format!("code mode {} input is disabled.", input.language.as_str());
             return CodeModeResult::failed(Some(ErrorCode::InvalidInput), message, telemetry());
         }
-        if let Err(error) = codemode_sandbox::check_module_access(&input.code) {
-            return outcome::failed_run(error, Vec::new(), telemetry());
-        }
+        // JavaScript is checked for module access as is; TypeScript after the transform erased
+        // `import type` (a value import makes the transform fail, and is reported as module access).
         let program = match input.language {
             Language::Javascript => std::borrow::Cow::Borrowed(input.code.as_str()),
             Language::Typescript => match codemode_ts::transform(&input.code) {
                 Ok(js) => std::borrow::Cow::Owned(js),
                 Err(error) => {
+                    let failure = match codemode_sandbox::check_module_access(&input.code) {
+                        Err(module_access) => module_access.to_string(),
+                        Ok(()) => error.to_string(),
+                    };
                     return CodeModeResult::failed(
                         Some(ErrorCode::InvalidInput),
-                        error.to_string(),
+                        failure,
                         telemetry(),
                     );
                 }

@@ -362,6 +362,24 @@ async fn typescript_is_transformed_and_javascript_never_reaches_the_transform() 
         bad["error"].as_str().unwrap().contains(" at 2:"),
         "user line: {bad}"
     );
+    let typed = h
+        .session
+        .exec("c", &json!({ "language": "typescript", "code": "import type { X } from './x';\nconst x: X | number = 1;\nreturn x" }))
+        .await
+        .to_json();
+    assert_eq!(typed["value"], 1, "`import type` is erased: {typed}");
+    let value_import = h
+        .session
+        .exec(
+            "c",
+            &json!({ "language": "typescript", "code": "import fs from 'fs';\nreturn 1" }),
+        )
+        .await
+        .to_json();
+    assert_eq!(
+        value_import["error"],
+        "code mode module access is disabled."
+    );
     let js_only = harness_with(
         CodeModeConfig::from_json(&json!({ "enabled": true, "languages": ["javascript"] }))
             .unwrap(),
