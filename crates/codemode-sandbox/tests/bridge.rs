@@ -254,7 +254,11 @@ fn lone_surrogates_and_deep_values_fail_cleanly() {
         let (host, _cancelled) = TestHost::new();
         let step = runtime().block_on(run_with(program, limits(), host));
         // Either outcome is fine as long as it is a well-formed step with no panic.
-        assert!(matches!(step, Step::Completed { .. } | Step::Failed { .. }), "{}", render(&step));
+        assert!(
+            matches!(step, Step::Completed { .. } | Step::Failed { .. }),
+            "{}",
+            render(&step)
+        );
     }
     // Deep guest values: the engine's stack check or the bridge's nesting limit refuses them.
     check(
