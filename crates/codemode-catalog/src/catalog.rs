@@ -140,17 +140,26 @@ impl CatalogBuilder {
     /// one given first wins) and de-duplicated by id, first wins, each
     /// dropped id reported by [`Catalog::duplicates`] and a debug event.
     pub fn build(&self, tools: impl IntoIterator<Item = ToolDescriptor>) -> Catalog {
-        let tools = tools.into_iter();
-        let mut candidates = Vec::with_capacity(tools.size_hint().0);
+        // Each pass below reads the tools' strings once while they are hot:
+        // with 10,000 tools they do not all fit in cache.
+        // Collected in place when `tools` is a `Vec` (no second buffer).
+        let mut candidates: Vec<Option<ToolDescriptor>> = tools.into_iter().map(Some).collect();
+        let mut sort_keys = Vec::with_capacity(candidates.len());
+        let mut text_bytes = 0;
         let mut direct_only = Vec::new();
         let mut excluded_controls = Vec::new();
-        for tool in tools {
-            if self.is_control(&tool) {
+        for (position, slot) in candidates.iter_mut().enumerate() {
+            let Some(tool) = slot.as_ref() else {
+                continue;
+            };
+            if self.is_control(tool) {
                 excluded_controls.push(catalog_id(&tool.origin, &tool.name));
+                *slot = None;
             } else if tool.direct_only {
-                direct_only.push(tool);
+                direct_only.extend(slot.take());
             } else {
-                candidates.push(Some(tool));
+                sort_keys.push(SortKey::new(tool, position));
+                text_bytes += search_text_bytes(tool);
             }
         }
         direct_only.sort_by(catalog_order);
@@ -159,8 +168,8 @@ impl CatalogBuilder {
             tracing::debug!(target: TRACING_TARGET, ids = ?excluded_controls, "control tools not catalogued");
         }
 
-        let order = catalog_positions(&candidates);
-        let count = candidates.len();
+        let count = sort_keys.len();
+        let order = catalog_positions(sort_keys, &candidates);
         let sorted = order
             .into_iter()
             .filter_map(|position| candidates.get_mut(position).and_then(Option::take));
@@ -169,7 +178,12 @@ impl CatalogBuilder {
         // order) is dropped and reported.
         let mut entries: Vec<CatalogEntry> = Vec::with_capacity(count);
         let mut by_id = ExactIndex::with_capacity(count);
+        let mut by_name = ExactIndex::with_capacity(count);
+        let mut shared_name = Vec::with_capacity(count);
+        let mut safe_names = Vec::new();
+        let mut index = SearchIndex::with_capacity(count, text_bytes);
         let mut duplicates = Vec::new();
+        let mut source_counts = SourceCounts::default();
         for tool in sorted {
             let id = catalog_id(&tool.origin, &tool.name);
             let id_of = |position: usize| entries.get(position).map(|entry| entry.id.as_str());
@@ -178,7 +192,8 @@ impl CatalogBuilder {
                 duplicates.push(id);
                 continue;
             }
-            entries.push(CatalogEntry {
+            let position = entries.len();
+            let entry = CatalogEntry {
                 id,
                 source: tool.origin.source(),
                 source_name: tool.origin.source_name().map(str::to_owned),
@@ -188,36 +203,29 @@ impl CatalogBuilder {
                 parameters: tool.parameters,
                 read_only: tool.read_only,
                 origin: tool.origin,
-            });
-        }
-
-        let index = SearchIndex::new(&entries);
-        let mut source_counts = SourceCounts::default();
-        let mut by_name = ExactIndex::with_capacity(entries.len());
-        let mut shared_name = vec![false; entries.len()];
-        let name_of = |position: usize| entries.get(position).map(|entry| entry.name.as_str());
-        for (position, entry) in entries.iter().enumerate() {
+            };
             source_counts.count(entry.source);
-            if !entry.is_guest_visible() {
-                continue;
-            }
-            if let Err(first) = by_name.insert(&entry.name, position, name_of) {
-                if let Some(flag) = shared_name.get_mut(first) {
-                    *flag = true;
+            shared_name.push(false);
+            if entry.is_guest_visible() {
+                index.push(position, &entry);
+                let name_of =
+                    |position: usize| entries.get(position).map(|entry| entry.name.as_str());
+                if let Err(first) = by_name.insert(&entry.name, position, name_of) {
+                    for flag in [first, position] {
+                        if let Some(flag) = shared_name.get_mut(flag) {
+                            *flag = true;
+                        }
+                    }
+                } else if is_safe_convenience_name(&entry.name) {
+                    safe_names.push(position);
                 }
-                if let Some(flag) = shared_name.get_mut(position) {
-                    *flag = true;
-                }
             }
+            entries.push(entry);
         }
-        let convenience = entries
-            .iter()
-            .zip(&shared_name)
-            .enumerate()
-            .filter(|(_, (entry, shared))| {
-                entry.is_guest_visible() && !**shared && is_safe_convenience_name(&entry.name)
-            })
-            .map(|(position, _)| position)
+        // A name seen again later is shared: drop it from the safe names.
+        let convenience = safe_names
+            .into_iter()
+            .filter(|&position| !shared_name.get(position).copied().unwrap_or(true))
             .collect();
 
         Catalog {
@@ -552,20 +560,7 @@ pub(crate) fn catalog_id(origin: &ToolOrigin, name: &str) -> String {
 /// their full comparison and tell strings of up to 16 bytes apart exactly;
 /// only runs that hold a longer string under one prefix are then re-sorted
 /// by the full strings.
-fn catalog_positions(candidates: &[Option<ToolDescriptor>]) -> Vec<usize> {
-    let mut keys: Vec<(u8, PrefixKey, PrefixKey, usize)> = candidates
-        .iter()
-        .enumerate()
-        .filter_map(|(position, tool)| {
-            let tool = tool.as_ref()?;
-            Some((
-                tool.origin.class_rank(),
-                PrefixKey::new(tool.origin.owner()),
-                PrefixKey::new(&tool.name),
-                position,
-            ))
-        })
-        .collect();
+fn catalog_positions(mut keys: Vec<SortKey>, candidates: &[Option<ToolDescriptor>]) -> Vec<usize> {
     keys.sort_unstable();
     let full_key = |position: usize| {
         candidates
@@ -576,19 +571,49 @@ fn catalog_positions(candidates: &[Option<ToolDescriptor>]) -> Vec<usize> {
     // A run shares class and owner key and, when the owner key is exact,
     // the name key too: inside it the prefix order may be wrong only if a
     // key is inexact.
-    let same_run = |a: &(u8, PrefixKey, PrefixKey, usize),
-                    b: &(u8, PrefixKey, PrefixKey, usize)| {
-        a.0 == b.0 && a.1 == b.1 && (!a.1.is_exact() || a.2 == b.2)
+    let same_run = |a: &SortKey, b: &SortKey| {
+        a.class == b.class && a.owner == b.owner && (!a.owner.is_exact() || a.name == b.name)
     };
     for run in keys.chunk_by_mut(same_run) {
         let inexact = run
             .first()
-            .is_some_and(|first| !first.1.is_exact() || !first.2.is_exact());
+            .is_some_and(|first| !first.owner.is_exact() || !first.name.is_exact());
         if run.len() > 1 && inexact {
-            run.sort_unstable_by(|a, b| full_key(a.3).cmp(&full_key(b.3)).then(a.3.cmp(&b.3)));
+            run.sort_unstable_by(|a, b| {
+                full_key(a.position)
+                    .cmp(&full_key(b.position))
+                    .then(a.position.cmp(&b.position))
+            });
         }
     }
-    keys.into_iter().map(|(.., position)| position).collect()
+    keys.into_iter().map(|key| key.position).collect()
+}
+
+/// A candidate's place in the catalog order, as flat integers; see
+/// [`catalog_positions`]. Field order is comparison order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct SortKey {
+    class: u8,
+    owner: PrefixKey,
+    name: PrefixKey,
+    position: usize,
+}
+
+impl SortKey {
+    fn new(tool: &ToolDescriptor, position: usize) -> Self {
+        Self {
+            class: tool.origin.class_rank(),
+            owner: PrefixKey::new(tool.origin.owner()),
+            name: PrefixKey::new(&tool.name),
+            position,
+        }
+    }
+}
+
+/// Bytes a tool adds to the search text (an upper bound for ASCII text).
+fn search_text_bytes(tool: &ToolDescriptor) -> usize {
+    let id = "openclaw".len() + tool.origin.owner().len() + tool.name.len() + 2;
+    tool.name.len() + id + tool.label.as_ref().map_or(0, String::len) + tool.description.len() + 4
 }
 
 /// The first 16 bytes of a string, zero-padded, as a big-endian integer,

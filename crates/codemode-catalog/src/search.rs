@@ -174,48 +174,43 @@ pub(crate) struct SearchIndex {
     /// For each slot: name, id, label (empty when absent), description,
     /// each lower-cased and followed by [`FIELD_END`].
     text: String,
-    /// Start of every field, then `text.len()`: field `f` of slot `s` is
-    /// `field_starts[4s + f] .. field_starts[4s + f + 1] - 1`.
+    /// Start of every field: field `f` of slot `s` starts at
+    /// `field_starts[4s + f]` and ends one byte (its [`FIELD_END`]) before
+    /// the next field's start, or before the end of `text`.
     field_starts: Vec<usize>,
     /// The catalog position of each slot's entry.
     entries: Vec<usize>,
 }
 
 impl SearchIndex {
-    /// Index the guest-visible entries of `entries`.
-    pub(crate) fn new(entries: &[CatalogEntry]) -> Self {
-        let guest = || entries.iter().filter(|entry| entry.is_guest_visible());
-        let capacity = guest()
-            .map(|entry| {
-                entry.name.len()
-                    + entry.id.len()
-                    + entry.label.as_deref().map_or(0, str::len)
-                    + entry.description.len()
-                    + FIELDS
-            })
-            .sum();
-        let mut text = String::with_capacity(capacity);
-        let mut field_starts = Vec::with_capacity(guest().count() * FIELDS + 1);
-        for entry in guest() {
-            let label = entry.label.as_deref().unwrap_or_default();
-            for field in [entry.name.as_str(), &entry.id, label, &entry.description] {
-                field_starts.push(text.len());
-                push_lowercase(&mut text, field);
-                text.push(FIELD_END);
-            }
-        }
-        field_starts.push(text.len());
-        let entries = entries
-            .iter()
-            .enumerate()
-            .filter(|(_, entry)| entry.is_guest_visible())
-            .map(|(position, _)| position)
-            .collect();
+    /// An empty index with room for `entries` entries and `text_bytes`
+    /// bytes of searchable text.
+    pub(crate) fn with_capacity(entries: usize, text_bytes: usize) -> Self {
         Self {
-            text,
-            field_starts,
-            entries,
+            text: String::with_capacity(text_bytes),
+            field_starts: Vec::with_capacity(entries * FIELDS),
+            entries: Vec::with_capacity(entries),
         }
+    }
+
+    /// Index the guest-visible `entry` found at catalog `position`. Entries
+    /// are pushed in catalog order.
+    pub(crate) fn push(&mut self, position: usize, entry: &CatalogEntry) {
+        let label = entry.label.as_deref().unwrap_or_default();
+        for field in [entry.name.as_str(), &entry.id, label, &entry.description] {
+            self.field_starts.push(self.text.len());
+            push_lowercase(&mut self.text, field);
+            self.text.push(FIELD_END);
+        }
+        self.entries.push(position);
+    }
+
+    /// Start of field `field`, or the text's end past the last field.
+    fn field_start(&self, field: usize) -> usize {
+        self.field_starts
+            .get(field)
+            .copied()
+            .unwrap_or(self.text.len())
     }
 
     /// `(catalog position, score)` of every guest-visible entry scoring
@@ -256,19 +251,14 @@ impl SearchIndex {
         while let Some(offset) = text.get(from..).and_then(|rest| finder.find(rest)) {
             let at = from + offset;
             // Advance to the field holding `at` (matches come in text order).
-            while self
-                .field_starts
-                .get(field + 1)
-                .is_some_and(|&next| next <= at)
-            {
+            while field + 1 < self.field_starts.len() && self.field_start(field + 1) <= at {
                 field += 1;
             }
-            let (Some(&start), Some(&next)) = (
-                self.field_starts.get(field),
-                self.field_starts.get(field + 1),
-            ) else {
+            let start = self.field_start(field);
+            let next = self.field_start(field + 1);
+            if at < start || at >= next {
                 break;
-            };
+            }
             let slot = field / FIELDS;
             let kind = field % FIELDS;
             let whole = at == start && next - 1 - start == term.len();
