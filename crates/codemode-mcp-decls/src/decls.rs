@@ -542,7 +542,8 @@ fn tool_block(ident: &str, tool: &crate::McpTool, limits: &DeclLimits) -> String
             let text = if shape.fields.is_empty() {
                 shape.inline().into_owned()
             } else {
-                let mut text = String::from("{\n");
+                let mut text = String::with_capacity(48 * shape.fields.len() + 16);
+                text.push_str("{\n");
                 for field in &shape.fields {
                     text.push_str("    ");
                     text.push_str(&field.key);

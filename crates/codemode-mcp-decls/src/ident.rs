@@ -117,7 +117,7 @@ impl IdentKind {
 /// (`HTTPServer` -> `http`, `Server`). The first word is lower-cased, the others capitalised; a
 /// leading digit gets a `_` prefix; the result is cut to `max_chars`.
 pub(crate) fn camel_case(name: &str, max_chars: usize) -> String {
-    let mut out = String::new();
+    let mut out = String::with_capacity(name.len().min(max_chars) + 1);
     let mut words = 0usize;
     for run in name.split(|c: char| !c.is_ascii_alphanumeric()) {
         let bytes = run.as_bytes();

@@ -156,7 +156,8 @@ impl ObjectShape<'_> {
                 (None, false) => Ty::Borrowed("Record<string, unknown>"),
             };
         }
-        let mut out = String::from("{ ");
+        let mut out = String::with_capacity(24 * self.fields.len() + 8);
+        out.push_str("{ ");
         for (i, field) in self.fields.iter().enumerate() {
             if i > 0 {
                 out.push_str("; ");
