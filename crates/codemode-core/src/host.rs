@@ -1,17 +1,19 @@
 //! The host side of the bridge: every guest call that leaves the VM lands here and reaches the
 //! host through ONE path, [`ToolExecutor::execute`] with an exact catalog id.
 
+use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use codemode_sandbox::{BridgeHost, BridgeRequest};
+use codemode_sandbox::{BridgeHost, BridgeRequest, PendingCall};
 use futures::FutureExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::executor::{NestedCallEvent, NestedCallOutcome, ToolCallContext};
+use crate::result::PendingToolCall;
 use crate::session::SessionShared;
 
 /// Bridge method of `tools.call(id, input)` and `tools.<name>(input)` (`[id, input]`).
@@ -44,13 +46,24 @@ pub(crate) struct RunHost {
     pub(crate) restart_safe: bool,
     pub(crate) counters: Arc<Counters>,
     pub(crate) cancellation: CancellationToken,
+    /// Calls in flight: bridge request id -> (nested call id, exact catalog id).
+    pub(crate) in_flight: Mutex<HashMap<u64, (String, String)>>,
 }
 
 #[async_trait]
 impl BridgeHost for RunHost {
     async fn call(&self, request: BridgeRequest) -> Result<Value, String> {
         let (catalog_id, input) = self.resolve(&request)?;
-        self.execute(catalog_id, input).await
+        let sequence = self.counters.call.fetch_add(1, Ordering::Relaxed) + 1;
+        let nested_call_id = format!("{}/{sequence}", self.parent_call_id);
+        let request_id = request.id.0;
+        self.track(
+            request_id,
+            Some((nested_call_id.clone(), catalog_id.clone())),
+        );
+        let result = self.execute(nested_call_id, catalog_id, input).await;
+        self.track(request_id, None);
+        result
     }
 }
 
@@ -131,11 +144,47 @@ impl RunHost {
         }
     }
 
+    fn track(&self, request_id: u64, call: Option<(String, String)>) {
+        if let Ok(mut in_flight) = self.in_flight.lock() {
+            match call {
+                Some(call) => in_flight.insert(request_id, call),
+                None => in_flight.remove(&request_id),
+            };
+        }
+    }
+
+    /// The still-unsettled calls as the `waiting` result names them: nested call id and catalog id.
+    pub(crate) fn pending(&self, pending: Vec<PendingCall>) -> Vec<PendingToolCall> {
+        let in_flight = self
+            .in_flight
+            .lock()
+            .map(|map| map.clone())
+            .unwrap_or_default();
+        pending
+            .into_iter()
+            .map(|call| match in_flight.get(&call.id.0) {
+                Some((nested_call_id, catalog_id)) => PendingToolCall {
+                    id: nested_call_id.clone(),
+                    method: call.method,
+                    tool_id: Some(catalog_id.clone()),
+                },
+                None => PendingToolCall {
+                    id: format!("{}/request-{}", self.parent_call_id, call.id),
+                    method: call.method,
+                    tool_id: None,
+                },
+            })
+            .collect()
+    }
+
     /// Runs one nested call through the executor, reporting start/update/end events.
-    async fn execute(&self, catalog_id: String, input: Value) -> Result<Value, String> {
-        let sequence = self.counters.call.fetch_add(1, Ordering::Relaxed) + 1;
-        let nested_call_id = format!("{}/{sequence}", self.parent_call_id);
-        let events = Arc::clone(&self.session.shared.events);
+    async fn execute(
+        &self,
+        nested_call_id: String,
+        catalog_id: String,
+        input: Value,
+    ) -> Result<Value, String> {
+        let events = Arc::clone(&self.session.events);
         let event_ids = (
             self.parent_call_id.clone(),
             nested_call_id.clone(),
@@ -171,7 +220,7 @@ impl RunHost {
             ids: Some(event_ids),
             outcome: NestedCallOutcome::Cancelled,
         };
-        let executor = Arc::clone(&self.session.shared.executor);
+        let executor = Arc::clone(&self.session.executor);
         let call = executor.execute(&catalog_id, input, context);
         let result = match AssertUnwindSafe(call).catch_unwind().await {
             Ok(Ok(value)) => check_result_depth(value),

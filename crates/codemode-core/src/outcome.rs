@@ -1,6 +1,6 @@
 //! Turns sandbox steps and errors into the `exec` / `wait` result shapes of SPEC §6.
 
-use codemode_sandbox::{PendingCall, RunError, Step, StoreError, SuspendReason};
+use codemode_sandbox::{RunError, Step, StoreError, SuspendReason};
 
 use crate::result::{CodeModeResult, ErrorCode, Output, PendingToolCall, Telemetry, WaitReason};
 
@@ -65,7 +65,7 @@ pub(crate) fn store_failed(
 pub(crate) fn waiting(
     run_id: String,
     reason: SuspendReason,
-    pending: Vec<PendingCall>,
+    pending_tool_calls: Vec<PendingToolCall>,
     items: Vec<codemode_sandbox::Output>,
     replay_safe: bool,
     telemetry: Telemetry,
@@ -74,19 +74,6 @@ pub(crate) fn waiting(
         SuspendReason::Yield => WaitReason::Yield,
         _ => WaitReason::PendingTools,
     };
-    let pending_tool_calls = pending
-        .into_iter()
-        .map(|call| PendingToolCall {
-            id: call.id.to_string(),
-            tool_id: call
-                .args
-                .first()
-                .and_then(|a| a.as_str())
-                .filter(|id| id.contains(':'))
-                .map(str::to_owned),
-            method: call.method,
-        })
-        .collect();
     CodeModeResult::Waiting {
         run_id,
         reason,

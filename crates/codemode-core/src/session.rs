@@ -51,10 +51,10 @@ pub struct CodeMode {
     shared: Arc<Shared>,
 }
 
-pub(crate) struct Shared {
-    pub(crate) config: CodeModeConfig,
-    pub(crate) executor: Arc<dyn ToolExecutor>,
-    pub(crate) events: Arc<dyn EventSink>,
+struct Shared {
+    config: CodeModeConfig,
+    executor: Arc<dyn ToolExecutor>,
+    events: Arc<dyn EventSink>,
     namespaces: Arc<NamespaceRegistry>,
     store: SnapshotStore<Parked>,
     decl_cache: DeclCache,
@@ -259,7 +259,9 @@ impl CodeMode {
             config.max_search_limit as usize,
         );
         let session = SessionShared {
-            shared: Arc::clone(&self.shared),
+            config: config.clone(),
+            executor: Arc::clone(&self.shared.executor),
+            events: Arc::clone(&self.shared.events),
             run: request.run,
             catalog: Arc::new(catalog),
             mcp,
@@ -273,6 +275,7 @@ impl CodeMode {
         };
         Ok(Activation::Active(CodeModeSession {
             inner: Arc::new(session),
+            store: self.shared.store.clone(),
         }))
     }
 
@@ -332,9 +335,13 @@ fn mcp_servers(
     servers
 }
 
-/// What a session shares with the bridge hosts of its runs.
+/// What a session shares with the bridge hosts of its runs. It holds no handle to the snapshot
+/// store, so that a parked run (whose host holds this) never keeps the store alive: dropping the
+/// last [`CodeMode`] and [`CodeModeSession`] releases every parked VM.
 pub(crate) struct SessionShared {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) config: CodeModeConfig,
+    pub(crate) executor: Arc<dyn ToolExecutor>,
+    pub(crate) events: Arc<dyn EventSink>,
     pub(crate) run: RunContext,
     pub(crate) catalog: Arc<Catalog>,
     pub(crate) mcp: Option<Arc<McpDecls>>,
@@ -355,6 +362,7 @@ impl Drop for SessionShared {
 
 /// State parked next to a suspended VM.
 pub(crate) struct Parked {
+    host: Arc<RunHost>,
     counters: Arc<Counters>,
     restart_safe: bool,
     /// Cancels the run's host work when the parked run is dropped (expiry, cancel, session end).
@@ -365,6 +373,7 @@ pub(crate) struct Parked {
 #[derive(Clone)]
 pub struct CodeModeSession {
     inner: Arc<SessionShared>,
+    store: SnapshotStore<Parked>,
 }
 
 impl CodeModeSession {
@@ -404,7 +413,7 @@ impl CodeModeSession {
     pub async fn exec_input(&self, call_id: &str, input: &ExecInput) -> CodeModeResult {
         let span = tracing::debug_span!(target: "codemode", "exec", call_id, language = input.language.as_str());
         let _entered = span.enter();
-        let config = &self.inner.shared.config;
+        let config = &self.inner.config;
         let telemetry = || self.inner.telemetry.clone();
         if !config.allows(input.language) {
             let message = format!("code mode {} input is disabled.", input.language.as_str());
@@ -437,14 +446,16 @@ impl CodeModeSession {
             restart_safe: input.restart_safe,
             counters: Arc::clone(&counters),
             cancellation: cancellation.clone(),
+            in_flight: Default::default(),
         });
         let setup = guest::setup(&self.inner, &counters);
-        let run = match Run::start(&program, setup, self.limits(), host) {
+        let run = match Run::start(&program, setup, self.limits(), host.clone()) {
             Ok(run) => run,
             Err(error) => return outcome::failed_run(error, Vec::new(), telemetry()),
         };
         drop(_entered);
         let parked = Parked {
+            host,
             counters,
             restart_safe: input.restart_safe,
             _cancel_on_drop: cancellation.drop_guard(),
@@ -460,16 +471,19 @@ impl CodeModeSession {
         };
         let _span =
             tracing::debug_span!(target: "codemode", "wait", run_id = %input.run_id).entered();
-        let store = &self.inner.shared.store;
-        let mut resumption = match store.resume(&input.run_id, &self.scope()) {
+        let mut resumption = match self.store.resume(&input.run_id, &self.scope()) {
             Ok(resumption) => resumption,
             Err(error) => return self.store_failure(error),
         };
-        let deadline = Instant::now() + self.inner.shared.config.timeout();
+        let deadline = Instant::now() + self.inner.config.timeout();
         let step = resumption.run_mut().drive(deadline).await;
-        let (counters, restart_safe) = {
+        let (host, counters, restart_safe) = {
             let parked = resumption.extra();
-            (Arc::clone(&parked.counters), parked.restart_safe)
+            (
+                Arc::clone(&parked.host),
+                Arc::clone(&parked.counters),
+                parked.restart_safe,
+            )
         };
         let telemetry = self.telemetry(&counters);
         match step {
@@ -480,9 +494,14 @@ impl CodeModeSession {
             } => {
                 let run_id = input.run_id.clone();
                 match resumption.repark() {
-                    Ok(()) => {
-                        outcome::waiting(run_id, reason, pending, output, restart_safe, telemetry)
-                    }
+                    Ok(()) => outcome::waiting(
+                        run_id,
+                        reason,
+                        host.pending(pending),
+                        output,
+                        restart_safe,
+                        telemetry,
+                    ),
                     Err(error) => outcome::store_failed(error, output, telemetry),
                 }
             }
@@ -496,7 +515,7 @@ impl CodeModeSession {
     /// Cancels a suspended run of this session: its VM is released and its host work cancelled.
     /// Returns whether a run was dropped.
     pub fn cancel(&self, run_id: &str) -> bool {
-        self.inner.shared.store.cancel(run_id)
+        self.store.cancel(run_id)
     }
 
     /// Restart recovery (SPEC §8): re-runs the original input of a restart-safe `exec` whose
@@ -514,7 +533,7 @@ impl CodeModeSession {
     }
 
     async fn drive_new(&self, mut run: Run, parked: Parked) -> CodeModeResult {
-        let deadline = Instant::now() + self.inner.shared.config.timeout();
+        let deadline = Instant::now() + self.inner.config.timeout();
         let step = run.drive(deadline).await;
         let telemetry = self.telemetry(&parked.counters);
         let restart_safe = parked.restart_safe;
@@ -524,9 +543,10 @@ impl CodeModeSession {
                 pending,
                 output,
             } => {
-                let config = &self.inner.shared.config;
+                let pending = parked.host.pending(pending);
+                let config = &self.inner.config;
                 let ttl = Duration::from_secs(config.snapshot_ttl_seconds);
-                match self.inner.shared.store.park(
+                match self.store.park(
                     run,
                     self.scope(),
                     parked,
@@ -549,7 +569,7 @@ impl CodeModeSession {
     }
 
     fn limits(&self) -> Limits {
-        let config = &self.inner.shared.config;
+        let config = &self.inner.config;
         Limits {
             memory_bytes: config.memory_limit_bytes as usize,
             timeout: config.timeout(),

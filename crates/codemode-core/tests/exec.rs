@@ -940,3 +940,46 @@ async fn undefined_becomes_null_and_output_order_is_kept() {
     assert!(error.contains("boom"), "{error}");
     assert_eq!(code, Value::Null, "an uncaught guest error has no code");
 }
+
+#[tokio::test]
+async fn dropping_code_mode_releases_parked_runs_and_cancels_their_host_work() {
+    let Harness {
+        code_mode,
+        session,
+        events,
+        ..
+    } = harness_with(fast(), support::tools());
+    let result = session
+        .exec(
+            "call_1",
+            &json!({ "code": "return await tools.approve_me({})" }),
+        )
+        .await
+        .to_json();
+    assert_eq!(result["status"], "waiting", "{result}");
+    assert_eq!(code_mode.suspended_runs(), 1);
+    drop(session);
+    drop(code_mode);
+    let cancelled = |events: &Recorder| {
+        events.events.lock().unwrap().iter().any(|event| {
+            matches!(
+                event,
+                NestedCallEvent::End {
+                    outcome: NestedCallOutcome::Cancelled,
+                    ..
+                }
+            )
+        })
+    };
+    // The aborted host task is dropped the next time the runtime schedules it.
+    for _ in 0..1000 {
+        if cancelled(&events) {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(
+        cancelled(&events),
+        "the parked run's host work was cancelled"
+    );
+}
