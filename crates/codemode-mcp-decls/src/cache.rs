@@ -1,7 +1,8 @@
 //! Generated declarations cached by a fingerprint of the servers' MCP entries.
 
+use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 
@@ -12,10 +13,12 @@ use crate::{DeclLimits, McpDecls, McpServer};
 ///
 /// The key ([`DeclKey`]) is a 64-bit fingerprint of everything generation reads (server names,
 /// flags, tool names, catalog ids, descriptions, schemas, in order), hashed with a per-cache
-/// random seed, so servers cannot choose colliding metadata. Fingerprinting walks every schema:
-/// it costs about as much as hashing the servers' JSON (tens of µs for 200 tools). A caller
-/// that re-uses the same tool lists across execs can compute the key once when the lists
-/// change ([`DeclCache::key`]) and look up with [`DeclCache::get_keyed`], a constant-time hit.
+/// random seed, so servers cannot choose colliding metadata. A schema's hash is remembered per
+/// `Arc` (the cache keeps that `Arc` alive, so its address cannot be reused and its content
+/// cannot change), so re-using the same `Arc`ed schemas across execs, as MCP clients do,
+/// fingerprints without walking them again; at most [`DeclCache::MAX_REMEMBERED_SCHEMAS`] are
+/// remembered. A caller can also compute the key once when its tool lists change
+/// ([`DeclCache::key`]) and look up with [`DeclCache::get_keyed`], a constant-time hit.
 /// Cloning the cache shares it.
 ///
 /// ```
@@ -33,7 +36,11 @@ pub struct DeclCache {
     cache: moka::sync::Cache<u64, Arc<McpDecls>>,
     seed: foldhash::fast::RandomState,
     limits: DeclLimits,
+    schema_hashes: Arc<Mutex<SchemaHashes>>,
 }
+
+/// Content hashes of schemas by `Arc` address, each entry keeping its `Arc` alive.
+type SchemaHashes = HashMap<usize, (Arc<Value>, u64), foldhash::fast::RandomState>;
 
 impl std::fmt::Debug for DeclCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -57,8 +64,13 @@ impl DeclCache {
             cache: moka::sync::Cache::new(capacity),
             seed: foldhash::fast::RandomState::default(),
             limits,
+            schema_hashes: Arc::default(),
         }
     }
+
+    /// Schemas whose content hash is remembered (see the type's docs); past this the memory is
+    /// cleared and refilled.
+    pub const MAX_REMEMBERED_SCHEMAS: usize = 4_096;
 
     /// The declarations for `servers`: cached, or generated and cached.
     pub fn get(&self, servers: &[McpServer]) -> Arc<McpDecls> {
@@ -89,6 +101,25 @@ impl DeclCache {
     }
 
     fn fingerprint(&self, servers: &[McpServer]) -> u64 {
+        let mut hashes = self
+            .schema_hashes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut schema_hash = |schema: &Arc<Value>| -> u64 {
+            let address = Arc::as_ptr(schema) as usize;
+            if let Some((_, hash)) = hashes.get(&address) {
+                // The entry holds this `Arc`: same address means same allocation, same content.
+                return *hash;
+            }
+            let mut h = self.seed.build_hasher();
+            write_value(&mut h, schema);
+            let hash = h.finish();
+            if hashes.len() >= Self::MAX_REMEMBERED_SCHEMAS {
+                hashes.clear();
+            }
+            hashes.insert(address, (Arc::clone(schema), hash));
+            hash
+        };
         let mut h = self.seed.build_hasher();
         h.write_usize(servers.len());
         for server in servers {
@@ -99,12 +130,12 @@ impl DeclCache {
                 write_str(&mut h, &tool.name);
                 write_str(&mut h, &tool.catalog_id);
                 write_str(&mut h, &tool.description);
-                write_value(&mut h, &tool.input_schema);
+                h.write_u64(schema_hash(&tool.input_schema));
                 match &tool.output_schema {
                     None => h.write_u8(0),
                     Some(schema) => {
                         h.write_u8(1);
-                        write_value(&mut h, schema);
+                        h.write_u64(schema_hash(schema));
                     }
                 }
             }

@@ -64,3 +64,35 @@ fn the_cache_generates_with_its_limits() {
     let text = decls.read("mcp/everything.d.ts").expect("file");
     assert!(text.contains("   * Echoes bac…\n"), "{text}");
 }
+
+#[test]
+fn remembered_schema_hashes_follow_content_changes() {
+    let cache = DeclCache::new(8);
+    let mut servers = fixtures::all();
+    let first = cache.get(&servers);
+    // The cache now shares these `Arc`s: `make_mut` must copy, giving a new, unremembered schema.
+    let schema = Arc::make_mut(&mut servers[0].tools[0].input_schema);
+    schema["properties"]["message"]["type"] = json!("boolean");
+    let second = cache.get(&servers);
+    assert!(!Arc::ptr_eq(&first, &second));
+    assert!(
+        second
+            .read("mcp/everything.d.ts")
+            .expect("file")
+            .contains("    message: boolean;\n")
+    );
+    // Unchanged `Arc`s and the changed one are both remembered now: the next lookup hits.
+    assert!(Arc::ptr_eq(&second, &cache.get(&servers)));
+    // Many distinct schemas: the memory is bounded and results stay right.
+    for i in 0..(DeclCache::MAX_REMEMBERED_SCHEMAS / 40 + 2) {
+        let mut many = fixtures::all();
+        for server in &mut many {
+            for tool in &mut server.tools {
+                Arc::make_mut(&mut tool.input_schema)["x-round"] = json!(i);
+            }
+        }
+        let decls = cache.get(&many);
+        assert_eq!(decls.servers().len(), 3);
+    }
+    assert!(Arc::ptr_eq(&cache.get(&servers), &cache.get(&servers)));
+}
