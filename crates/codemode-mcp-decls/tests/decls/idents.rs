@@ -182,3 +182,58 @@ fn bindings_resolve_to_exact_catalog_ids() {
     assert!(decls.binding("nope", "getSum").is_none());
     assert!(decls.binding("everything", "__proto__").is_none());
 }
+
+#[test]
+fn typescript_contextual_keywords_are_valid_names() {
+    let words = [
+        "type",
+        "namespace",
+        "module",
+        "declare",
+        "abstract",
+        "as",
+        "async",
+        "get",
+        "set",
+        "of",
+        "any",
+        "never",
+        "unknown",
+        "string",
+        "number",
+        "symbol",
+        "readonly",
+        "keyof",
+        "infer",
+        "is",
+        "asserts",
+        "global",
+        "require",
+        "from",
+        "accessor",
+        "satisfies",
+        "out",
+        "override",
+        "unique",
+        "object",
+        "boolean",
+        "bigint",
+        "undefined",
+        "target",
+        "meta",
+        "using",
+    ];
+    let servers: Vec<McpServer> = words
+        .iter()
+        .map(|w| McpServer {
+            name: (*w).to_owned(),
+            tools: words.iter().map(|t| tool(t)).collect(),
+            has_resources: true,
+            has_prompts: true,
+        })
+        .collect();
+    let decls = McpDecls::generate(&servers);
+    crate::ts::assert_all_valid(&decls);
+    let idents: Vec<&str> = decls.servers().iter().map(|s| s.ident.as_str()).collect();
+    assert_eq!(idents, words);
+}
