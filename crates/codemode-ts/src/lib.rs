@@ -28,6 +28,7 @@
 //! ```
 
 mod cell;
+mod declarations;
 mod error;
 mod nesting;
 mod position;
@@ -36,6 +37,7 @@ mod transpile;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::cell::CellWrapper;
+pub use crate::declarations::check_declaration_file;
 pub use crate::error::TsError;
 use crate::position::LineColumn;
 

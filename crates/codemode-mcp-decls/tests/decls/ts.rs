@@ -1,31 +1,16 @@
-//! "Is this TypeScript?": swc's parser in `.d.ts` mode, plus the comment-safety invariant.
+//! "Is this TypeScript?": `codemode_ts::check_declaration_file` (swc's parser in `.d.ts` mode),
+//! plus the comment-safety invariant.
 
 use codemode_mcp_decls::McpDecls;
-use swc_common::BytePos;
-use swc_ecma_parser::{Parser, StringInput, Syntax, TsSyntax};
 
-/// Parses `text` as a TypeScript declaration file; any error (fatal or recovered) fails.
-/// Returns the number of top-level statements.
+/// Parses `text` as a TypeScript declaration file through `codemode-ts` (the one crate that knows
+/// swc); any error, fatal or recovered, fails. Returns the number of top-level statements.
 pub(crate) fn parse_dts(text: &str) -> Result<usize, String> {
-    let syntax = Syntax::Typescript(TsSyntax {
-        dts: true,
-        ..Default::default()
-    });
-    let end = u32::try_from(text.len() + 1).map_err(|_| "file too large".to_owned())?;
-    let mut parser = Parser::new(
-        syntax,
-        StringInput::new(text, BytePos(1), BytePos(end)),
-        None,
-    );
-    let module = parser.parse_module().map_err(|e| format!("{e:?}"))?;
-    let errors = parser.take_errors();
-    if !errors.is_empty() {
-        return Err(format!("{errors:?}"));
-    }
-    if module.body.is_empty() {
+    let statements = codemode_ts::check_declaration_file(text).map_err(|e| e.to_string())?;
+    if statements == 0 {
         return Err("no declarations".to_owned());
     }
-    Ok(module.body.len())
+    Ok(statements)
 }
 
 /// Every `*/` in generated text closes a comment the generator opened: it follows a space and
