@@ -30,7 +30,11 @@ impl ToolExecutor for Instant {
 }
 
 fn session(config: CodeModeConfig) -> (CodeMode, CodeModeSession) {
-    let tools: Vec<ToolDescriptor> = (0..100)
+    session_with(config, 100)
+}
+
+fn session_with(config: CodeModeConfig, count: usize) -> (CodeMode, CodeModeSession) {
+    let tools: Vec<ToolDescriptor> = (0..count)
         .map(|i| ToolDescriptor {
             origin: if i % 2 == 0 {
                 ToolOrigin::Core
@@ -65,6 +69,14 @@ fn runtime() -> tokio::runtime::Runtime {
 fn exec_return_1_with_100_tools(bencher: divan::Bencher<'_, '_>) {
     let rt = runtime();
     let (_code_mode, session) = session(CodeModeConfig::enabled());
+    let input = json!({ "code": "return 1" });
+    bencher.bench_local(|| rt.block_on(session.exec("bench", &input)));
+}
+
+#[divan::bench(sample_count = 50)]
+fn exec_return_1_with_1_tool(bencher: divan::Bencher<'_, '_>) {
+    let rt = runtime();
+    let (_code_mode, session) = session_with(CodeModeConfig::enabled(), 1);
     let input = json!({ "code": "return 1" });
     bencher.bench_local(|| rt.block_on(session.exec("bench", &input)));
 }
