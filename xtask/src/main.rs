@@ -201,6 +201,10 @@ fn parse_divan(package: &'static str, stdout: &str) -> Vec<Row> {
             .chain([name.as_str()])
             .collect::<Vec<_>>()
             .join("/");
+        // The header row ("name  fastest │ slowest │ median │ …") of each bench binary.
+        if columns.get(2).is_some_and(|c| c.trim() == "median") {
+            continue;
+        }
         if fastest.is_empty() || columns.len() < 4 {
             groups.push((name_start, name));
             continue;
