@@ -14,18 +14,6 @@ fn output(items: Vec<codemode_sandbox::Output>) -> Vec<Output> {
         .collect()
 }
 
-fn code(code: Option<codemode_sandbox::ErrorCode>) -> Option<ErrorCode> {
-    use codemode_sandbox::ErrorCode as Sandbox;
-    Some(match code? {
-        Sandbox::InvalidInput => ErrorCode::InvalidInput,
-        Sandbox::RuntimeUnavailable => ErrorCode::RuntimeUnavailable,
-        Sandbox::Timeout => ErrorCode::Timeout,
-        Sandbox::OutputLimitExceeded => ErrorCode::OutputLimitExceeded,
-        Sandbox::SnapshotLimitExceeded => ErrorCode::SnapshotLimitExceeded,
-        _ => ErrorCode::InternalError,
-    })
-}
-
 pub(crate) fn failed_run(
     error: RunError,
     items: Vec<codemode_sandbox::Output>,
@@ -34,7 +22,7 @@ pub(crate) fn failed_run(
     // The memory limit ends the VM: an internal error of the run, not a guest exception.
     let code = match error {
         RunError::MemoryLimitExceeded => Some(ErrorCode::InternalError),
-        _ => code(error.code()),
+        _ => error.code(),
     };
     CodeModeResult::Failed {
         error: error.to_string(),
@@ -52,7 +40,7 @@ pub(crate) fn store_failed(
     // SPEC §6 (seed "Códigos de error"): too many suspended runs is `invalid_input`.
     let code = match error {
         StoreError::TooManySuspendedRuns => ErrorCode::InvalidInput,
-        _ => self::code(Some(error.code())).unwrap_or(ErrorCode::InternalError),
+        _ => error.code(),
     };
     CodeModeResult::Failed {
         error: error.to_string(),

@@ -3,25 +3,9 @@
 use serde::Serialize;
 use serde_json::Value;
 
-/// A stable error code of a failed result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum ErrorCode {
-    /// Bad exec/wait arguments, disabled language, module access, TypeScript diagnostics,
-    /// unknown/expired/out-of-scope runIds, too many suspended runs.
-    InvalidInput,
-    /// The sandbox could not start.
-    RuntimeUnavailable,
-    /// The guest ran past its wall-clock budget while busy.
-    Timeout,
-    /// Output plus the final value exceeded maxOutputBytes.
-    OutputLimitExceeded,
-    /// A parked run's measured memory exceeded maxSnapshotBytes.
-    SnapshotLimitExceeded,
-    /// Anything else the host could not handle (including the guest memory limit).
-    InternalError,
-}
+/// The stable error code of a failed result (SPEC §6); shared with the sandbox, which decides
+/// most of them.
+pub use codemode_sandbox::ErrorCode;
 
 /// One output item, in the order of the guest's `text` / `json` calls.
 #[derive(Debug, Clone, PartialEq, Serialize)]

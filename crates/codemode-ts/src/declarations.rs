@@ -38,7 +38,7 @@ pub fn check_declaration_file(source: &str) -> Result<usize, TsError> {
     let end = u32::try_from(source.len())
         .ok()
         .and_then(|length| length.checked_add(BASE))
-        .ok_or_else(|| TsError::SourceTooLarge {
+        .ok_or(TsError::SourceTooLarge {
             actual: source.len(),
             limit: options.max_source_bytes,
         })?;
