@@ -1,5 +1,7 @@
 //! Building the run catalog and the guest's views of it.
 
+use std::sync::OnceLock;
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -145,7 +147,6 @@ impl CatalogBuilder {
         // Collected in place when `tools` is a `Vec` (no second buffer).
         let mut candidates: Vec<Option<ToolDescriptor>> = tools.into_iter().map(Some).collect();
         let mut sort_keys = Vec::with_capacity(candidates.len());
-        let mut text_bytes = 0;
         let mut direct_only = Vec::new();
         let mut excluded_controls = Vec::new();
         for (position, slot) in candidates.iter_mut().enumerate() {
@@ -159,7 +160,6 @@ impl CatalogBuilder {
                 direct_only.extend(slot.take());
             } else {
                 sort_keys.push(SortKey::new(tool, position));
-                text_bytes += search_text_bytes(tool);
             }
         }
         direct_only.sort_by(catalog_order);
@@ -181,7 +181,6 @@ impl CatalogBuilder {
         let mut by_name = ExactIndex::with_capacity(count);
         let mut shared_name = Vec::with_capacity(count);
         let mut safe_names = Vec::new();
-        let mut index = SearchIndex::with_capacity(count, text_bytes);
         let mut duplicates = Vec::new();
         let mut source_counts = SourceCounts::default();
         for tool in sorted {
@@ -207,7 +206,6 @@ impl CatalogBuilder {
             source_counts.count(entry.source);
             shared_name.push(false);
             if entry.is_guest_visible() {
-                index.push(position, &entry);
                 let name_of =
                     |position: usize| entries.get(position).map(|entry| entry.name.as_str());
                 if let Err(first) = by_name.insert(&entry.name, position, name_of) {
@@ -230,7 +228,7 @@ impl CatalogBuilder {
 
         Catalog {
             entries,
-            index,
+            index: OnceLock::new(),
             by_id,
             by_name,
             shared_name,
@@ -278,7 +276,10 @@ impl CatalogBuilder {
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
     entries: Vec<CatalogEntry>,
-    index: SearchIndex,
+    /// The search index, built by the first search: a run that never
+    /// searches (most runs) does not pay for lower-casing every entry's
+    /// text, and the build stays within its budget.
+    index: OnceLock<SearchIndex>,
     /// Entry position by id.
     by_id: ExactIndex,
     /// First guest-visible entry position by name.
@@ -449,7 +450,7 @@ impl Catalog {
             });
         }
         let mut hits: Vec<SearchHit<'_>> = self
-            .index
+            .search_index()
             .scores(&terms)
             .into_iter()
             .filter_map(|(position, score)| {
@@ -501,6 +502,11 @@ impl Catalog {
                 .get(position)
                 .map_or(("", ""), |entry| (entry.name.as_str(), entry.id.as_str()))
         })
+    }
+
+    /// The search index, built on first use.
+    fn search_index(&self) -> &SearchIndex {
+        self.index.get_or_init(|| SearchIndex::build(&self.entries))
     }
 
     /// Entry counts per source, MCP included, for telemetry.
@@ -555,11 +561,11 @@ pub(crate) fn catalog_id(origin: &ToolOrigin, name: &str) -> String {
 /// comes first.
 ///
 /// Sorting 10,000 string pairs through pointers is the slowest step of a
-/// build, so the sort runs on flat integer keys: the class, then for owner
-/// and name a [`PrefixKey`]. Those keys order strings consistently with
-/// their full comparison and tell strings of up to 16 bytes apart exactly;
-/// only runs that hold a longer string under one prefix are then re-sorted
-/// by the full strings.
+/// build, so the sort runs on flat integer keys (48 bytes each): the class
+/// and owner in one [`PrefixKey`], the name in another. Those keys order
+/// strings consistently with their full comparison and tell short strings
+/// apart exactly; only runs that hold a longer string under one prefix are
+/// then re-sorted by the full strings.
 fn catalog_positions(mut keys: Vec<SortKey>, candidates: &[Option<ToolDescriptor>]) -> Vec<usize> {
     keys.sort_unstable();
     let full_key = |position: usize| {
@@ -571,9 +577,8 @@ fn catalog_positions(mut keys: Vec<SortKey>, candidates: &[Option<ToolDescriptor
     // A run shares class and owner key and, when the owner key is exact,
     // the name key too: inside it the prefix order may be wrong only if a
     // key is inexact.
-    let same_run = |a: &SortKey, b: &SortKey| {
-        a.class == b.class && a.owner == b.owner && (!a.owner.is_exact() || a.name == b.name)
-    };
+    let same_run =
+        |a: &SortKey, b: &SortKey| a.owner == b.owner && (!a.owner.is_exact() || a.name == b.name);
     for run in keys.chunk_by_mut(same_run) {
         let inexact = run
             .first()
@@ -593,56 +598,60 @@ fn catalog_positions(mut keys: Vec<SortKey>, candidates: &[Option<ToolDescriptor
 /// [`catalog_positions`]. Field order is comparison order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct SortKey {
-    class: u8,
-    owner: PrefixKey,
-    name: PrefixKey,
+    /// The origin's class rank, then its owner.
+    owner: PrefixKey<1>,
+    name: PrefixKey<0>,
     position: usize,
 }
 
 impl SortKey {
     fn new(tool: &ToolDescriptor, position: usize) -> Self {
         Self {
-            class: tool.origin.class_rank(),
-            owner: PrefixKey::new(tool.origin.owner()),
-            name: PrefixKey::new(&tool.name),
+            owner: PrefixKey::new([tool.origin.class_rank()], tool.origin.owner()),
+            name: PrefixKey::new([], &tool.name),
             position,
         }
     }
 }
 
-/// Bytes a tool adds to the search text (an upper bound for ASCII text).
-fn search_text_bytes(tool: &ToolDescriptor) -> usize {
-    let id = "openclaw".len() + tool.origin.owner().len() + tool.name.len() + 2;
-    tool.name.len() + id + tool.label.as_ref().map_or(0, String::len) + tool.description.len() + 4
-}
-
-/// The first 16 bytes of a string, zero-padded, as a big-endian integer,
-/// then its length capped at 17.
+/// `HEAD` tag bytes, then the first `15 - HEAD` bytes of a string
+/// zero-padded, then its length capped at `16 - HEAD`, as one big-endian
+/// integer.
 ///
-/// `PrefixKey::new(a) < PrefixKey::new(b)` implies `a < b`; equal keys mean
-/// equal strings when [`PrefixKey::is_exact`] (length up to 16).
+/// For equal tags, `PrefixKey::new(t, a) < PrefixKey::new(t, b)` implies
+/// `a < b`; equal keys mean equal strings when [`PrefixKey::is_exact`]
+/// (length up to `15 - HEAD`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct PrefixKey {
-    prefix: u128,
-    capped_len: u8,
-}
+struct PrefixKey<const HEAD: usize>(u128);
 
-impl PrefixKey {
-    const BYTES: usize = 16;
+/// Bytes of a [`PrefixKey`]: tag, string prefix, capped length.
+const PREFIX_KEY_BYTES: usize = 16;
 
-    fn new(text: &str) -> Self {
-        let mut bytes = [0u8; Self::BYTES];
-        for (slot, byte) in bytes.iter_mut().zip(text.bytes()) {
+impl<const HEAD: usize> PrefixKey<HEAD> {
+    /// Bytes of the string kept in the key.
+    const PREFIX: usize = PREFIX_KEY_BYTES - 1 - HEAD;
+
+    fn new(head: [u8; HEAD], text: &str) -> Self {
+        let mut bytes = [0u8; PREFIX_KEY_BYTES];
+        let (tag, rest) = bytes.split_at_mut(HEAD);
+        tag.copy_from_slice(&head);
+        let (prefix, len) = rest.split_at_mut(Self::PREFIX);
+        for (slot, byte) in prefix.iter_mut().zip(text.bytes()) {
             *slot = byte;
         }
-        Self {
-            prefix: u128::from_be_bytes(bytes),
-            capped_len: u8::try_from(text.len().min(Self::BYTES + 1)).unwrap_or(u8::MAX),
+        for slot in len {
+            *slot = u8::try_from(text.len().min(Self::PREFIX + 1)).unwrap_or(u8::MAX);
         }
+        Self(u128::from_be_bytes(bytes))
+    }
+
+    /// The capped length of the string.
+    fn capped_len(self) -> usize {
+        usize::try_from(self.0 & 0xFF).unwrap_or(usize::MAX)
     }
 
     fn is_exact(self) -> bool {
-        usize::from(self.capped_len) <= Self::BYTES
+        self.capped_len() <= Self::PREFIX
     }
 }
 

@@ -183,19 +183,37 @@ pub(crate) struct SearchIndex {
 }
 
 impl SearchIndex {
-    /// An empty index with room for `entries` entries and `text_bytes`
-    /// bytes of searchable text.
-    pub(crate) fn with_capacity(entries: usize, text_bytes: usize) -> Self {
-        Self {
+    /// The index of the guest-visible ones of `entries` (a catalog's
+    /// entries, in catalog order).
+    pub(crate) fn build(entries: &[CatalogEntry]) -> Self {
+        let visible = || entries.iter().filter(|entry| entry.is_guest_visible());
+        // Exact for ASCII text, so the text is allocated once.
+        let text_bytes = visible()
+            .map(|entry| {
+                entry.name.len()
+                    + entry.id.len()
+                    + entry.label.as_ref().map_or(0, String::len)
+                    + entry.description.len()
+                    + FIELDS
+            })
+            .sum();
+        let count = visible().count();
+        let mut index = Self {
             text: String::with_capacity(text_bytes),
-            field_starts: Vec::with_capacity(entries * FIELDS),
-            entries: Vec::with_capacity(entries),
+            field_starts: Vec::with_capacity(count * FIELDS),
+            entries: Vec::with_capacity(count),
+        };
+        for (position, entry) in entries.iter().enumerate() {
+            if entry.is_guest_visible() {
+                index.push(position, entry);
+            }
         }
+        index
     }
 
     /// Index the guest-visible `entry` found at catalog `position`. Entries
     /// are pushed in catalog order.
-    pub(crate) fn push(&mut self, position: usize, entry: &CatalogEntry) {
+    fn push(&mut self, position: usize, entry: &CatalogEntry) {
         let label = entry.label.as_deref().unwrap_or_default();
         for field in [entry.name.as_str(), &entry.id, label, &entry.description] {
             self.field_starts.push(self.text.len());

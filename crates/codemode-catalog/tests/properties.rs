@@ -15,10 +15,11 @@ fn small_text() -> BoxedStrategy<String> {
     "[a-bA_$0-9:. -]{0,3}".boxed()
 }
 
-/// Strings sharing 16-byte prefixes (and NUL bytes), so that catalog order
-/// must look past the prefix keys the sort starts with.
+/// Strings sharing 13- to 16-byte prefixes (and NUL bytes), of lengths
+/// around the 14- and 15-byte prefix keys the sort starts with, so that
+/// catalog order must look past those keys.
 fn long_prefix_text() -> BoxedStrategy<String> {
-    "(0123456789abcdef){0,2}[ab\\x00]{0,2}".boxed()
+    "(0123456789abc|0123456789abcdef){0,2}[ab\\x00]{0,3}".boxed()
 }
 
 /// Any text: unicode, control characters, empty, occasionally large.
