@@ -142,24 +142,40 @@ impl CatalogBuilder {
     /// one given first wins) and de-duplicated by id, first wins, each
     /// dropped id reported by [`Catalog::duplicates`] and a debug event.
     pub fn build(&self, tools: impl IntoIterator<Item = ToolDescriptor>) -> Catalog {
-        // Each pass below reads the tools' strings once while they are hot:
-        // with 10,000 tools they do not all fit in cache.
+        // Every string of a tool is read in ONE pass, in input order, while
+        // it is hot: the catalog order visits the tools at random, and with
+        // 10,000 tools their strings do not fit in cache. The ordered pass
+        // then only moves the descriptors and what this pass prepared.
         // Collected in place when `tools` is a `Vec` (no second buffer).
         let mut candidates: Vec<Option<ToolDescriptor>> = tools.into_iter().map(Some).collect();
+        let mut by_id = ExactIndex::with_capacity(candidates.len());
+        let mut by_name = ExactIndex::with_capacity(candidates.len());
         let mut sort_keys = Vec::with_capacity(candidates.len());
+        let mut prepared = Vec::with_capacity(candidates.len());
         let mut direct_only = Vec::new();
         let mut excluded_controls = Vec::new();
         for (position, slot) in candidates.iter_mut().enumerate() {
             let Some(tool) = slot.as_ref() else {
+                prepared.push(Prepared::default());
                 continue;
             };
             if self.is_control(tool) {
                 excluded_controls.push(catalog_id(&tool.origin, &tool.name));
                 *slot = None;
+                prepared.push(Prepared::default());
             } else if tool.direct_only {
                 direct_only.extend(slot.take());
+                prepared.push(Prepared::default());
             } else {
                 sort_keys.push(SortKey::new(tool, position));
+                let id = catalog_id(&tool.origin, &tool.name);
+                prepared.push(Prepared {
+                    id_hash: by_id.hash(&id),
+                    name_hash: by_name.hash(&tool.name),
+                    id,
+                    source_name: tool.origin.source_name().map(str::to_owned),
+                    safe_name: is_safe_convenience_name(&tool.name),
+                });
             }
         }
         direct_only.sort_by(catalog_order);
@@ -170,23 +186,25 @@ impl CatalogBuilder {
 
         let count = sort_keys.len();
         let order = catalog_positions(sort_keys, &candidates);
-        let sorted = order
-            .into_iter()
-            .filter_map(|position| candidates.get_mut(position).and_then(Option::take));
+        let sorted = order.into_iter().filter_map(|position| {
+            let tool = candidates.get_mut(position)?.take()?;
+            Some((tool, std::mem::take(prepared.get_mut(position)?)))
+        });
 
         // First wins: an id already held by an earlier entry (in catalog
         // order) is dropped and reported.
         let mut entries: Vec<CatalogEntry> = Vec::with_capacity(count);
-        let mut by_id = ExactIndex::with_capacity(count);
-        let mut by_name = ExactIndex::with_capacity(count);
         let mut shared_name = Vec::with_capacity(count);
         let mut safe_names = Vec::new();
         let mut duplicates = Vec::new();
         let mut source_counts = SourceCounts::default();
-        for tool in sorted {
-            let id = catalog_id(&tool.origin, &tool.name);
+        for (tool, prepared) in sorted {
+            let id = prepared.id;
             let id_of = |position: usize| entries.get(position).map(|entry| entry.id.as_str());
-            if by_id.insert(&id, entries.len(), id_of).is_err() {
+            if by_id
+                .insert_hashed(prepared.id_hash, &id, entries.len(), id_of)
+                .is_err()
+            {
                 tracing::debug!(target: TRACING_TARGET, id = %id, "duplicate catalog id dropped (first wins)");
                 duplicates.push(id);
                 continue;
@@ -195,7 +213,7 @@ impl CatalogBuilder {
             let entry = CatalogEntry {
                 id,
                 source: tool.origin.source(),
-                source_name: tool.origin.source_name().map(str::to_owned),
+                source_name: prepared.source_name,
                 name: tool.name,
                 label: tool.label,
                 description: tool.description,
@@ -208,14 +226,16 @@ impl CatalogBuilder {
             if entry.is_guest_visible() {
                 let name_of =
                     |position: usize| entries.get(position).map(|entry| entry.name.as_str());
-                if let Err(first) = by_name.insert(&entry.name, position, name_of) {
-                    for flag in [first, position] {
-                        if let Some(flag) = shared_name.get_mut(flag) {
-                            *flag = true;
+                match by_name.insert_hashed(prepared.name_hash, &entry.name, position, name_of) {
+                    Err(first) => {
+                        for flag in [first, position] {
+                            if let Some(flag) = shared_name.get_mut(flag) {
+                                *flag = true;
+                            }
                         }
                     }
-                } else if is_safe_convenience_name(&entry.name) {
-                    safe_names.push(position);
+                    Ok(()) if prepared.safe_name => safe_names.push(position),
+                    Ok(()) => {}
                 }
             }
             entries.push(entry);
@@ -239,6 +259,22 @@ impl CatalogBuilder {
             source_counts,
         }
     }
+}
+
+/// What [`CatalogBuilder::build`] derives from a catalogued tool's strings
+/// in its input-order pass.
+#[derive(Debug, Default)]
+struct Prepared {
+    /// The catalog id, `<source>:<owner>:<name>`.
+    id: String,
+    /// [`ExactIndex::hash`] of the id.
+    id_hash: u64,
+    /// [`ExactIndex::hash`] of the name.
+    name_hash: u64,
+    /// The entry's `sourceName`.
+    source_name: Option<String>,
+    /// [`is_safe_convenience_name`] of the name.
+    safe_name: bool,
 }
 
 /// The run-scoped tool catalog (SPEC §5).

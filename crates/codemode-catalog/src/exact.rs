@@ -76,15 +76,34 @@ impl<S: BuildHasher> ExactIndex<S> {
             .find(|&position| key_of(position) == Some(key))
     }
 
+    /// The hash of `key` that [`ExactIndex::insert_hashed`] expects.
+    pub(crate) fn hash(&self, key: &str) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
     /// Record `position` for `key`, unless `key` is already recorded: then
     /// return the position holding it.
+    #[cfg(test)]
     pub(crate) fn insert<'e>(
         &mut self,
         key: &str,
         position: usize,
         key_of: impl Fn(usize) -> Option<&'e str>,
     ) -> Result<(), usize> {
-        match self.first.entry(self.hasher.hash_one(key)) {
+        self.insert_hashed(self.hash(key), key, position, key_of)
+    }
+
+    /// [`ExactIndex::insert`] with `hash`, which must be
+    /// [`ExactIndex::hash`] of `key`, computed beforehand (while `key` is
+    /// still in cache).
+    pub(crate) fn insert_hashed<'e>(
+        &mut self,
+        hash: u64,
+        key: &str,
+        position: usize,
+        key_of: impl Fn(usize) -> Option<&'e str>,
+    ) -> Result<(), usize> {
+        match self.first.entry(hash) {
             Entry::Vacant(slot) => {
                 slot.insert(position);
                 Ok(())
