@@ -1,11 +1,10 @@
-// Trusted bootstrap of one code mode run (see run.rs). Evaluated once, before any guest code,
-// to a function that receives the host's native functions and returns the control object only
-// Rust can reach. Every built-in the bridge relies on is captured here, so later guest tampering
+// Trusted bootstrap of one code mode run (see run.rs and bytecode.rs). A module compiled once
+// per process to bytecode and loaded into each fresh VM before any guest code; its default export
+// receives the host's native functions and returns the control object only Rust can reach. Every built-in the bridge relies on is captured here, so later guest tampering
 // with JSON, Promise, Object.prototype or the installed globals cannot change what the bridge
 // does. Nothing defined here is reachable from guest code except the functions installed as
 // globals, which are frozen.
-(function (hostCall, hostLocal, hostEmit, hostYield, hostFinish, hostIsProxy, maxScan) {
-  'use strict';
+export default function (hostCall, hostLocal, hostEmit, hostYield, hostFinish, hostIsProxy, maxScan) {
   const globalObject = globalThis;
   const PromiseCtor = Promise;
   const ErrorCtor = Error;
@@ -112,21 +111,21 @@
   }
 
   function makeBridge(index) {
-    return (...args) => new PromiseCtor((resolve, reject) => {
+    return freeze((...args) => new PromiseCtor((resolve, reject) => {
       const id = hostCall(index, encodeArgs(args));
       if (typeof id === 'string') throw new ErrorCtor(id);
       resolvers[id] = resolve;
       rejecters[id] = reject;
-    });
+    }));
   }
 
   function makeLocal(index) {
-    return (...args) => new PromiseCtor((resolve) => {
+    return freeze((...args) => new PromiseCtor((resolve) => {
       // `[value]` on success, the refusal message as a JSON string otherwise.
       const answer = parse(hostLocal(index, encodeArgs(args)));
       if (typeof answer === 'string') throw new ErrorCtor(answer);
       resolve(answer[0]);
-    });
+    }));
   }
 
   function text(value) {
@@ -187,20 +186,139 @@
     hostFinish(false, message, error === null || message === 'InternalError: out of memory');
   }
 
+  // Installation runs once, before any guest code, over values only the installer made: JSON.parse
+  // results, plain path objects and bootstrap closures. They hold own data properties only, so
+  // reading them runs no code and needs no property descriptors. A frozen object is skipped: it
+  // is either already walked or a bridge closure, whose own properties are primitives.
   function deepFreeze(value) {
-    if (value === null || (typeof value !== 'object' && typeof value !== 'function') || isFrozen(value)) return;
+    if (isFrozen(value)) return;
     freeze(value);
     const keys = ownKeys(value);
     for (let i = 0; i < keys.length; i++) {
-      const descriptor = getOwnPropertyDescriptor(value, keys[i]);
-      if (descriptor !== undefined && hasOwn(descriptor, 'value')) deepFreeze(descriptor.value);
+      const child = value[keys[i]];
+      if (child !== null && (typeof child === 'object' || typeof child === 'function')) deepFreeze(child);
     }
   }
 
-  // Deep-freezes a root and makes its global binding read-only (used by the Rust installer).
+  function isObject(value) {
+    return value !== null && (typeof value === 'object' || typeof value === 'function');
+  }
+
+  // One descriptor object, refilled for every installed property: installing allocates no
+  // descriptors. Null prototype and own fields, so defineProperty reads nothing inherited.
+  const descriptor = create(null);
+  descriptor.value = undefined;
+  descriptor.writable = true;
+  descriptor.enumerable = false;
+  descriptor.configurable = true;
+
+  function define(target, key, value, writable, enumerable, configurable) {
+    descriptor.value = value;
+    descriptor.writable = writable;
+    descriptor.enumerable = enumerable;
+    descriptor.configurable = configurable;
+    defineProperty(target, key, descriptor);
+    descriptor.value = undefined;
+  }
+
+  // The object at the path `segments[start..end]` (never assigns), creating plain intermediate
+  // objects as needed. Globals and intermediate objects are not enumerable (like built-ins).
+  function reach(segments, start, end) {
+    let target = globalObject;
+    for (let i = start; i < end; i++) {
+      let next = target[segments[i]];
+      if (!isObject(next)) {
+        next = {};
+        define(target, segments[i], next, true, false, true);
+      }
+      target = next;
+    }
+    return target;
+  }
+
+  // Defines `value` at `path`; members of installed objects are enumerable, globals are not.
+  function place(path, value) {
+    const last = path.length - 1;
+    const target = reach(path, 0, last);
+    define(target, path[last], value, true, target !== globalObject, true);
+  }
+
+  function lookup(path) {
+    let current = globalObject;
+    for (let i = 0; i < path.length; i++) {
+      if (!isObject(current)) return undefined;
+      current = current[path[i]];
+    }
+    return current;
+  }
+
+  // Deep-freezes a root and makes its global binding read-only.
   function pin(name, value) {
-    deepFreeze(value);
-    defineProperty(globalObject, name, { value, writable: false, enumerable: false, configurable: false });
+    if (isObject(value)) deepFreeze(value);
+    define(globalObject, name, value, false, false, false);
+  }
+
+  // Makes a frozen root that is built on first read: a read-only accessor whose getter parses
+  // `jsonText`, deep-freezes the result and keeps it, so every read sees the same value. The
+  // getter may run after guest code, which is safe: `parse` is captured, and a fresh JSON.parse
+  // result holds own data properties only, so freezing it reads no prototype and runs no code.
+  function pinLazy(name, jsonText) {
+    let pending = jsonText;
+    let value;
+    const get = freeze(() => {
+      if (pending !== undefined) {
+        const parsed = parse(pending);
+        if (isObject(parsed)) deepFreeze(parsed);
+        value = parsed;
+        pending = undefined;
+      }
+      return value;
+    });
+    defineProperty(globalObject, name, {
+      __proto__: null, get, set: undefined, enumerable: false, configurable: false,
+    });
+  }
+
+  // Installs the guest setup in one pass, from the JSON plan made by run.rs `InstallPlan`:
+  // `[values, callables, aliases, freeze, lazy]` with values `[path, value]` pairs, aliases
+  // `[newPath, existingPath]` pairs, freeze a list of root names and lazy a list of root names
+  // whose JSON texts are in `lazyTexts`, in order. Callables are one flat list of groups sharing
+  // a parent path (fewer values to parse and paths to walk): `depth, ...parentSegments, count`,
+  // then `count` pairs `name, code` with `code = index * 2 + (isBridge ? 1 : 0)`. Paths are
+  // non-empty lists of non-empty names.
+  function install(planText, lazyTexts) {
+    const plan = parse(planText);
+    const values = plan[0];
+    const callables = plan[1];
+    const aliases = plan[2];
+    const roots = plan[3];
+    const lazy = plan[4];
+    for (let i = 0; i < values.length; i++) place(values[i][0], values[i][1]);
+    for (let i = 0; i < callables.length;) {
+      const start = i + 1;
+      const end = start + callables[i];
+      const parent = reach(callables, start, end);
+      const enumerable = parent !== globalObject;
+      const count = callables[end];
+      i = end + 1;
+      for (let k = 0; k < count; k++, i += 2) {
+        const code = callables[i + 1];
+        const index = code >>> 1;
+        define(parent, callables[i], code & 1 ? makeBridge(index) : makeLocal(index), true, enumerable, true);
+      }
+    }
+    for (let i = 0; i < aliases.length; i++) {
+      const existing = lookup(aliases[i][1]);
+      if (existing !== undefined) place(aliases[i][0], existing);
+    }
+    for (let i = 0; i < roots.length; i++) {
+      const value = globalObject[roots[i]];
+      if (value !== undefined) pin(roots[i], value);
+    }
+    for (let i = 0; i < lazy.length; i++) pinLazy(lazy[i], lazyTexts[i]);
+    pin('text', text);
+    pin('json', json);
+    pin('yield_control', yield_control);
   }
 
   // Compiles the program as the body of an async function. Returns undefined, 'E' + failure text,
@@ -250,7 +368,5 @@
     return true;
   }
 
-  return freeze({
-    __proto__: null, makeBridge, makeLocal, pin, text, json, yield_control, compile, begin, settle,
-  });
-})
+  return freeze({ __proto__: null, install, compile, begin, settle });
+}

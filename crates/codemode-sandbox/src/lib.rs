@@ -16,6 +16,7 @@
 //! are spawned on it.
 
 mod bridge;
+mod bytecode;
 mod error;
 mod limits;
 mod module_access;

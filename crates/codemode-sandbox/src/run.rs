@@ -1,11 +1,12 @@
 //! One run: a fresh QuickJS VM, its bridge state and the loop that drives it.
 //!
-//! Layout of trust: `bootstrap.js` is evaluated before any guest code and returns a frozen control
-//! object (`install`, `compile`, `begin`, `settle`) kept as runtime userdata, which guest code can
-//! never reach. Guest-visible functions are closures made by the bootstrap around the five native
-//! functions defined here (`hostCall`, `hostLocal`, `hostEmit`, `hostYield`, `hostFinish`);
-//! those natives are passed as arguments and never installed as globals, so there is no internal
-//! name to forge. Only `Send` state is captured by natives and the interrupt handler.
+//! Layout of trust: `bootstrap.js` (loaded as bytecode, see bytecode.rs) runs before any guest
+//! code and returns a frozen control object (`install`, `compile`, `begin`, `settle`) kept as
+//! runtime userdata, which guest code can never reach. `install` builds the whole guest setup in
+//! one call from a JSON plan (see `InstallPlan`). Guest-visible functions are closures made by
+//! the bootstrap around the natives defined here (`hostCall`, `hostLocal`, `hostEmit`,
+//! `hostYield`, `hostFinish`, `hostIsProxy`); those natives are passed as arguments and never
+//! installed as globals, so there is no internal name to forge. Only `Send` state is captured by natives and the interrupt handler.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future as _;
@@ -15,18 +16,17 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Poll;
 use std::time::Instant;
 
-use rquickjs::object::Property;
 use rquickjs::{Context, Ctx, Function, Object, Runtime, Value as JsValue};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::task::{JoinError, JoinSet};
 
+use crate::bytecode::load_bootstrap;
 use crate::{
     BridgeHost, BridgeRequest, Callable, GuestPath, GuestSetup, Limits, LocalFn, MAX_JSON_DEPTH,
     PendingCall, RequestId, RunError, check_module_access,
 };
 
-const BOOTSTRAP: &str = include_str!("bootstrap.js");
 /// Longest failure message kept from guest code; longer ones are cut at a char boundary.
 pub const MAX_ERROR_MESSAGE_BYTES: usize = 4096;
 const HOST_CALL_FAILED: &str = "code mode host call failed";
@@ -278,9 +278,9 @@ impl Run {
         });
         flags.set_deadline(Instant::now() + limits.timeout);
 
-        let plan = InstallPlan::new(setup);
+        let mut plan = InstallPlan::new(setup)?;
         let shared = Arc::new(Mutex::new(Shared {
-            methods: plan.methods.clone(),
+            methods: std::mem::take(&mut plan.methods),
             next_id: 1,
             in_flight: BTreeMap::new(),
             to_spawn: Vec::new(),
@@ -307,8 +307,7 @@ impl Run {
             limits: limits.clone(),
         };
         let compiled = vm.context.with(|ctx| -> Result<Option<String>, RunError> {
-            let installed =
-                bootstrap(&ctx, natives).and_then(|control| plan.install(&ctx, &control));
+            let installed = bootstrap(&ctx, natives).and_then(|control| plan.install(&control));
             if let Err(error) = installed {
                 let caught = caught(&ctx, &error);
                 return Err(flags
@@ -864,14 +863,7 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
         },
     )?;
 
-    let options = {
-        let mut options = rquickjs::context::EvalOptions::default();
-        options.global = true;
-        options.strict = true;
-        options.filename = Some("<codemode>".into());
-        options
-    };
-    let make_control: Function<'js> = ctx.eval_with_options(BOOTSTRAP, options)?;
+    let make_control: Function<'js> = load_bootstrap(ctx)?;
     let host_is_proxy = Function::new(ctx.clone(), |value: JsValue<'js>| value.is_proxy())?;
     // A dense array needs at least 8 bytes per element, so any longer array-like must be sparse.
     #[allow(
@@ -1041,146 +1033,137 @@ fn truncate(mut message: String) -> String {
 /// A bridge callable by index: its method and bound arguments.
 type BridgeMethod = (String, Vec<Value>);
 
-/// The guest setup prepared for installation; intermediate objects along paths are created,
-/// properties are defined (never assigned), so nothing on a prototype is consulted.
+/// The guest setup prepared for installation: the plan the bootstrap's `install` runs in one pass
+/// (JSON, see `install` in bootstrap.js), the JSON texts of the roots built on first read, the
+/// bridge methods and the local functions by index. Intermediate objects along paths are created
+/// and properties are defined (never assigned), so nothing on a prototype is consulted.
 struct InstallPlan {
-    values: Vec<(GuestPath, String)>,
-    /// `(path, is_bridge, index)`.
-    callables: Vec<(GuestPath, bool, u32)>,
-    aliases: Vec<(GuestPath, GuestPath)>,
-    freeze: Vec<String>,
+    plan: String,
+    lazy_texts: Vec<String>,
     methods: Vec<BridgeMethod>,
     locals: Arc<[LocalFn]>,
 }
 
+/// Writes the member count of the callable group whose count slot is at `count_at` (each member
+/// is a name and a code after the slot).
+fn close_group(flat: &mut [Value], count_at: usize) {
+    let members = flat.len().saturating_sub(count_at + 1) / 2;
+    if let Some(slot) = flat.get_mut(count_at) {
+        *slot = members.into();
+    }
+}
+
 impl InstallPlan {
-    fn new(setup: GuestSetup) -> Self {
+    fn new(setup: GuestSetup) -> Result<Self, RunError> {
         let valid =
             |path: &[String]| !path.is_empty() && path.iter().all(|segment| !segment.is_empty());
+        let not_json = |error: serde_json::Error| {
+            RunError::RuntimeUnavailable(format!("the guest setup is not JSON: {error}"))
+        };
         let mut methods = Vec::new();
         let mut locals: Vec<LocalFn> = Vec::new();
-        let values = setup
+        let mut values: Vec<(GuestPath, Value)> = setup
             .values
             .into_iter()
             .filter(|(path, _)| valid(path))
-            .map(|(path, value)| (path, value.to_string()))
             .collect();
-        let callables = setup
+        let callables: Vec<(GuestPath, Callable)> = setup
             .callables
             .into_iter()
             .filter(|(path, _)| valid(path))
-            .map(|(path, callable)| {
-                let (is_bridge, index) = match callable {
-                    Callable::Bridge { method, bound_args } => {
-                        methods.push((method, bound_args));
-                        (true, methods.len() - 1)
-                    }
-                    Callable::Local(local) => {
-                        locals.push(local);
-                        (false, locals.len() - 1)
-                    }
-                };
-                (path, is_bridge, u32::try_from(index).unwrap_or(u32::MAX))
-            })
             .collect();
-        let aliases = setup
+        let aliases: Vec<(GuestPath, GuestPath)> = setup
             .aliases
             .into_iter()
             .filter(|(path, existing)| valid(path) && valid(existing))
             .collect();
-        let freeze = setup
+        let mut freeze: Vec<String> = setup
             .freeze
             .into_iter()
             .filter(|root| !root.is_empty())
             .collect();
-        Self {
-            values,
-            callables,
-            aliases,
-            freeze,
+
+        // A frozen root set by exactly one object or array value, and by nothing else, is built
+        // on first read (see `pinLazy` in bootstrap.js): a run that never reads it never pays
+        // for parsing and freezing it.
+        let mut uses: HashMap<&str, usize> = HashMap::new();
+        let paths = values.iter().map(|(path, _)| path);
+        let paths = paths.chain(callables.iter().map(|(path, _)| path));
+        let paths = paths.chain(aliases.iter().flat_map(|(path, existing)| [path, existing]));
+        for path in paths {
+            if let Some(root) = path.first() {
+                *uses.entry(root.as_str()).or_default() += 1;
+            }
+        }
+        let lazy_roots: Vec<String> = values
+            .iter()
+            .filter(|(path, value)| {
+                matches!(path.as_slice(), [root] if uses.get(root.as_str()) == Some(&1)
+                    && freeze.contains(root))
+                    && (value.is_object() || value.is_array())
+            })
+            .filter_map(|(path, _)| path.first().cloned())
+            .collect();
+        drop(uses);
+        let mut lazy_texts = Vec::with_capacity(lazy_roots.len());
+        for root in &lazy_roots {
+            if let Some(position) = values
+                .iter()
+                .position(|(path, _)| path.first() == Some(root))
+            {
+                let (_, value) = values.remove(position);
+                lazy_texts.push(serde_json::to_string(&value).map_err(not_json)?);
+            }
+        }
+        freeze.retain(|root| !lazy_roots.contains(root));
+
+        // Callables as one flat list of groups sharing a parent path: `depth, ...parent, count`,
+        // then `count` pairs `name, index * 2 + isBridge`.
+        let mut flat: Vec<Value> = Vec::with_capacity(callables.len() * 2 + 8);
+        let mut group: Option<(GuestPath, usize)> = None;
+        for (mut path, callable) in callables {
+            let Some(name) = path.pop() else { continue };
+            let (is_bridge, index) = match callable {
+                Callable::Bridge { method, bound_args } => {
+                    methods.push((method, bound_args));
+                    (1, methods.len() - 1)
+                }
+                Callable::Local(local) => {
+                    locals.push(local);
+                    (0, locals.len() - 1)
+                }
+            };
+            let same_parent = group.as_ref().is_some_and(|(parent, _)| *parent == path);
+            if !same_parent {
+                if let Some((_, count_at)) = group.take() {
+                    close_group(&mut flat, count_at);
+                }
+                flat.push(path.len().into());
+                flat.extend(path.iter().cloned().map(Value::String));
+                flat.push(0.into());
+                group = Some((path, flat.len() - 1));
+            }
+            flat.push(Value::String(name));
+            flat.push((index * 2 + is_bridge).into());
+        }
+        if let Some((_, count_at)) = group {
+            close_group(&mut flat, count_at);
+        }
+        let plan = serde_json::to_string(&(values, flat, aliases, freeze, lazy_roots))
+            .map_err(not_json)?;
+        Ok(Self {
+            plan,
+            lazy_texts,
             methods,
             locals: locals.into(),
-        }
+        })
     }
 
-    fn install<'js>(&self, ctx: &Ctx<'js>, control: &Object<'js>) -> rquickjs::Result<()> {
-        let globals = ctx.globals();
-        let make_bridge: Function<'js> = control.get("makeBridge")?;
-        let make_local: Function<'js> = control.get("makeLocal")?;
-        let pin: Function<'js> = control.get("pin")?;
-        for (path, json) in &self.values {
-            place(ctx, &globals, path, ctx.json_parse(json.as_str())?)?;
-        }
-        for (path, is_bridge, index) in &self.callables {
-            let maker = if *is_bridge {
-                &make_bridge
-            } else {
-                &make_local
-            };
-            place(ctx, &globals, path, maker.call((*index,))?)?;
-        }
-        for (path, existing) in &self.aliases {
-            if let Some(value) = lookup(&globals, existing)? {
-                place(ctx, &globals, path, value)?;
-            }
-        }
-        for root in &self.freeze {
-            let value: JsValue<'js> = globals.get(root.as_str())?;
-            if !value.is_undefined() {
-                pin.call::<_, ()>((root.as_str(), value))?;
-            }
-        }
-        for name in ["text", "json", "yield_control"] {
-            let builtin: JsValue<'js> = control.get(name)?;
-            pin.call::<_, ()>((name, builtin))?;
-        }
-        Ok(())
+    fn install<'js>(&self, control: &Object<'js>) -> rquickjs::Result<()> {
+        let install: Function<'js> = control.get("install")?;
+        let lazy_texts: Vec<&str> = self.lazy_texts.iter().map(String::as_str).collect();
+        install.call((self.plan.as_str(), lazy_texts))
     }
-}
-
-/// Defines `value` at `path` under `root`, creating plain intermediate objects as needed.
-fn place<'js>(
-    ctx: &Ctx<'js>,
-    root: &Object<'js>,
-    path: &[String],
-    value: JsValue<'js>,
-) -> rquickjs::Result<()> {
-    let Some((last, parents)) = path.split_last() else {
-        return Ok(());
-    };
-    let mut target = root.clone();
-    for key in parents {
-        let existing: JsValue<'js> = target.get(key.as_str())?;
-        target = match existing.into_object() {
-            Some(object) => object,
-            None => {
-                let object = Object::new(ctx.clone())?;
-                target.prop(
-                    key.as_str(),
-                    Property::from(object.clone()).writable().configurable(),
-                )?;
-                object
-            }
-        };
-    }
-    // Globals are not enumerable (like built-ins); members of installed objects are.
-    let property = Property::from(value).writable().configurable();
-    if target == *root {
-        target.prop(last.as_str(), property)
-    } else {
-        target.prop(last.as_str(), property.enumerable())
-    }
-}
-
-fn lookup<'js>(root: &Object<'js>, path: &[String]) -> rquickjs::Result<Option<JsValue<'js>>> {
-    let mut current = root.clone().into_value();
-    for key in path {
-        let Some(object) = current.into_object() else {
-            return Ok(None);
-        };
-        current = object.get(key.as_str())?;
-    }
-    Ok((!current.is_undefined()).then_some(current))
 }
 
 #[cfg(test)]
@@ -1228,6 +1211,63 @@ mod tests {
                 other => panic!("unexpected {other:?}"),
             }
         });
+    }
+
+    /// The plan `install` receives, and the texts of the roots built on first read.
+    fn plan_of(setup: GuestSetup) -> (Value, Vec<String>) {
+        let plan = InstallPlan::new(setup).unwrap();
+        (serde_json::from_str(&plan.plan).unwrap(), plan.lazy_texts)
+    }
+
+    fn path(parts: &[&str]) -> GuestPath {
+        parts.iter().map(|part| (*part).to_owned()).collect()
+    }
+
+    #[test]
+    fn callables_are_grouped_by_parent_and_lone_frozen_values_are_lazy() {
+        let bridge = || Callable::Bridge {
+            method: "m".into(),
+            bound_args: vec![],
+        };
+        let local = || Callable::Local(Arc::new(|_| Ok(Value::Null)));
+        let mut setup = GuestSetup::default();
+        setup
+            .values
+            .push((path(&["ALL"]), serde_json::json!([{"id": 1}])));
+        setup
+            .values
+            .push((path(&["spread"]), serde_json::json!({})));
+        setup
+            .values
+            .push((path(&["spread", "v"]), serde_json::json!(1)));
+        setup
+            .values
+            .push((path(&["loose"]), serde_json::json!({"a": 1})));
+        setup.values.push((path(&["n"]), serde_json::json!(3)));
+        setup
+            .values
+            .push((path(&["aliased"]), serde_json::json!({})));
+        setup.callables.push((path(&["tools", "a"]), bridge()));
+        setup.callables.push((path(&["tools", "b"]), local()));
+        setup.callables.push((path(&["top"]), bridge()));
+        setup.callables.push((path(&["tools", "c"]), bridge()));
+        setup.callables.push((path(&["bad", ""]), bridge()));
+        setup.aliases.push((path(&["x"]), path(&["aliased"])));
+        setup.freeze = ["ALL", "spread", "n", "aliased", "tools", ""]
+            .map(String::from)
+            .to_vec();
+        let (plan, lazy_texts) = plan_of(setup);
+        assert_eq!(
+            plan,
+            serde_json::json!([
+                [[["spread"], {}], [["spread", "v"], 1], [["loose"], {"a": 1}], [["n"], 3], [["aliased"], {}]],
+                [1, "tools", 2, "a", 1, "b", 0, 0, 1, "top", 3, 1, "tools", 1, "c", 5],
+                [[["x"], ["aliased"]]],
+                ["spread", "n", "aliased", "tools"],
+                ["ALL"]
+            ])
+        );
+        assert_eq!(lazy_texts, vec![r#"[{"id":1}]"#.to_owned()]);
     }
 
     #[test]

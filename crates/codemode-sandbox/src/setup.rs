@@ -75,6 +75,11 @@ pub struct GuestSetup {
     pub callables: Vec<(GuestPath, Callable)>,
     /// Roots (global names) to deep-freeze after installation; their global bindings also become
     /// read-only. Roots that were never installed are skipped.
+    ///
+    /// A frozen root set by a single object or array value and by no other path or alias (such
+    /// as `ALL_TOOLS`) is built on its first read instead: its global is a read-only accessor
+    /// whose frozen getter parses the value, deep-freezes it and returns that same value on every
+    /// read, so a run that never reads it does not pay for it.
     pub freeze: Vec<String>,
     /// `(new path, existing path)`: makes the new path refer to the same object or function, so
     /// `namespaces.Issues === Issues`. Missing existing paths are skipped.

@@ -140,6 +140,29 @@ fn tampering_with_globals_does_not_fool_the_bridge() {
 }
 
 #[test]
+fn a_root_built_on_first_read_ignores_tampering_before_it() {
+    // `ALL_TOOLS` (a frozen root set by one value only) is parsed and frozen on its first read,
+    // after guest code ran: tampered built-ins and prototype accessors must change nothing.
+    check(
+        "'use strict'; const getter = Reflect.getOwnPropertyDescriptor(globalThis, 'ALL_TOOLS').get; \
+         const getterFrozen = Object.isFrozen(getter); \
+         Object.defineProperty(Object.prototype, 'id', { get() { return 'forged' }, set() { throw new Error('setter ran') } }); \
+         Object.defineProperty(Object.prototype, 'name', { set() { throw new Error('setter ran') } }); \
+         JSON.parse = () => ['forged']; Object.freeze = (o) => o; Reflect.ownKeys = () => []; \
+         Object.isFrozen = () => true; \
+         const first = getter.call({}); const errors = []; \
+         for (const f of [() => { ALL_TOOLS = [] }, () => { first[0].id = 'x' }, () => { first.push(1) }, \
+                          () => { delete globalThis.ALL_TOOLS }, () => { first[0].extra = 1 }]) { \
+           try { f(); errors.push('no error') } catch (e) { errors.push(e.name) } \
+         } \
+         const d = Reflect.getOwnPropertyDescriptor(globalThis, 'ALL_TOOLS'); \
+         return [getterFrozen, first === ALL_TOOLS, first[0].id, first[0].name, first.length, errors, \
+                 d.configurable, d.set === undefined, d.get === getter]",
+        r#"completed [true,true,"openclaw:core:echo","echo",1,["TypeError","TypeError","TypeError","TypeError","TypeError"],false,true,true]"#,
+    );
+}
+
+#[test]
 fn no_internal_is_reachable_for_forging() {
     // No host internal is installed as a global, under any name.
     check(
