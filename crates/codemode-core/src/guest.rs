@@ -32,8 +32,8 @@ pub(crate) fn setup(session: &SessionShared, counters: &Arc<Counters>) -> GuestS
     let mut setup = GuestSetup::default();
     let catalog = &session.catalog;
     setup
-        .values
-        .push((path(&["ALL_TOOLS"]), catalog.all_tools_json()));
+        .json_values
+        .push((path(&["ALL_TOOLS"]), session.all_tools.clone()));
 
     let search = {
         let (catalog, counters, limits) = (

@@ -11,7 +11,7 @@ use codemode_mcp_decls::{DeclCache, McpDecls, McpServer, McpTool};
 use codemode_namespaces::{
     CancellationState, CatalogTool, NamespaceRegistry, NamespaceRuntime, ScopeContext,
 };
-use codemode_sandbox::{Limits, Run, RunScope, SnapshotStore, Step, StoreError};
+use codemode_sandbox::{JsonText, Limits, Run, RunScope, SnapshotStore, Step, StoreError};
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
@@ -263,6 +263,7 @@ impl CodeMode {
             executor: Arc::clone(&self.shared.executor),
             events: Arc::clone(&self.shared.events),
             run: request.run,
+            all_tools: JsonText::new(&catalog.all_tools_json()),
             catalog: Arc::new(catalog),
             mcp,
             mcp_capability_ids,
@@ -344,6 +345,8 @@ pub(crate) struct SessionShared {
     pub(crate) events: Arc<dyn EventSink>,
     pub(crate) run: RunContext,
     pub(crate) catalog: Arc<Catalog>,
+    /// `ALL_TOOLS` as JSON text, made once: the catalog never changes within a session.
+    pub(crate) all_tools: JsonText,
     pub(crate) mcp: Option<Arc<McpDecls>>,
     pub(crate) mcp_capability_ids: Vec<String>,
     pub(crate) namespaces: Arc<NamespaceRuntime>,

@@ -280,20 +280,20 @@ export default function (hostCall, hostLocal, hostEmit, hostYield, hostFinish, h
   }
 
   // Installs the guest setup in one pass, from the JSON plan made by run.rs `InstallPlan`:
-  // `[values, callables, aliases, freeze, lazy]` with values `[path, value]` pairs, aliases
-  // `[newPath, existingPath]` pairs, freeze a list of root names and lazy a list of root names
-  // whose JSON texts are in `lazyTexts`, in order. Callables are one flat list of groups sharing
-  // a parent path (fewer values to parse and paths to walk): `depth, ...parentSegments, count`,
-  // then `count` pairs `name, code` with `code = index * 2 + (isBridge ? 1 : 0)`. Paths are
-  // non-empty lists of non-empty names.
-  function install(planText, lazyTexts) {
+  // `[values, callables, aliases, freeze, lazy]` with values `[path, textIndex]` pairs, aliases
+  // `[newPath, existingPath]` pairs, freeze a list of root names and lazy `[root, textIndex]`
+  // pairs; `texts` holds the JSON texts of the values. Callables are one flat list of groups
+  // sharing a parent path (fewer values to parse and paths to walk): `depth, ...parentSegments,
+  // count`, then `count` pairs `name, code` with `code = index * 2 + (isBridge ? 1 : 0)`. Paths
+  // are non-empty lists of non-empty names.
+  function install(planText, texts) {
     const plan = parse(planText);
     const values = plan[0];
     const callables = plan[1];
     const aliases = plan[2];
     const roots = plan[3];
     const lazy = plan[4];
-    for (let i = 0; i < values.length; i++) place(values[i][0], values[i][1]);
+    for (let i = 0; i < values.length; i++) place(values[i][0], parse(texts[values[i][1]]));
     for (let i = 0; i < callables.length;) {
       const start = i + 1;
       const end = start + callables[i];
@@ -315,7 +315,7 @@ export default function (hostCall, hostLocal, hostEmit, hostYield, hostFinish, h
       const value = globalObject[roots[i]];
       if (value !== undefined) pin(roots[i], value);
     }
-    for (let i = 0; i < lazy.length; i++) pinLazy(lazy[i], lazyTexts[i]);
+    for (let i = 0; i < lazy.length; i++) pinLazy(lazy[i][0], texts[lazy[i][1]]);
     pin('text', text);
     pin('json', json);
     pin('yield_control', yield_control);

@@ -35,7 +35,7 @@ pub use limits::{
 };
 pub use module_access::check_module_access;
 pub use run::{MAX_ERROR_MESSAGE_BYTES, Output, Run, Step, SuspendReason};
-pub use setup::{Callable, GuestPath, GuestSetup, LocalFn};
+pub use setup::{Callable, GuestPath, GuestSetup, JsonText, LocalFn};
 pub use store::{MAX_SUSPENDED_RUNS, Resumption, RunId, RunScope, SnapshotStore};
 
 #[cfg(test)]

@@ -23,8 +23,8 @@ use tokio::task::{JoinError, JoinSet};
 
 use crate::bytecode::load_bootstrap;
 use crate::{
-    BridgeHost, BridgeRequest, Callable, GuestPath, GuestSetup, Limits, LocalFn, MAX_JSON_DEPTH,
-    PendingCall, RequestId, RunError, check_module_access,
+    BridgeHost, BridgeRequest, Callable, GuestPath, GuestSetup, JsonText, Limits, LocalFn,
+    MAX_JSON_DEPTH, PendingCall, RequestId, RunError, check_module_access,
 };
 
 /// Longest failure message kept from guest code; longer ones are cut at a char boundary.
@@ -1034,14 +1034,29 @@ fn truncate(mut message: String) -> String {
 type BridgeMethod = (String, Vec<Value>);
 
 /// The guest setup prepared for installation: the plan the bootstrap's `install` runs in one pass
-/// (JSON, see `install` in bootstrap.js), the JSON texts of the roots built on first read, the
+/// (JSON, see `install` in bootstrap.js), the JSON texts of the values it refers to by index, the
 /// bridge methods and the local functions by index. Intermediate objects along paths are created
 /// and properties are defined (never assigned), so nothing on a prototype is consulted.
 struct InstallPlan {
     plan: String,
-    lazy_texts: Vec<String>,
+    texts: Vec<Text>,
     methods: Vec<BridgeMethod>,
     locals: Arc<[LocalFn]>,
+}
+
+/// The JSON text of one installed value: serialized for this run, or shared between runs.
+enum Text {
+    Owned(String),
+    Shared(JsonText),
+}
+
+impl Text {
+    fn as_str(&self) -> &str {
+        match self {
+            Self::Owned(text) => text,
+            Self::Shared(text) => text.as_str(),
+        }
+    }
 }
 
 /// Writes the member count of the callable group whose count slot is at `count_at` (each member
@@ -1057,14 +1072,18 @@ impl InstallPlan {
     fn new(setup: GuestSetup) -> Result<Self, RunError> {
         let valid =
             |path: &[String]| !path.is_empty() && path.iter().all(|segment| !segment.is_empty());
-        let not_json = |error: serde_json::Error| {
-            RunError::RuntimeUnavailable(format!("the guest setup is not JSON: {error}"))
-        };
         let mut methods = Vec::new();
         let mut locals: Vec<LocalFn> = Vec::new();
-        let mut values: Vec<(GuestPath, Value)> = setup
+        let values = setup
             .values
             .into_iter()
+            .map(|(path, value)| (path, Text::Owned(value.to_string())));
+        let shared = setup
+            .json_values
+            .into_iter()
+            .map(|(path, text)| (path, Text::Shared(text)));
+        let values: Vec<(GuestPath, Text)> = values
+            .chain(shared)
             .filter(|(path, _)| valid(path))
             .collect();
         let callables: Vec<(GuestPath, Callable)> = setup
@@ -1095,27 +1114,22 @@ impl InstallPlan {
                 *uses.entry(root.as_str()).or_default() += 1;
             }
         }
-        let lazy_roots: Vec<String> = values
-            .iter()
-            .filter(|(path, value)| {
-                matches!(path.as_slice(), [root] if uses.get(root.as_str()) == Some(&1)
-                    && freeze.contains(root))
-                    && (value.is_object() || value.is_array())
-            })
-            .filter_map(|(path, _)| path.first().cloned())
-            .collect();
-        drop(uses);
-        let mut lazy_texts = Vec::with_capacity(lazy_roots.len());
-        for root in &lazy_roots {
-            if let Some(position) = values
-                .iter()
-                .position(|(path, _)| path.first() == Some(root))
-            {
-                let (_, value) = values.remove(position);
-                lazy_texts.push(serde_json::to_string(&value).map_err(not_json)?);
+        let mut eager: Vec<(&GuestPath, usize)> = Vec::new();
+        let mut lazy: Vec<(&str, usize)> = Vec::new();
+        for (index, (path, text)) in values.iter().enumerate() {
+            let composite = text.as_str().starts_with(['{', '[']);
+            match path.as_slice() {
+                [root]
+                    if composite
+                        && uses.get(root.as_str()) == Some(&1)
+                        && freeze.contains(root) =>
+                {
+                    lazy.push((root, index));
+                }
+                _ => eager.push((path, index)),
             }
         }
-        freeze.retain(|root| !lazy_roots.contains(root));
+        freeze.retain(|root| !lazy.iter().any(|(lazy_root, _)| lazy_root == root));
 
         // Callables as one flat list of groups sharing a parent path: `depth, ...parent, count`,
         // then `count` pairs `name, index * 2 + isBridge`.
@@ -1149,11 +1163,13 @@ impl InstallPlan {
         if let Some((_, count_at)) = group {
             close_group(&mut flat, count_at);
         }
-        let plan = serde_json::to_string(&(values, flat, aliases, freeze, lazy_roots))
-            .map_err(not_json)?;
+        let plan =
+            serde_json::to_string(&(eager, flat, &aliases, &freeze, lazy)).map_err(|error| {
+                RunError::RuntimeUnavailable(format!("the guest setup is not JSON: {error}"))
+            })?;
         Ok(Self {
             plan,
-            lazy_texts,
+            texts: values.into_iter().map(|(_, text)| text).collect(),
             methods,
             locals: locals.into(),
         })
@@ -1161,8 +1177,8 @@ impl InstallPlan {
 
     fn install<'js>(&self, control: &Object<'js>) -> rquickjs::Result<()> {
         let install: Function<'js> = control.get("install")?;
-        let lazy_texts: Vec<&str> = self.lazy_texts.iter().map(String::as_str).collect();
-        install.call((self.plan.as_str(), lazy_texts))
+        let texts: Vec<&str> = self.texts.iter().map(Text::as_str).collect();
+        install.call((self.plan.as_str(), texts))
     }
 }
 
@@ -1216,7 +1232,8 @@ mod tests {
     /// The plan `install` receives, and the texts of the roots built on first read.
     fn plan_of(setup: GuestSetup) -> (Value, Vec<String>) {
         let plan = InstallPlan::new(setup).unwrap();
-        (serde_json::from_str(&plan.plan).unwrap(), plan.lazy_texts)
+        let texts = plan.texts.iter().map(|text| text.as_str().to_owned());
+        (serde_json::from_str(&plan.plan).unwrap(), texts.collect())
     }
 
     fn path(parts: &[&str]) -> GuestPath {
@@ -1231,43 +1248,58 @@ mod tests {
         };
         let local = || Callable::Local(Arc::new(|_| Ok(Value::Null)));
         let mut setup = GuestSetup::default();
-        setup
-            .values
-            .push((path(&["ALL"]), serde_json::json!([{"id": 1}])));
-        setup
-            .values
-            .push((path(&["spread"]), serde_json::json!({})));
-        setup
-            .values
-            .push((path(&["spread", "v"]), serde_json::json!(1)));
-        setup
-            .values
-            .push((path(&["loose"]), serde_json::json!({"a": 1})));
-        setup.values.push((path(&["n"]), serde_json::json!(3)));
-        setup
-            .values
-            .push((path(&["aliased"]), serde_json::json!({})));
+        let values = [
+            (&["ALL"][..], serde_json::json!([{"id": 1}])),
+            (&["spread"], serde_json::json!({})),
+            (&["spread", "v"], serde_json::json!(1)),
+            (&["loose"], serde_json::json!({"a": 1})),
+            (&["n"], serde_json::json!(3)),
+            (&["aliased"], serde_json::json!({})),
+            (&["bad", ""], serde_json::json!({})),
+        ];
+        for (at, value) in values {
+            setup.values.push((path(at), value));
+        }
+        let shared = JsonText::new(&serde_json::json!({"shared": true}));
+        setup.json_values.push((path(&["SHARED"]), shared));
         setup.callables.push((path(&["tools", "a"]), bridge()));
         setup.callables.push((path(&["tools", "b"]), local()));
         setup.callables.push((path(&["top"]), bridge()));
         setup.callables.push((path(&["tools", "c"]), bridge()));
         setup.callables.push((path(&["bad", ""]), bridge()));
         setup.aliases.push((path(&["x"]), path(&["aliased"])));
-        setup.freeze = ["ALL", "spread", "n", "aliased", "tools", ""]
+        setup.freeze = ["ALL", "spread", "n", "aliased", "tools", "", "SHARED"]
             .map(String::from)
             .to_vec();
-        let (plan, lazy_texts) = plan_of(setup);
+        let (plan, texts) = plan_of(setup);
         assert_eq!(
             plan,
             serde_json::json!([
-                [[["spread"], {}], [["spread", "v"], 1], [["loose"], {"a": 1}], [["n"], 3], [["aliased"], {}]],
-                [1, "tools", 2, "a", 1, "b", 0, 0, 1, "top", 3, 1, "tools", 1, "c", 5],
+                [
+                    [["spread"], 1],
+                    [["spread", "v"], 2],
+                    [["loose"], 3],
+                    [["n"], 4],
+                    [["aliased"], 5]
+                ],
+                [
+                    1, "tools", 2, "a", 1, "b", 0, 0, 1, "top", 3, 1, "tools", 1, "c", 5
+                ],
                 [[["x"], ["aliased"]]],
                 ["spread", "n", "aliased", "tools"],
-                ["ALL"]
+                [["ALL", 0], ["SHARED", 6]]
             ])
         );
-        assert_eq!(lazy_texts, vec![r#"[{"id":1}]"#.to_owned()]);
+        let expect = [
+            r#"[{"id":1}]"#,
+            "{}",
+            "1",
+            r#"{"a":1}"#,
+            "3",
+            "{}",
+            r#"{"shared":true}"#,
+        ];
+        assert_eq!(texts, expect);
     }
 
     #[test]

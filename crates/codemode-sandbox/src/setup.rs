@@ -45,9 +45,39 @@ impl fmt::Debug for Callable {
     }
 }
 
+/// The JSON text of a value, made once and shared cheaply between runs (e.g. a catalog listing
+/// built once per session) through [`GuestSetup::json_values`].
+///
+/// ```
+/// use codemode_sandbox::JsonText;
+/// let text = JsonText::new(&serde_json::json!({"id": "openclaw:core:echo"}));
+/// assert_eq!(text.as_str(), r#"{"id":"openclaw:core:echo"}"#);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonText(Arc<str>);
+
+impl JsonText {
+    /// The compact JSON text of `value`.
+    pub fn new(value: &Value) -> Self {
+        Self(value.to_string().into())
+    }
+
+    /// The JSON text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&Value> for JsonText {
+    fn from(value: &Value) -> Self {
+        Self::new(value)
+    }
+}
+
 /// The guest's globals, as plain data. The sandbox knows nothing about catalogs, MCP or plugins.
 ///
-/// Installation order: `values`, then `callables`, then `aliases`, then `freeze`. Intermediate
+/// Installation order: `values`, then `json_values`, then `callables`, then `aliases`, then
+/// `freeze`. Intermediate
 /// objects along a path are created as needed. Paths are trusted (they come from the host), but an
 /// empty path or segment is ignored rather than trusted blindly.
 ///
@@ -71,6 +101,8 @@ impl fmt::Debug for Callable {
 pub struct GuestSetup {
     /// JSON values installed at paths (built with `JSON.parse` semantics inside the VM).
     pub values: Vec<(GuestPath, Value)>,
+    /// Like `values`, from JSON text made beforehand (no per-run serialization).
+    pub json_values: Vec<(GuestPath, JsonText)>,
     /// Functions installed at paths.
     pub callables: Vec<(GuestPath, Callable)>,
     /// Roots (global names) to deep-freeze after installation; their global bindings also become
