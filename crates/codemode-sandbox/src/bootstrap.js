@@ -196,7 +196,9 @@ export default function (hostCall, hostLocal, hostEmit, hostYield, hostFinish, h
     const keys = ownKeys(value);
     for (let i = 0; i < keys.length; i++) {
       const child = value[keys[i]];
-      if (child !== null && (typeof child === 'object' || typeof child === 'function')) deepFreeze(child);
+      if (child !== null && (typeof child === 'object' || typeof child === 'function') && !isFrozen(child)) {
+        deepFreeze(child);
+      }
     }
   }
 
@@ -301,11 +303,15 @@ export default function (hostCall, hostLocal, hostEmit, hostYield, hostFinish, h
       const enumerable = parent !== globalObject;
       const count = callables[end];
       i = end + 1;
+      descriptor.writable = true;
+      descriptor.enumerable = enumerable;
+      descriptor.configurable = true;
       for (let k = 0; k < count; k++, i += 2) {
         const code = callables[i + 1];
-        const index = code >>> 1;
-        define(parent, callables[i], code & 1 ? makeBridge(index) : makeLocal(index), true, enumerable, true);
+        descriptor.value = code & 1 ? makeBridge(code >>> 1) : makeLocal(code >>> 1);
+        defineProperty(parent, callables[i], descriptor);
       }
+      descriptor.value = undefined;
     }
     for (let i = 0; i < aliases.length; i++) {
       const existing = lookup(aliases[i][1]);

@@ -21,11 +21,21 @@ const NAME: &str = "<codemode>";
 /// The bootstrap's bytecode, written once per process; `None` if it could not be compiled.
 static BYTECODE: OnceLock<Option<Vec<u8>>> = OnceLock::new();
 
+/// Without source text and debug information: less to load per VM, and guest code that
+/// stringifies a bootstrap function (`text.toString()`) sees no bootstrap source.
+fn write_options() -> WriteOptions {
+    WriteOptions {
+        strip_source: true,
+        strip_debug: true,
+        ..WriteOptions::default()
+    }
+}
+
 fn compile() -> Option<Vec<u8>> {
     let runtime = Runtime::new().ok()?;
     let context = Context::full(&runtime).ok()?;
     context
-        .with(|ctx| Module::declare(ctx, NAME, BOOTSTRAP)?.write(WriteOptions::default()))
+        .with(|ctx| Module::declare(ctx, NAME, BOOTSTRAP)?.write(write_options()))
         .ok()
 }
 
