@@ -144,14 +144,18 @@ impl CatalogBuilder {
     pub fn build(&self, tools: impl IntoIterator<Item = ToolDescriptor>) -> Catalog {
         // Every string of a tool is read in ONE pass, in input order, while
         // it is hot: the catalog order visits the tools at random, and with
-        // 10,000 tools their strings do not fit in cache. The ordered pass
-        // then only moves the descriptors and what this pass prepared.
+        // 10,000 tools their strings do not fit in cache. That pass writes
+        // the ids one after the other into `ids`, small enough to stay in
+        // cache; the ordered pass then only moves the descriptors and copies
+        // ids and owners out of `ids`, so that the entries' strings are
+        // allocated in catalog order (which searches scan).
         // Collected in place when `tools` is a `Vec` (no second buffer).
         let mut candidates: Vec<Option<ToolDescriptor>> = tools.into_iter().map(Some).collect();
         let mut by_id = ExactIndex::with_capacity(candidates.len());
         let mut by_name = ExactIndex::with_capacity(candidates.len());
         let mut sort_keys = Vec::with_capacity(candidates.len());
         let mut prepared = Vec::with_capacity(candidates.len());
+        let mut ids = String::with_capacity(candidates.len() * TYPICAL_ID_BYTES);
         let mut direct_only = Vec::new();
         let mut excluded_controls = Vec::new();
         for (position, slot) in candidates.iter_mut().enumerate() {
@@ -168,12 +172,17 @@ impl CatalogBuilder {
                 prepared.push(Prepared::default());
             } else {
                 sort_keys.push(SortKey::new(tool, position));
-                let id = catalog_id(&tool.origin, &tool.name);
+                let id_start = ids.len();
+                push_catalog_id(&mut ids, &tool.origin, &tool.name);
+                let id = ids.get(id_start..).unwrap_or_default();
+                let owner_start = id_start + tool.origin.source().as_str().len() + 1;
                 prepared.push(Prepared {
-                    id_hash: by_id.hash(&id),
+                    id_start,
+                    id_end: ids.len(),
+                    owner_start,
+                    owner_end: owner_start + tool.origin.owner().len(),
+                    id_hash: by_id.hash(id),
                     name_hash: by_name.hash(&tool.name),
-                    id,
-                    source_name: tool.origin.source_name().map(str::to_owned),
                     safe_name: is_safe_convenience_name(&tool.name),
                 });
             }
@@ -188,7 +197,7 @@ impl CatalogBuilder {
         let order = catalog_positions(sort_keys, &candidates);
         let sorted = order.into_iter().filter_map(|position| {
             let tool = candidates.get_mut(position)?.take()?;
-            Some((tool, std::mem::take(prepared.get_mut(position)?)))
+            Some((tool, prepared.get(position).copied()?))
         });
 
         // First wins: an id already held by an earlier entry (in catalog
@@ -199,7 +208,10 @@ impl CatalogBuilder {
         let mut duplicates = Vec::new();
         let mut source_counts = SourceCounts::default();
         for (tool, prepared) in sorted {
-            let id = prepared.id;
+            let id = ids
+                .get(prepared.id_start..prepared.id_end)
+                .unwrap_or_default()
+                .to_owned();
             let id_of = |position: usize| entries.get(position).map(|entry| entry.id.as_str());
             if by_id
                 .insert_hashed(prepared.id_hash, &id, entries.len(), id_of)
@@ -213,7 +225,13 @@ impl CatalogBuilder {
             let entry = CatalogEntry {
                 id,
                 source: tool.origin.source(),
-                source_name: prepared.source_name,
+                source_name: tool
+                    .origin
+                    .source_name()
+                    .is_some()
+                    .then(|| ids.get(prepared.owner_start..prepared.owner_end))
+                    .flatten()
+                    .map(str::to_owned),
                 name: tool.name,
                 label: tool.label,
                 description: tool.description,
@@ -263,19 +281,29 @@ impl CatalogBuilder {
 
 /// What [`CatalogBuilder::build`] derives from a catalogued tool's strings
 /// in its input-order pass.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Prepared {
-    /// The catalog id, `<source>:<owner>:<name>`.
-    id: String,
+    /// The catalog id `<source>:<owner>:<name>` is `ids[id_start..id_end]`
+    /// in the build's buffer of ids.
+    id_start: usize,
+    /// See `id_start`.
+    id_end: usize,
+    /// The owner (the entry's `sourceName` unless core) is
+    /// `ids[owner_start..owner_end]`.
+    owner_start: usize,
+    /// See `owner_start`.
+    owner_end: usize,
     /// [`ExactIndex::hash`] of the id.
     id_hash: u64,
     /// [`ExactIndex::hash`] of the name.
     name_hash: u64,
-    /// The entry's `sourceName`.
-    source_name: Option<String>,
     /// [`is_safe_convenience_name`] of the name.
     safe_name: bool,
 }
+
+/// Bytes reserved per tool for the build's buffer of ids (it grows when
+/// ids are longer).
+const TYPICAL_ID_BYTES: usize = 32;
 
 /// The run-scoped tool catalog (SPEC §5).
 ///
@@ -584,12 +612,17 @@ pub(crate) fn catalog_id(origin: &ToolOrigin, name: &str) -> String {
     let source = origin.source().as_str();
     let owner = origin.owner();
     let mut id = String::with_capacity(source.len() + owner.len() + name.len() + 2);
-    id.push_str(source);
-    id.push(':');
-    id.push_str(owner);
-    id.push(':');
-    id.push_str(name);
+    push_catalog_id(&mut id, origin, name);
     id
+}
+
+/// Append `<source>:<owner>:<name>` to `buffer`.
+fn push_catalog_id(buffer: &mut String, origin: &ToolOrigin, name: &str) {
+    buffer.push_str(origin.source().as_str());
+    buffer.push(':');
+    buffer.push_str(origin.owner());
+    buffer.push(':');
+    buffer.push_str(name);
 }
 
 /// Positions of `candidates` in catalog order: class, owner, name (byte
