@@ -1,9 +1,10 @@
 // Trusted bootstrap of one code mode run (see run.rs and bytecode.rs). A module compiled once
-// per process to bytecode and loaded into each fresh VM before any guest code; its default export
-// receives the host's native functions and returns the control object only Rust can reach. Every built-in the bridge relies on is captured here, so later guest tampering
-// with JSON, Promise, Object.prototype or the installed globals cannot change what the bridge
-// does. Nothing defined here is reachable from guest code except the functions installed as
-// globals, which are frozen.
+// per process to bytecode and loaded into each fresh VM before any guest code; its default
+// export receives the host's native functions and returns the control object only Rust can
+// reach. Every built-in the bridge relies on is captured here, so later guest tampering with
+// JSON, Promise, Object.prototype or the installed globals cannot change what the bridge does.
+// Nothing defined here is reachable from guest code except the functions installed as globals,
+// which are frozen.
 export default function (hostCall, hostLocal, hostEmit, hostYield, hostFinish, hostIsProxy, maxScan) {
   const globalObject = globalThis;
   const PromiseCtor = Promise;

@@ -170,6 +170,12 @@ fn no_internal_is_reachable_for_forging() {
            .filter((n) => n.startsWith('__') || /host|openclaw|settle|resolv/i.test(n))",
         r#"completed ["host"]"#,
     );
+    // Bootstrap functions stringify without their source.
+    check(
+        "return [text, json, yield_control, tools.call, tools.search].map(String) \
+           .filter((source) => /host|encode|resolvers/.test(source))",
+        "completed []",
+    );
     // V8-style stack hooks are pinned off, so call sites never hand out internal functions.
     check(
         "let stack; try { Error.prepareStackTrace = (e, sites) => sites.map((s) => s.getFunction()) } catch (e) {} \
