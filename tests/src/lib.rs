@@ -3,6 +3,7 @@
 //! (`@modelcontextprotocol/server-everything`, `@modelcontextprotocol/server-filesystem` and the
 //! repository's own rmcp test server). `cargo xtask e2e` runs [`plan::run_plan`] step by step;
 //! `cargo test -p codemode-tests` runs it too.
+#![forbid(unsafe_code)]
 
 pub mod gateway;
 pub mod plan;

@@ -6,6 +6,7 @@
 //!   carte builds and passes without its workspace siblings' features.
 //! - `cargo xtask e2e`: the 16-step end-to-end plan of SPEC §13, step by step.
 //! - `cargo xtask bench`: every divan benchmark, collated into one table.
+#![forbid(unsafe_code)]
 #![allow(
     clippy::print_stdout,
     clippy::print_stderr,
@@ -83,8 +84,8 @@ fn ensure_npm_servers(root: &Path) -> Result<()> {
         .arg(&folder))
 }
 
-/// Workspace members, read from `cargo metadata` without a JSON dependency: every package
-/// folder under `crates/` plus `tests` and `xtask`.
+/// Workspace members, read from their manifests (no JSON dependency): every package folder
+/// under `crates/`, then `tests` and `xtask`.
 fn packages(root: &Path) -> Result<Vec<String>> {
     let mut names = Vec::new();
     let mut folders: Vec<PathBuf> = std::fs::read_dir(root.join("crates"))?
@@ -93,6 +94,7 @@ fn packages(root: &Path) -> Result<Vec<String>> {
         .collect();
     folders.sort();
     folders.push(root.join("tests"));
+    folders.push(root.join("xtask"));
     for folder in folders {
         let manifest = std::fs::read_to_string(folder.join("Cargo.toml"))?;
         let name = manifest
@@ -118,11 +120,71 @@ fn ci(root: &Path) -> Result<()> {
         "-D",
         "warnings",
     ]))?;
+    let mut totals = TestTotals::default();
     for package in packages(root)? {
-        run(cargo().args(["test", "-p", &package]))?;
+        totals.add(run_tests(&package)?);
     }
-    println!("xtask ci: all checks passed");
+    // The closing line CI reads: every test of every package, summed.
+    println!("{} passed, {} failed", totals.passed, totals.failed);
     Ok(())
+}
+
+/// Test counts summed over `cargo test` runs.
+#[derive(Debug, Default, Clone, Copy)]
+struct TestTotals {
+    passed: u64,
+    failed: u64,
+}
+
+impl TestTotals {
+    fn add(&mut self, other: TestTotals) {
+        self.passed += other.passed;
+        self.failed += other.failed;
+    }
+
+    /// Reads libtest's `test result: ok. 12 passed; 0 failed; ...` line.
+    fn parse(line: &str) -> Option<TestTotals> {
+        let rest = line.trim().strip_prefix("test result: ")?;
+        let count = |word: &str| {
+            rest.split(';')
+                .find_map(|part| {
+                    part.trim()
+                        .trim_start_matches(|c: char| !c.is_ascii_digit())
+                        .strip_suffix(word)
+                })
+                .and_then(|n| n.trim().parse::<u64>().ok())
+        };
+        Some(TestTotals {
+            passed: count(" passed")?,
+            failed: count(" failed")?,
+        })
+    }
+}
+
+/// `cargo test -p <package>`, echoing its output and counting its tests.
+fn run_tests(package: &str) -> Result<TestTotals> {
+    use std::io::{BufRead, BufReader};
+    let mut command = cargo();
+    command.args(["test", "-p", package]).stdout(Stdio::piped());
+    eprintln!("$ {command:?}");
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("starting the {package} tests"))?;
+    let mut totals = TestTotals::default();
+    if let Some(stdout) = child.stdout.take() {
+        for line in BufReader::new(stdout).lines() {
+            let line = line?;
+            println!("{line}");
+            if let Some(counts) = TestTotals::parse(&line) {
+                totals.add(counts);
+            }
+        }
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        bail!("the {package} tests failed with {status}");
+    }
+    Ok(totals)
 }
 
 fn e2e(root: &Path) -> Result<()> {
@@ -223,4 +285,18 @@ fn parse_divan(package: &'static str, stdout: &str) -> Vec<Row> {
         });
     }
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TestTotals;
+
+    #[test]
+    fn reads_libtest_summaries() {
+        let line = "test result: ok. 12 passed; 3 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.30s";
+        let totals = TestTotals::parse(line).expect("a summary line");
+        assert_eq!((totals.passed, totals.failed), (12, 3));
+        assert!(TestTotals::parse("running 12 tests").is_none());
+        assert!(TestTotals::parse("test foo ... ok").is_none());
+    }
 }

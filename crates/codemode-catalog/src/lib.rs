@@ -33,6 +33,7 @@
 //! assert_eq!(hits[0].id, "openclaw:browser:browser_request");
 //! assert_eq!(catalog.lookup("message").unwrap().id, "openclaw:core:message");
 //! ```
+#![forbid(unsafe_code)]
 
 mod catalog;
 mod descriptor;

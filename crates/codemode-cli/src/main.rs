@@ -8,6 +8,7 @@
 //! codemode decls [--config FILE] [PATH]
 //! ```
 //! Exit status: 0 completed, 1 failed, 3 waiting (with `--no-wait`), 2 usage or config error.
+#![forbid(unsafe_code)]
 #![allow(
     clippy::print_stdout,
     clippy::print_stderr,

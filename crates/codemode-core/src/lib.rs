@@ -14,6 +14,7 @@
 //! client adapter, `codemode-mcp`): the host wires MCP servers in through its executor.
 //! Tracing spans and events use the `codemode` target; inputs and results are never logged.
 //! No feature flags.
+#![forbid(unsafe_code)]
 
 mod config;
 mod executor;

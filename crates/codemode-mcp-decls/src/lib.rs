@@ -31,6 +31,7 @@
 //! assert!(decls.read("mcp/github.d.ts")?.contains("function createIssue(input: {"));
 //! # Ok::<(), codemode_mcp_decls::DeclError>(())
 //! ```
+#![forbid(unsafe_code)]
 
 mod cache;
 mod decls;

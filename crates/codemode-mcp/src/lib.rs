@@ -20,6 +20,7 @@
 //!   (`default-features = false`) so they do not compile rmcp's server side.
 //!
 //! Runs on Tokio (process, time and io drivers).
+#![forbid(unsafe_code)]
 
 mod config;
 mod error;

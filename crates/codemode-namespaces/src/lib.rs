@@ -66,6 +66,7 @@
 //! assert_eq!(target.input, json!({ "number": 7, "patch": { "state": "closed" } }));
 //! # Ok::<(), codemode_namespaces::NamespaceError>(())
 //! ```
+#![forbid(unsafe_code)]
 
 mod error;
 mod registration;

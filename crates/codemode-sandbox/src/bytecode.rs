@@ -1,8 +1,8 @@
 //! The bootstrap module, compiled once per process to QuickJS bytecode and loaded into each fresh
 //! VM: parsing and compiling the bootstrap source took most of the cost of a fresh VM.
 //!
-//! This is the crate's one exception to `unsafe_code = "forbid"` (the crate's `[lints]` deny it
-//! instead, so this module alone can allow it): rquickjs offers bytecode loading only as an
+//! This is the workspace's one exception to its unsafe-code ban (the workspace lints `deny` it
+//! rather than `forbid` it, so that this module alone can allow it): rquickjs offers bytecode loading only as an
 //! `unsafe fn`, since QuickJS trusts bytecode blindly. The bytes loaded here never come from
 //! outside: they are written by the same QuickJS build, in this process, from the bootstrap source
 //! compiled into the crate, and are never modified afterwards. Guest code cannot reach or alter

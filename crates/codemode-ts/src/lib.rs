@@ -26,6 +26,7 @@
 //! assert!(js.contains("return await Promise.resolve(c);"));
 //! # Ok::<(), codemode_ts::TsError>(())
 //! ```
+#![forbid(unsafe_code)]
 
 mod cell;
 mod declarations;

@@ -1,4 +1,5 @@
 //! `cargo xtask e2e`: runs the 16-step end-to-end plan and prints each step with pass/fail.
+#![forbid(unsafe_code)]
 #![allow(clippy::print_stdout, reason = "a command-line report")]
 
 use std::process::ExitCode;

@@ -25,7 +25,7 @@
 //! `--hostile-tools` (adds tools with empty, huge, control-character,
 //! duplicate names and a too-deep schema), `--endless-pages` (every tools page
 //! has a `nextCursor`).
-
+#![forbid(unsafe_code)]
 #![allow(
     clippy::print_stderr,
     reason = "a server binary: its stderr lines are what the crash and start-failure tests read back"
