@@ -551,7 +551,7 @@ async fn memory_limit_ends_the_guest_vm() {
 #[tokio::test]
 async fn output_and_snapshot_limits_apply_to_completed_and_suspended_runs() {
     let config = CodeModeConfig::from_json(
-        &json!({ "enabled": true, "maxOutputBytes": 1024, "timeoutMs": 200 }),
+        &json!({ "enabled": true, "maxOutputBytes": 1024, "timeoutMs": 400 }),
     )
     .unwrap();
     let h = harness_with(config, support::tools());
@@ -573,7 +573,7 @@ async fn output_and_snapshot_limits_apply_to_completed_and_suspended_runs() {
         "checked before suspending"
     );
     let config = CodeModeConfig::from_json(
-        &json!({ "enabled": true, "maxSnapshotBytes": 1024, "timeoutMs": 200 }),
+        &json!({ "enabled": true, "maxSnapshotBytes": 1024, "timeoutMs": 400 }),
     )
     .unwrap();
     let h = harness_with(config, support::tools());
@@ -595,7 +595,7 @@ async fn park(h: &Harness, code: &str) -> String {
 }
 
 fn fast() -> CodeModeConfig {
-    CodeModeConfig::from_json(&json!({ "enabled": true, "timeoutMs": 150 })).unwrap()
+    CodeModeConfig::from_json(&json!({ "enabled": true, "timeoutMs": 400 })).unwrap()
 }
 
 #[tokio::test]
@@ -699,7 +699,7 @@ async fn expired_cancelled_other_session_and_unknown_run_ids_fail() {
     assert_eq!(h.code_mode.suspended_runs(), 0);
     // Expired.
     let config = CodeModeConfig::from_json(
-        &json!({ "enabled": true, "timeoutMs": 150, "snapshotTtlSeconds": 1 }),
+        &json!({ "enabled": true, "timeoutMs": 400, "snapshotTtlSeconds": 1 }),
     )
     .unwrap();
     let h = harness_with(config, support::tools());

@@ -67,7 +67,7 @@ impl TestExecutor {
     pub fn new() -> Arc<Self> {
         Arc::new(TestExecutor {
             seen: Mutex::new(Seen::default()),
-            approval_delay: Duration::from_millis(400),
+            approval_delay: Duration::from_millis(1000),
         })
     }
 
