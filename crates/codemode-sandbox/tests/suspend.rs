@@ -73,7 +73,7 @@ fn deadline_while_idle_suspends_with_pending_calls() {
     runtime().block_on(async {
         let program = "const [a, b] = await Promise.all([host.gate('first'), host.echo('quick')]); return [a, b]";
         let mut run = Run::start(program, setup(), limits(), Arc::clone(&host) as _).unwrap();
-        let step = run.drive(Instant::now() + Duration::from_millis(100)).await;
+        let step = run.drive(Instant::now() + Duration::from_millis(300)).await;
         assert_eq!(render(&step), r#"suspended PendingTools pending=["gate"]"#);
         let pending = run.pending_calls();
         assert_eq!(pending.len(), 1);
@@ -101,7 +101,7 @@ fn park_on_one_task_and_resume_on_another() {
                     host,
                 )
                 .unwrap();
-                let step = run.drive(Instant::now() + Duration::from_millis(50)).await;
+                let step = run.drive(Instant::now() + Duration::from_millis(250)).await;
                 assert!(matches!(
                     step,
                     Step::Suspended {
@@ -155,7 +155,7 @@ fn dropping_a_parked_run_cancels_its_host_work() {
             Arc::clone(&host) as _,
         )
         .unwrap();
-        let step = run.drive(Instant::now() + Duration::from_millis(50)).await;
+        let step = run.drive(Instant::now() + Duration::from_millis(250)).await;
         assert_eq!(
             render(&step),
             r#"suspended PendingTools pending=["never", "never"]"#
@@ -301,7 +301,7 @@ fn expired_runs_are_purged_and_released() {
             Arc::clone(&host) as _,
         )
         .unwrap();
-        run.drive(Instant::now() + Duration::from_millis(30)).await;
+        run.drive(Instant::now() + Duration::from_millis(250)).await;
         let id = store
             .park(run, RunScope::default(), (), Duration::ZERO, 10 << 20)
             .unwrap();
