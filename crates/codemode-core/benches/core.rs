@@ -1,5 +1,9 @@
 //! `cargo xtask bench` rows for codemode-core: exec of `return 1` through core with a 100-tool
 //! catalog, 1,000 sequential nested calls to an instant host tool, and 64 parked runs.
+#![allow(
+    clippy::print_stdout,
+    reason = "the memory row is printed beside divan's table"
+)]
 
 use std::sync::Arc;
 
@@ -12,7 +16,28 @@ use codemode_core::{
 use serde_json::{Value, json};
 
 fn main() {
+    report_parked_memory();
     divan::main();
+}
+
+/// The memory row: 64 parked runs of a 100-tool session (printed, not timed).
+fn report_parked_memory() {
+    let rt = runtime();
+    let (code_mode, session) = session(CodeModeConfig::enabled());
+    let input = json!({ "code": "await yield_control(); return 1" });
+    rt.block_on(async {
+        for _ in 0..64 {
+            let _ = session.exec("bench", &input).await;
+        }
+    });
+    let bytes = code_mode.suspended_memory_bytes();
+    println!(
+        "memory_of_64_parked_runs: {} runs, {bytes} bytes ({:.1} MiB, {:.0} KiB per run)",
+        code_mode.suspended_runs(),
+        bytes as f64 / (1024.0 * 1024.0),
+        bytes as f64 / 1024.0 / 64.0
+    );
+    code_mode.shutdown();
 }
 
 struct Instant;

@@ -294,6 +294,11 @@ impl CodeMode {
     pub fn suspended_runs(&self) -> usize {
         self.shared.store.len()
     }
+
+    /// Measured VM memory of all suspended runs, in bytes.
+    pub fn suspended_memory_bytes(&self) -> usize {
+        self.shared.store.memory_bytes()
+    }
 }
 
 fn mcp_servers(

@@ -342,6 +342,23 @@ impl<E> SnapshotStore<E> {
         len
     }
 
+    /// Measured VM memory of every parked run, in bytes (runs being resumed are not counted).
+    pub fn memory_bytes(&self) -> usize {
+        let mut entries = lock(&self.entries);
+        let expired = entries.purge(Instant::now());
+        let bytes = entries
+            .map
+            .values()
+            .map(|entry| match &entry.state {
+                State::Parked { run, .. } => run.memory_bytes(),
+                State::Resuming => 0,
+            })
+            .sum();
+        drop(entries);
+        drop(expired);
+        bytes
+    }
+
     /// Whether no run is held.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
