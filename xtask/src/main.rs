@@ -247,7 +247,9 @@ fn parse_divan(package: &'static str, stdout: &str) -> Vec<Row> {
         let Some(first) = columns.first() else {
             continue;
         };
-        let Some(name_start) = first.find(|c: char| c.is_alphanumeric() || c == '_') else {
+        // The name starts after divan's tree drawing (`│`, `├─`, `╰─` and spaces).
+        let Some(name_start) = first.find(|c: char| !matches!(c, '│' | '├' | '╰' | '─' | ' '))
+        else {
             continue;
         };
         let mut parts = first[name_start..].splitn(2, "  ");
@@ -298,5 +300,28 @@ mod tests {
         assert_eq!((totals.passed, totals.failed), (12, 3));
         assert!(TestTotals::parse("running 12 tests").is_none());
         assert!(TestTotals::parse("test foo ... ok").is_none());
+    }
+
+    #[test]
+    fn reads_divan_tables_with_groups() {
+        let stdout = r#"catalog          fastest │ slowest │ median │ mean │ samples │ iters
+├─ build                  │         │        │      │         │
+│  ├─ 100       1 µs      │ 2 µs    │ 3 µs   │ 4 µs │ 10      │ 10
+│  ╰─ 1000      5 µs      │ 6 µs    │ 7 µs   │ 8 µs │ 10      │ 10
+╰─ search                 │         │        │      │         │
+   ╰─ read file  9 µs     │ 9 µs    │ 10 µs  │ 11 µs │ 10     │ 10
+"#;
+        let rows: Vec<(String, String)> = super::parse_divan("codemode-catalog", stdout)
+            .into_iter()
+            .map(|r| (r.name, r.median))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("build/100".into(), "3 µs".into()),
+                ("build/1000".into(), "7 µs".into()),
+                ("search/read file".into(), "10 µs".into())
+            ]
+        );
     }
 }
