@@ -14,6 +14,7 @@ use codemode_namespaces::{
 use codemode_sandbox::{JsonText, Limits, Run, RunScope, SnapshotStore, Step, StoreError};
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
+use tracing::Instrument;
 
 use crate::executor::{EventSink, NoEvents, RunContext, ToolExecutor};
 use crate::host::{Counters, RunHost};
@@ -370,9 +371,8 @@ impl Drop for SessionShared {
 
 /// State parked next to a suspended VM.
 pub(crate) struct Parked {
+    /// The run's bridge host: its counters, restart-safety and calls in flight.
     host: Arc<RunHost>,
-    counters: Arc<Counters>,
-    restart_safe: bool,
     /// Cancels the run's host work when the parked run is dropped (expiry, cancel, session end).
     _cancel_on_drop: DropGuard,
 }
@@ -420,7 +420,7 @@ impl CodeModeSession {
     /// Runs a validated `exec` input.
     pub async fn exec_input(&self, call_id: &str, input: &ExecInput) -> CodeModeResult {
         let span = tracing::debug_span!(target: "codemode", "exec", call_id, language = input.language.as_str());
-        let _entered = span.enter();
+        let _entered = span.clone().entered();
         let config = &self.inner.config;
         let telemetry = || self.inner.telemetry.clone();
         if !config.allows(input.language) {
@@ -464,11 +464,9 @@ impl CodeModeSession {
         drop(_entered);
         let parked = Parked {
             host,
-            counters,
-            restart_safe: input.restart_safe,
             _cancel_on_drop: cancellation.drop_guard(),
         };
-        self.drive_new(run, parked).await
+        self.drive_new(run, parked).instrument(span).await
     }
 
     /// Runs a `wait` call: resumes a suspended run with a fresh time budget.
@@ -477,23 +475,16 @@ impl CodeModeSession {
             Ok(input) => input,
             Err(error) => return self.invalid(error),
         };
-        let _span =
-            tracing::debug_span!(target: "codemode", "wait", run_id = %input.run_id).entered();
+        let span = tracing::debug_span!(target: "codemode", "wait", run_id = %input.run_id);
         let mut resumption = match self.store.resume(&input.run_id, &self.scope()) {
             Ok(resumption) => resumption,
             Err(error) => return self.store_failure(error),
         };
         let deadline = Instant::now() + self.inner.config.timeout();
-        let step = resumption.run_mut().drive(deadline).await;
-        let (host, counters, restart_safe) = {
-            let parked = resumption.extra();
-            (
-                Arc::clone(&parked.host),
-                Arc::clone(&parked.counters),
-                parked.restart_safe,
-            )
-        };
-        let telemetry = self.telemetry(&counters);
+        let step = resumption.run_mut().drive(deadline).instrument(span).await;
+        let host = Arc::clone(&resumption.extra().host);
+        let restart_safe = host.restart_safe;
+        let telemetry = self.telemetry(&host.counters);
         match step {
             Step::Suspended {
                 reason,
@@ -543,8 +534,8 @@ impl CodeModeSession {
     async fn drive_new(&self, mut run: Run, parked: Parked) -> CodeModeResult {
         let deadline = Instant::now() + self.inner.config.timeout();
         let step = run.drive(deadline).await;
-        let telemetry = self.telemetry(&parked.counters);
-        let restart_safe = parked.restart_safe;
+        let telemetry = self.telemetry(&parked.host.counters);
+        let restart_safe = parked.host.restart_safe;
         match step {
             Step::Suspended {
                 reason,
