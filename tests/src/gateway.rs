@@ -156,7 +156,7 @@ pub fn mcp_servers(files_root: &Path) -> Result<BTreeMap<String, McpServerConfig
     Ok(servers)
 }
 
-/// One recorded line of the trajectory.
+/// The recorded trajectory: control calls, their results and nested call events, in order.
 #[derive(Default)]
 pub struct Trajectory {
     lines: Mutex<Vec<Value>>,
@@ -200,35 +200,19 @@ impl ToolExecutor for GatewayExecutor {
         input: Value,
         _context: ToolCallContext,
     ) -> Result<Value, ToolError> {
-        let mut parts = catalog_id.splitn(3, ':');
-        let (source, owner, name) = (parts.next(), parts.next(), parts.next().unwrap_or(""));
-        match (source, owner) {
-            (Some("mcp"), Some(server)) => {
-                let hub = self
-                    .hub
-                    .as_ref()
-                    .ok_or_else(|| ToolError::new("no MCP servers"))?;
-                let result = match name {
-                    "resources/list" => hub.list_resources(server).await,
-                    "resources/read" => {
-                        let uri = input.get("uri").and_then(Value::as_str).unwrap_or_default();
-                        hub.read_resource(server, uri).await
-                    }
-                    "prompts/list" => hub.list_prompts(server).await,
-                    "prompts/get" => {
-                        let prompt = input
-                            .get("name")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default();
-                        hub.get_prompt(server, prompt, input.get("arguments").cloned())
-                            .await
-                    }
-                    tool => hub.call_tool(server, tool, input).await,
-                };
-                result.map_err(|e| ToolError::new(e.to_string()))
-            }
-            _ => self.local(catalog_id, input),
+        if catalog_id.starts_with("mcp:") {
+            let hub = self
+                .hub
+                .as_ref()
+                .ok_or_else(|| ToolError::new("no MCP servers"))?;
+            return match hub.execute(catalog_id, input).await {
+                Some(result) => result.map_err(|e| ToolError::new(e.to_string())),
+                None => Err(ToolError::new(format!(
+                    "the gateway has no tool {catalog_id}"
+                ))),
+            };
         }
+        self.local(catalog_id, input)
     }
 }
 

@@ -40,29 +40,11 @@ impl ToolExecutor for Executor {
         input: Value,
         context: ToolCallContext,
     ) -> Result<Value, ToolError> {
-        if let Some(rest) = catalog_id.strip_prefix("mcp:") {
-            let (server, name) = rest
-                .split_once(':')
-                .ok_or_else(|| ToolError::new(format!("Unknown tool id: {catalog_id}")))?;
-            let text = |key: &str| {
-                input
-                    .get(key)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned()
+        if catalog_id.starts_with("mcp:") {
+            return match self.mcp.execute(catalog_id, input).await {
+                Some(result) => result.map_err(|error| ToolError::new(error.to_string())),
+                None => Err(ToolError::new(format!("Unknown tool id: {catalog_id}"))),
             };
-            let result = match name {
-                "resources/list" => self.mcp.list_resources(server).await,
-                "resources/read" => self.mcp.read_resource(server, &text("uri")).await,
-                "prompts/list" => self.mcp.list_prompts(server).await,
-                "prompts/get" => {
-                    self.mcp
-                        .get_prompt(server, &text("name"), input.get("arguments").cloned())
-                        .await
-                }
-                tool => self.mcp.call_tool(server, tool, input).await,
-            };
-            return result.map_err(|error| ToolError::new(error.to_string()));
         }
         match self.demo.execute(catalog_id, input, &context).await {
             Some(result) => result,

@@ -27,64 +27,64 @@ pub const DEFAULT_MAX_SEARCH_LIMIT: u64 = 50;
 
 const MIB: u64 = 1024 * 1024;
 
-/// One integer field of the config: wire name, default and the clamp range.
+/// One integer field of the config: wire name, clamp range and where it lives.
 struct Field {
     name: &'static str,
     min: u64,
     max: u64,
+    slot: fn(&mut CodeModeConfig) -> &mut u64,
 }
 
-const TIMEOUT_MS: Field = Field {
-    name: "timeoutMs",
-    min: 100,
-    max: 60_000,
-};
-const MEMORY_LIMIT_BYTES: Field = Field {
-    name: "memoryLimitBytes",
-    min: MIB,
-    max: 1024 * MIB,
-};
-const MAX_OUTPUT_BYTES: Field = Field {
-    name: "maxOutputBytes",
-    min: 1024,
-    max: 10 * MIB,
-};
-const MAX_SNAPSHOT_BYTES: Field = Field {
-    name: "maxSnapshotBytes",
-    min: 1024,
-    max: 256 * MIB,
-};
-const MAX_PENDING_TOOL_CALLS: Field = Field {
-    name: "maxPendingToolCalls",
-    min: 1,
-    max: 128,
-};
-const SNAPSHOT_TTL_SECONDS: Field = Field {
-    name: "snapshotTtlSeconds",
-    min: 1,
-    max: 86_400,
-};
-const MAX_SEARCH_LIMIT: Field = Field {
-    name: "maxSearchLimit",
-    min: 1,
-    max: 50,
-};
-/// Its upper bound is `maxSearchLimit`, applied after parsing.
-const SEARCH_DEFAULT_LIMIT: Field = Field {
-    name: "searchDefaultLimit",
-    min: 1,
-    max: 50,
-};
-
-const INTEGER_FIELDS: [&Field; 8] = [
-    &TIMEOUT_MS,
-    &MEMORY_LIMIT_BYTES,
-    &MAX_OUTPUT_BYTES,
-    &MAX_SNAPSHOT_BYTES,
-    &MAX_PENDING_TOOL_CALLS,
-    &SNAPSHOT_TTL_SECONDS,
-    &SEARCH_DEFAULT_LIMIT,
-    &MAX_SEARCH_LIMIT,
+/// Every integer field. `searchDefaultLimit` is clamped again to `maxSearchLimit` after parsing.
+const INTEGER_FIELDS: [Field; 8] = [
+    Field {
+        name: "timeoutMs",
+        min: 100,
+        max: 60_000,
+        slot: |c| &mut c.timeout_ms,
+    },
+    Field {
+        name: "memoryLimitBytes",
+        min: MIB,
+        max: 1024 * MIB,
+        slot: |c| &mut c.memory_limit_bytes,
+    },
+    Field {
+        name: "maxOutputBytes",
+        min: 1024,
+        max: 10 * MIB,
+        slot: |c| &mut c.max_output_bytes,
+    },
+    Field {
+        name: "maxSnapshotBytes",
+        min: 1024,
+        max: 256 * MIB,
+        slot: |c| &mut c.max_snapshot_bytes,
+    },
+    Field {
+        name: "maxPendingToolCalls",
+        min: 1,
+        max: 128,
+        slot: |c| &mut c.max_pending_tool_calls,
+    },
+    Field {
+        name: "snapshotTtlSeconds",
+        min: 1,
+        max: 86_400,
+        slot: |c| &mut c.snapshot_ttl_seconds,
+    },
+    Field {
+        name: "searchDefaultLimit",
+        min: 1,
+        max: 50,
+        slot: |c| &mut c.search_default_limit,
+    },
+    Field {
+        name: "maxSearchLimit",
+        min: 1,
+        max: 50,
+        slot: |c| &mut c.max_search_limit,
+    },
 ];
 
 /// A `tools.codeMode` value that could not be accepted. Nothing is silently defaulted.
@@ -194,25 +194,12 @@ impl CodeModeConfig {
                         .as_u64()
                         .filter(|n| *n > 0)
                         .ok_or(ConfigError::NotPositiveInteger(field.name))?;
-                    *config.slot(field.name) = given.clamp(field.min, field.max);
+                    *(field.slot)(&mut config) = given.clamp(field.min, field.max);
                 }
             }
         }
         config.search_default_limit = config.search_default_limit.min(config.max_search_limit);
         Ok(config)
-    }
-
-    fn slot(&mut self, name: &str) -> &mut u64 {
-        match name {
-            "timeoutMs" => &mut self.timeout_ms,
-            "memoryLimitBytes" => &mut self.memory_limit_bytes,
-            "maxOutputBytes" => &mut self.max_output_bytes,
-            "maxSnapshotBytes" => &mut self.max_snapshot_bytes,
-            "maxPendingToolCalls" => &mut self.max_pending_tool_calls,
-            "snapshotTtlSeconds" => &mut self.snapshot_ttl_seconds,
-            "searchDefaultLimit" => &mut self.search_default_limit,
-            _ => &mut self.max_search_limit,
-        }
     }
 
     /// The wall-clock budget of one `exec` / `wait` call.

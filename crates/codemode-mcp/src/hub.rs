@@ -291,6 +291,32 @@ impl McpHub {
         to_json(server, &operation, &result)
     }
 
+    /// Runs one nested call addressed by its exact code-mode catalog id: `mcp:<server>:<tool>`
+    /// calls the tool with `input`; the capability ids `mcp:<server>:resources/list`,
+    /// `resources/read` (`{ uri }`), `prompts/list` and `prompts/get` (`{ name, arguments? }`)
+    /// reach resources and prompts. Returns `None` when `catalog_id` is not an MCP id, so a host
+    /// executor can route every other id elsewhere.
+    pub async fn execute(&self, catalog_id: &str, input: Value) -> Option<Result<Value, McpError>> {
+        let (server, name) = catalog_id.strip_prefix("mcp:")?.split_once(':')?;
+        let text = |key: &str| {
+            input
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        Some(match name {
+            "resources/list" => self.list_resources(server).await,
+            "resources/read" => self.read_resource(server, &text("uri")).await,
+            "prompts/list" => self.list_prompts(server).await,
+            "prompts/get" => {
+                let arguments = input.get("arguments").cloned();
+                self.get_prompt(server, &text("name"), arguments).await
+            }
+            tool => self.call_tool(server, tool, input).await,
+        })
+    }
+
     /// Shuts every server down and waits for them to exit (each bounded by
     /// [`HubOptions::shutdown_timeout`]). Other clones of this hub see
     /// [`McpError::ShutDown`] afterwards.

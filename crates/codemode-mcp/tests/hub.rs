@@ -370,6 +370,50 @@ async fn resources_and_prompts_of_the_test_server() {
 }
 
 #[tokio::test]
+async fn execute_routes_catalog_ids_to_tools_resources_and_prompts() {
+    let hub = start_ok(vec![("test", test_server(&[]))], HubOptions::default()).await;
+    let ok =
+        |result: Option<Result<Value, McpError>>| result.expect("an MCP id").expect("a result");
+    let echoed = ok(hub.execute("mcp:test:echo", json!({ "text": "hi" })).await);
+    assert!(first_text(&echoed).contains("hi"), "{echoed}");
+    let read = ok(hub
+        .execute(
+            "mcp:test:resources/read",
+            json!({ "uri": "test://greeting" }),
+        )
+        .await);
+    assert_eq!(
+        read,
+        hub.read_resource("test", "test://greeting").await.unwrap()
+    );
+    let prompt = ok(hub
+        .execute(
+            "mcp:test:prompts/get",
+            json!({ "name": "greet", "arguments": { "name": "Ada" } }),
+        )
+        .await);
+    assert_eq!(
+        prompt,
+        hub.get_prompt("test", "greet", Some(json!({ "name": "Ada" })))
+            .await
+            .unwrap()
+    );
+    assert!(ok(hub.execute("mcp:test:resources/list", json!({})).await)["resources"].is_array());
+    assert!(ok(hub.execute("mcp:test:prompts/list", json!({})).await)["prompts"].is_array());
+    assert!(
+        hub.execute("openclaw:core:echo", json!({})).await.is_none(),
+        "not an MCP id"
+    );
+    assert!(hub.execute("mcp:no-separator", json!({})).await.is_none());
+    let unknown = hub
+        .execute("mcp:elsewhere:echo", json!({}))
+        .await
+        .expect("an MCP id");
+    assert!(unknown.unwrap_err().to_string().contains("elsewhere"));
+    hub.shutdown().await;
+}
+
+#[tokio::test]
 async fn shutdown_leaves_no_process_behind() {
     let hub = start_ok(
         vec![("a", test_server(&[])), ("b", test_server(&[]))],
