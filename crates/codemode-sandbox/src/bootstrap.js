@@ -5,7 +5,8 @@
 // JSON, Promise, Object.prototype or the installed globals cannot change what the bridge does.
 // Nothing defined here is reachable from guest code except the functions installed as globals,
 // which are frozen.
-export default function (hostCall, hostLocal, hostEmit, hostYield, hostFinish, hostIsProxy, maxScan) {
+export default function (natives, maxScan) {
+  const { hostCall, hostLocal, hostEmit, hostYield, hostFinish, hostIsProxy, hostPoll } = natives;
   const globalObject = globalThis;
   const PromiseCtor = Promise;
   const ErrorCtor = Error;

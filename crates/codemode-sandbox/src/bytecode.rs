@@ -71,10 +71,10 @@ mod tests {
         let context = Context::full(&runtime).unwrap();
         context.with(|ctx| {
             let loaded = load_bootstrap(&ctx).unwrap();
-            assert_eq!(loaded.get::<_, u32>("length").unwrap(), 7);
+            assert_eq!(loaded.get::<_, u32>("length").unwrap(), 2);
             let declared = Module::declare(ctx.clone(), NAME, BOOTSTRAP).unwrap();
             let compiled = default_export(declared).unwrap();
-            assert_eq!(compiled.get::<_, u32>("length").unwrap(), 7);
+            assert_eq!(compiled.get::<_, u32>("length").unwrap(), 2);
         });
     }
 }

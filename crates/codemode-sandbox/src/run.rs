@@ -863,6 +863,12 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
         },
     )?;
 
+    let poll_flags = Arc::clone(&flags);
+    // A poll point for built-ins whose native loops never reach the interrupt handler: `true`
+    // once the run must stop (deadline passed or output exceeded). The flags stay tripped, so
+    // the run ends even if the guest catches the error the bootstrap throws.
+    let host_poll = Function::new(ctx.clone(), move || poll_flags.interrupt())?;
+
     let make_control: Function<'js> = load_bootstrap(ctx)?;
     let host_is_proxy = Function::new(ctx.clone(), |value: JsValue<'js>| value.is_proxy())?;
     // A dense array needs at least 8 bytes per element, so any longer array-like must be sparse.
@@ -871,15 +877,17 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
         reason = "an approximate bound is all that is needed"
     )]
     let max_scan = (limits.memory_bytes / 8).max(1 << 20) as f64;
-    let control: Object<'js> = make_control.call((
-        host_call,
-        host_local,
-        host_emit,
-        host_yield,
-        host_finish,
-        host_is_proxy,
-        max_scan,
-    ))?;
+    // More natives than a Rust tuple carries: handed over as one plain object the bootstrap
+    // destructures before any guest code runs.
+    let natives = Object::new(ctx.clone())?;
+    natives.set("hostCall", host_call)?;
+    natives.set("hostLocal", host_local)?;
+    natives.set("hostEmit", host_emit)?;
+    natives.set("hostYield", host_yield)?;
+    natives.set("hostFinish", host_finish)?;
+    natives.set("hostIsProxy", host_is_proxy)?;
+    natives.set("hostPoll", host_poll)?;
+    let control: Object<'js> = make_control.call((natives, max_scan))?;
     ctx.store_userdata(control.clone())
         .map_err(|_| rquickjs::Error::Unknown)?;
     Ok(control)
