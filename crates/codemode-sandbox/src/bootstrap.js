@@ -143,7 +143,7 @@ export default function (natives, maxScan) {
 
   function yield_control(reason) {
     return new PromiseCtor((resolve) => {
-      const id = hostYield(typeof reason === 'string' ? reason : '');
+      const id = hostYield();
       resolvers[id] = resolve;
       rejecters[id] = resolve;
     });

@@ -28,8 +28,17 @@ pub struct BridgeRequest {
     pub args: Vec<Value>,
 }
 
-/// A bridge request that has not been settled into the VM yet (for the `waiting` result).
-pub type PendingCall = BridgeRequest;
+/// A bridge call that has not been settled into the VM yet (for the `waiting` result).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingCall {
+    /// The request's id.
+    pub id: RequestId,
+    /// The bridge method.
+    pub method: String,
+    /// Whether the host call has started (`false`: it waits in the FIFO queue behind
+    /// `max_pending_calls` calls in flight).
+    pub started: bool,
+}
 
 /// The host side of the bridge.
 ///

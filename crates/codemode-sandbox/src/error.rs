@@ -32,6 +32,14 @@ pub enum RunError {
     /// The program uses `import`, `import()`, `import.meta` or `require(`.
     #[error("code mode module access is disabled.")]
     ModuleAccess,
+    /// The program is larger than [`Limits::max_source_bytes`](crate::Limits::max_source_bytes).
+    #[error("code mode program is {bytes} bytes; the limit is {limit} bytes.")]
+    ProgramTooLarge {
+        /// UTF-8 bytes of the program.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// The program does not parse; the text is QuickJS's, e.g. `SyntaxError: unexpected token in expression: ')'`.
     #[error("{0}")]
     Syntax(String),
@@ -72,7 +80,7 @@ impl RunError {
     /// ```
     pub fn code(&self) -> Option<ErrorCode> {
         match self {
-            Self::ModuleAccess | Self::Syntax(_) => Some(ErrorCode::InvalidInput),
+            Self::ModuleAccess | Self::ProgramTooLarge { .. } | Self::Syntax(_) => Some(ErrorCode::InvalidInput),
             Self::RuntimeUnavailable(_) => Some(ErrorCode::RuntimeUnavailable),
             Self::Timeout => Some(ErrorCode::Timeout),
             Self::OutputLimitExceeded => Some(ErrorCode::OutputLimitExceeded),

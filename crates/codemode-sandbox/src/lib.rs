@@ -13,28 +13,36 @@
 //! rquickjs type appears in its API. Nothing is written to disk.
 //!
 //! Feature flags: none. It needs a tokio runtime with timers to [`Run::drive`] a run; host calls
-//! are spawned on it.
+//! are spawned on it. Guest code never runs on that runtime's threads: every VM runs its steps
+//! on a bounded pool of VM threads of this crate ([`thread_count`]).
 
 mod bridge;
 mod bytecode;
+mod codec;
+mod engine;
 mod error;
+mod install;
 mod limits;
 mod module_access;
 mod run;
 mod setup;
 mod store;
+mod vm_threads;
 
 /// Re-exported so implementors of [`BridgeHost`] need no direct dependency on `async-trait`.
 pub use async_trait::async_trait;
 pub use bridge::{BridgeHost, BridgeRequest, PendingCall, RequestId};
 pub use error::{ErrorCode, RunError, StoreError};
+pub use codec::MAX_ERROR_MESSAGE_BYTES;
+pub use codec::Output;
 pub use limits::{
     DEFAULT_MAX_CALL_ARGS_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PENDING_CALLS,
-    DEFAULT_MAX_SNAPSHOT_BYTES, DEFAULT_MEMORY_BYTES, DEFAULT_STACK_BYTES, DEFAULT_TIMEOUT, Limits,
-    MAX_JSON_DEPTH,
+    DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_SNAPSHOT_BYTES, DEFAULT_MAX_SOURCE_BYTES,
+    DEFAULT_MEMORY_BYTES, DEFAULT_STACK_BYTES, DEFAULT_TIMEOUT, Limits, MAX_JSON_DEPTH,
 };
 pub use module_access::check_module_access;
-pub use run::{MAX_ERROR_MESSAGE_BYTES, Output, Run, Step, SuspendReason};
+pub use run::{DEADLINE_GRACE, Run, Step, SuspendReason};
+pub use vm_threads::{MAX_QUEUED_STEPS, thread_count, threads_started};
 pub use setup::{Callable, GuestPath, GuestSetup, JsonText, LocalFn};
 pub use store::{MAX_SUSPENDED_RUNS, Resumption, RunId, RunScope, SnapshotStore};
 

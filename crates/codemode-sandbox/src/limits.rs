@@ -14,8 +14,13 @@ pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 65_536;
 pub const DEFAULT_MAX_PENDING_CALLS: usize = 16;
 /// Default size budget of a parked run (10 MiB, SPEC §3 `maxSnapshotBytes`).
 pub const DEFAULT_MAX_SNAPSHOT_BYTES: usize = 10 * 1024 * 1024;
-/// Default budget for the JSON arguments of one bridge call (16 MiB).
-pub const DEFAULT_MAX_CALL_ARGS_BYTES: usize = 16 * 1024 * 1024;
+/// Default number of further bridge calls that wait, in FIFO order, while
+/// `max_pending_calls` are in flight (SPEC §3 `maxQueuedToolCalls`).
+pub const DEFAULT_MAX_QUEUED_CALLS: usize = 1024;
+/// Default budget for the JSON arguments of one bridge call (8 MiB).
+pub const DEFAULT_MAX_CALL_ARGS_BYTES: usize = 8 * 1024 * 1024;
+/// Default largest program accepted, in UTF-8 bytes (1 MiB, like TypeScript cells).
+pub const DEFAULT_MAX_SOURCE_BYTES: usize = 1024 * 1024;
 /// Deepest nesting accepted for JSON crossing the bridge in either direction.
 ///
 /// Deeper values are refused with a guest-visible error instead of risking the host's stack.
@@ -29,13 +34,14 @@ pub const MAX_JSON_DEPTH: usize = 128;
 /// what the VM holds.
 ///
 /// Limitations with malicious guests: the deadline is enforced by QuickJS's interrupt handler,
-/// which runs between bytecode instructions and inside most long builtin loops (RegExp,
-/// `indexOf`, `every`, ...). The array builtins whose C loops do not poll it (`join`, `sort`,
-/// `reverse`, `slice`, `concat`, ...) are wrapped before guest code runs so they refuse lengths
-/// above `memory_bytes / 8` (a longer array must be sparse or fake); within that bound one call
-/// can overrun the deadline by well under a second at the default memory limit. Exhausted memory
-/// is recognised from QuickJS's `null` / `InternalError: out of memory` failures and the measured
-/// heap, so a program that itself throws `null` is reported as out of memory.
+/// which quickjs-ng calls about every 10,000 calls and back-edges of guest code and never inside
+/// a native built-in; every host callback checks it as well, and built-ins whose native loops
+/// can run long are bounded before guest code runs (docs/builtins-audit.md lists each). One
+/// deadline covers building the VM, compiling the program and running it. A step that still
+/// has not returned at the deadline plus [`DEADLINE_GRACE`](crate::DEADLINE_GRACE) is abandoned:
+/// the leg fails with `timeout` at once and the VM is dropped on its own thread when the native
+/// call it is stuck in returns. Exhausted memory is recognised from QuickJS's
+/// `InternalError: out of memory` and `null` failures and the measured heap.
 ///
 /// ```
 /// use std::time::Duration;
@@ -67,8 +73,15 @@ pub struct Limits {
     pub max_pending_calls: usize,
     /// Size budget of a parked run (checked by the [`SnapshotStore`](crate::SnapshotStore)).
     pub max_snapshot_bytes: usize,
-    /// Budget for the JSON arguments of a single bridge call; a larger call rejects in the guest.
+    /// Further bridge calls that wait in a FIFO queue while `max_pending_calls` are in flight;
+    /// the call after that rejects in the guest with "too many pending code mode tool calls".
+    pub max_queued_calls: usize,
+    /// Budget for the JSON arguments of a single bridge call; a larger call rejects in the guest
+    /// before the host parses it. All started and queued calls of a run together hold at most
+    /// [`Limits::max_in_flight_args_bytes`].
     pub max_call_args_bytes: usize,
+    /// Largest program accepted by [`Run::start`](crate::Run::start), in UTF-8 bytes.
+    pub max_source_bytes: usize,
 }
 
 impl Default for Limits {
@@ -80,7 +93,9 @@ impl Default for Limits {
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             max_pending_calls: DEFAULT_MAX_PENDING_CALLS,
             max_snapshot_bytes: DEFAULT_MAX_SNAPSHOT_BYTES,
+            max_queued_calls: DEFAULT_MAX_QUEUED_CALLS,
             max_call_args_bytes: DEFAULT_MAX_CALL_ARGS_BYTES,
+            max_source_bytes: DEFAULT_MAX_SOURCE_BYTES,
         }
     }
 }
@@ -126,6 +141,28 @@ impl Limits {
     pub fn with_max_snapshot_bytes(mut self, bytes: usize) -> Self {
         self.max_snapshot_bytes = bytes;
         self
+    }
+
+    /// Sets [`Limits::max_queued_calls`].
+    #[must_use]
+    pub fn with_max_queued_calls(mut self, calls: usize) -> Self {
+        self.max_queued_calls = calls;
+        self
+    }
+
+    /// Sets [`Limits::max_source_bytes`].
+    #[must_use]
+    pub fn with_max_source_bytes(mut self, bytes: usize) -> Self {
+        self.max_source_bytes = bytes;
+        self
+    }
+
+    /// JSON bytes of arguments that the started and queued calls of one run may hold together:
+    /// an eighth of [`Limits::memory_bytes`], at least 1 KiB. Parsed JSON takes at most about 16 bytes of host memory
+    /// per byte of text (a 2-byte `0,` becomes a 32-byte value), so a run's arguments hold at
+    /// most about twice `memory_bytes` of host memory.
+    pub fn max_in_flight_args_bytes(&self) -> usize {
+        (self.memory_bytes / 8).max(1024)
     }
 
     /// Sets [`Limits::max_call_args_bytes`].

@@ -4,8 +4,9 @@
 mod support;
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use codemode_sandbox::Step;
+use codemode_sandbox::{Output, Run, Step};
 use support::{TestHost, check, limits, render, run_with, runtime};
 
 #[test]
@@ -199,26 +200,68 @@ fn no_internal_is_reachable_for_forging() {
 }
 
 #[test]
-fn thousands_of_unawaited_calls_are_capped() {
+fn thousands_of_unawaited_calls_queue_then_are_refused() {
     let (host, _cancelled) = TestHost::new();
+    // 16 in flight, 1024 queued in FIFO order, the rest refused with the stable message.
     let program = "let refused = 0; \
                    for (let i = 0; i < 5000; i++) host.never(i).catch((e) => { \
                      if (e.message === 'too many pending code mode tool calls') refused++ }); \
-                   await null; await null; return refused";
-    let step = runtime().block_on(run_with(program, limits(), Arc::clone(&host)));
-    assert_eq!(render(&step), "completed 4984");
-    // Host work is spawned only while the run is driven; the run ended at once.
+                   await null; await null; text(String(refused)); return refused";
+    let limits = limits().with_timeout(Duration::from_millis(300));
+    let runtime = runtime();
+    runtime.block_on(async {
+        let mut run = Run::start(program, support::setup(), limits.clone(), Arc::clone(&host) as _).unwrap();
+        let step = run.drive(support::deadline(&limits)).await;
+        // The program returned, but what it started is still pending: the run parks.
+        let Step::Suspended { pending, output, .. } = step else {
+            panic!("unexpected {step:?}")
+        };
+        assert_eq!(output, vec![Output::Text("3960".into())]);
+        assert_eq!(pending.len(), 16 + 1024);
+        assert_eq!(pending.iter().filter(|call| call.started).count(), 16);
+        // Started calls first, then the queue in request order.
+        assert!(pending.windows(2).all(|pair| pair[0].started >= pair[1].started));
+    });
+    // Only the calls in flight reached the host.
     assert!(host.calls() <= 16, "host saw {} calls", host.calls());
 }
 
 #[test]
-fn pending_call_cap_frees_up_as_calls_settle() {
+fn calls_beyond_the_pending_cap_wait_in_the_queue() {
     check(
         "const all = []; for (let i = 0; i < 64; i++) all.push(await host.echo(i)); \
-         const batch = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => host.echo(i))); \
-         return [all.length, batch.filter((r) => r.status === 'fulfilled').length]",
-        "completed [64,16]",
+         const batch = await Promise.allSettled(Array.from({ length: 100 }, (_, i) => host.echo(i))); \
+         return [all.length, batch.filter((r) => r.status === 'fulfilled').map((r) => r.value).join() === Array.from({ length: 100 }, (_, i) => i).join()]",
+        "completed [64,true]",
     );
+}
+
+#[test]
+fn the_queue_bound_refuses_the_call_after_it() {
+    let (host, _cancelled) = TestHost::new();
+    let program = "const batch = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => host.echo(i))); \
+                   return batch.map((r) => r.status === 'fulfilled' ? 1 : r.reason.message)";
+    let limits = limits().with_max_pending_calls(2).with_max_queued_calls(3);
+    let step = runtime().block_on(run_with(program, limits, host));
+    let Step::Completed { value, .. } = step else {
+        panic!("unexpected {step:?}")
+    };
+    let refused = serde_json::json!("too many pending code mode tool calls");
+    let mut expect = vec![serde_json::json!(1); 5];
+    expect.extend(std::iter::repeat_n(refused, 15));
+    assert_eq!(value, serde_json::Value::Array(expect));
+}
+
+#[test]
+fn an_unawaited_call_runs_before_the_run_completes() {
+    let (host, _cancelled) = TestHost::new();
+    let program = "host.echo('side effect').then((v) => text('settled ' + v)); return 1";
+    let step = runtime().block_on(run_with(program, limits(), Arc::clone(&host)));
+    assert_eq!(
+        render(&step),
+        r#"completed 1 output=[{"type":"text","text":"settled side effect"}]"#
+    );
+    assert_eq!(host.calls(), 1);
 }
 
 #[test]

@@ -194,8 +194,10 @@ fn one_leg(program: &str, limits: Limits) -> Step {
 #[test]
 fn output_limit_counts_json_bytes_cumulatively() {
     let small = limits().with_max_output_bytes(1024);
-    // 1022 characters are 1024 JSON bytes: the item fits, the final `null` (4 bytes) does not.
-    match one_leg("text('x'.repeat(1022)); return null", small.clone()) {
+    // An item counts as its full wire JSON: `{"type":"text","text":` + the JSON string + `}`,
+    // plus the `,` separating items (24 bytes of envelope). 998 characters are 1000 JSON bytes,
+    // so the item takes exactly 1024: it fits, the final `null` (4 bytes) does not.
+    match one_leg("text('x'.repeat(998)); return null", small.clone()) {
         Step::Failed {
             error: RunError::OutputLimitExceeded,
             output,
@@ -203,7 +205,7 @@ fn output_limit_counts_json_bytes_cumulatively() {
         other => panic!("{}", render(&other)),
     }
     match one_leg(
-        "text('x'.repeat(1022)); return",
+        "text('x'.repeat(998)); return",
         small.clone().with_max_output_bytes(1028),
     ) {
         Step::Completed { output, .. } => assert_eq!(output.len(), 1),
@@ -227,7 +229,7 @@ fn output_limit_counts_json_bytes_cumulatively() {
             error: RunError::OutputLimitExceeded,
             output,
         } => {
-            assert_eq!(output.len(), 1024 / 4, "each 'yy' item counts 4 JSON bytes");
+            assert_eq!(output.len(), 1024 / 28, "each 'yy' item counts 4 + 24 JSON bytes");
         }
         other => panic!("{}", render(&other)),
     }
@@ -295,13 +297,18 @@ fn start_reports_a_setup_that_does_not_fit() {
         vec!["BIG".into()],
         serde_json::Value::String("x".repeat(4 << 20)),
     ));
-    let error = Run::start(
+    // The VM is built by the first leg, under its deadline.
+    let mut run = Run::start(
         "return 1",
         setup,
         Limits::default().with_memory_bytes(1 << 20),
         host,
     )
-    .unwrap_err();
+    .unwrap();
+    let step = runtime().block_on(run.drive(support::deadline(&Limits::default())));
+    let Step::Failed { error, .. } = step else {
+        panic!("unexpected {step:?}")
+    };
     assert_eq!(
         error.code(),
         Some(codemode_sandbox::ErrorCode::RuntimeUnavailable),

@@ -1,0 +1,245 @@
+//! JSON both ways across the bridge, and the byte counts the limits are measured in.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::MAX_JSON_DEPTH;
+
+/// Longest failure message kept from guest code; longer ones are cut at a char boundary.
+pub const MAX_ERROR_MESSAGE_BYTES: usize = 4096;
+
+/// One item of guest output, in guest call order.
+///
+/// Serialized as SPEC §6 `{"type":"text","text":..}` / `{"type":"json","value":..}`.
+///
+/// ```
+/// use codemode_sandbox::Output;
+/// let item = Output::Text("hi".into());
+/// assert_eq!(serde_json::to_string(&item).unwrap(), r#"{"type":"text","text":"hi"}"#);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(into = "OutputRepr", from = "OutputRepr")]
+pub enum Output {
+    /// From `text(value)`: strings verbatim, other values as compact JSON.
+    Text(String),
+    /// From `json(value)`: a JSON-compatible copy of the value.
+    Json(Value),
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum OutputRepr {
+    Text { text: String },
+    Json { value: Value },
+}
+
+impl From<Output> for OutputRepr {
+    fn from(output: Output) -> Self {
+        match output {
+            Output::Text(text) => Self::Text { text },
+            Output::Json(value) => Self::Json { value },
+        }
+    }
+}
+
+impl From<OutputRepr> for Output {
+    fn from(repr: OutputRepr) -> Self {
+        match repr {
+            OutputRepr::Text { text } => Self::Text(text),
+            OutputRepr::Json { value } => Self::Json(value),
+        }
+    }
+}
+
+/// Lines the async-function wrapper adds before the program (`(async function anonymous(` and
+/// `) {`), subtracted from QuickJS's line numbers.
+const WRAPPER_LINES: u32 = 2;
+
+/// `SyntaxError: <text> (line L, column C)` with the position in the program's own lines, taken
+/// from the first `<input>:L:C` of the error's stack; "(at the end of the program)" when the
+/// parser only stumbled on the wrapper's closing line.
+pub(crate) fn syntax_message(text: &str, stack: &str, program_lines: usize) -> String {
+    let position = stack
+        .lines()
+        .next()
+        .and_then(|line| line.split("<input>:").nth(1))
+        .and_then(|at| {
+            let mut parts = at.trim_end_matches(')').split(':');
+            let line: u32 = parts.next()?.parse().ok()?;
+            let column: u32 = parts.next()?.parse().ok()?;
+            Some((line.saturating_sub(WRAPPER_LINES).max(1), column))
+        });
+    match position {
+        Some((line, _)) if usize::try_from(line).unwrap_or(usize::MAX) > program_lines.max(1) => {
+            format!("{text} (at the end of the program)")
+        }
+        Some((line, column)) => format!("{text} (line {line}, column {column})"),
+        None => text.to_owned(),
+    }
+}
+
+/// Parses JSON made by the guest's `JSON.stringify` (serde_json's nesting limit applies).
+pub(crate) fn parse_bridge_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+    serde_json::from_str(text)
+        .map_err(|error| format!("cannot cross the code mode bridge: {error}"))
+}
+
+/// JSON text of a host value, refusing values nested deeper than [`MAX_JSON_DEPTH`] (checked
+/// without recursion; a too-deep value is also dropped without recursion).
+pub(crate) fn encode_host_value(value: Value) -> Result<String, String> {
+    if exceeds_depth(&value, MAX_JSON_DEPTH) {
+        dismantle(value);
+        return Err(format!(
+            "the host value nests deeper than {MAX_JSON_DEPTH} levels"
+        ));
+    }
+    serde_json::to_string(&value).map_err(|error| error.to_string())
+}
+
+pub(crate) fn exceeds_depth(value: &Value, max: usize) -> bool {
+    let mut stack = vec![(value, 0usize)];
+    while let Some((value, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        if depth >= max {
+            return true;
+        }
+        stack.extend(children.map(|child| (child, depth + 1)));
+    }
+    false
+}
+
+pub(crate) fn dismantle(value: Value) {
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.into_iter().map(|(_, child)| child)),
+            _ => {}
+        }
+    }
+}
+
+/// UTF-8 bytes of `text` encoded as a JSON string (quotes and escapes included), as serde_json
+/// writes it.
+pub(crate) fn json_string_bytes(text: &str) -> usize {
+    2 + text
+        .chars()
+        .map(|c| match c {
+            '"' | '\\' | '\n' | '\r' | '\t' | '\u{08}' | '\u{0c}' => 2,
+            c if (c as u32) < 0x20 => 6,
+            c => c.len_utf8(),
+        })
+        .sum::<usize>()
+}
+
+pub(crate) fn json_bytes(value: &Value) -> usize {
+    serde_json::to_string(value).map_or(0, |text| text.len())
+}
+
+/// Bytes of `{"type":"text","text":` and of `{"type":"json","value":`, plus the closing `}` and
+/// the `,` that separates items in the result's `output` array.
+const TEXT_ENVELOPE_BYTES: usize = r#"{"type":"text","text":}"#.len() + 1;
+const JSON_ENVELOPE_BYTES: usize = r#"{"type":"json","value":}"#.len() + 1;
+
+/// Wire bytes of one output item as the result carries it: the item's full JSON object plus
+/// its separator in the `output` array, from the UTF-8 bytes of its text or JSON payload.
+pub(crate) fn output_item_bytes(is_json: bool, payload_bytes: usize) -> usize {
+    let envelope = if is_json {
+        JSON_ENVELOPE_BYTES
+    } else {
+        TEXT_ENVELOPE_BYTES
+    };
+    envelope.saturating_add(payload_bytes)
+}
+
+/// Wire bytes of an output item (see [`output_item_bytes`]).
+pub(crate) fn output_bytes(output: &Output) -> usize {
+    match output {
+        Output::Text(text) => output_item_bytes(false, json_string_bytes(text)),
+        Output::Json(value) => output_item_bytes(true, json_bytes(value)),
+    }
+}
+
+pub(crate) fn truncate(mut message: String) -> String {
+    if message.len() > MAX_ERROR_MESSAGE_BYTES {
+        let mut cut = MAX_ERROR_MESSAGE_BYTES;
+        while !message.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        message.truncate(cut);
+        message.push('…');
+    }
+    message
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_string_bytes_matches_serde() {
+        for text in [
+            "",
+            "plain",
+            "quote\" back\\slash",
+            "ctl\u{1}\u{1f}\n\t\r\u{8}\u{c}",
+            "ünïcødé ✓ 🎉",
+        ] {
+            assert_eq!(
+                json_string_bytes(text),
+                serde_json::to_string(text).unwrap().len(),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn depth_check_is_exact_and_iterative() {
+        let mut value = Value::Null;
+        for _ in 0..MAX_JSON_DEPTH {
+            value = Value::Array(vec![value]);
+        }
+        assert!(!exceeds_depth(&value, MAX_JSON_DEPTH));
+        let deeper = Value::Array(vec![value]);
+        assert!(exceeds_depth(&deeper, MAX_JSON_DEPTH));
+        // A million levels: neither the check nor the drop may recurse.
+        let mut huge = Value::Null;
+        for _ in 0..1_000_000 {
+            huge = Value::Array(vec![huge]);
+        }
+        assert!(encode_host_value(huge).is_err());
+    }
+
+    #[test]
+    fn syntax_positions_are_given_in_program_lines() {
+        let text = "SyntaxError: expecting ';'";
+        let at = |stack: &str, lines: usize| syntax_message(text, stack, lines);
+        let expect = |suffix: &str| format!("{text} {suffix}");
+        assert_eq!(
+            at("    at <input>:4:10\n    at f (native)", 2),
+            expect("(line 2, column 10)")
+        );
+        assert_eq!(at("    at <input>:1:3\n", 1), expect("(line 1, column 3)"));
+        assert_eq!(
+            at("    at <input>:4:1\n", 1),
+            expect("(at the end of the program)")
+        );
+        for odd in ["", "    at <input>:x:1", "    at <input>:9", "garbage"] {
+            assert_eq!(at(odd, 3), text);
+        }
+    }
+
+    #[test]
+    fn truncate_respects_char_boundaries() {
+        let long = "é".repeat(MAX_ERROR_MESSAGE_BYTES);
+        let cut = truncate(long);
+        assert!(cut.len() <= MAX_ERROR_MESSAGE_BYTES + '…'.len_utf8());
+        assert!(cut.ends_with('…'));
+    }
+}
+

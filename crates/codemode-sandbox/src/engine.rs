@@ -1,0 +1,831 @@
+//! One VM and the synchronous step that advances it: settlements in, progress out.
+//!
+//! Layout of trust: `bootstrap.js` (loaded as bytecode, see bytecode.rs) runs before any guest
+//! code and returns a frozen control object (`install`, `compile`, `begin`, `settle`) kept as
+//! runtime userdata, which guest code can never reach. `install` builds the whole guest setup in
+//! one call from a JSON plan (see `InstallPlan`). Guest-visible functions are closures made by
+//! the bootstrap around the natives defined here (`hostCall`, `hostLocal`, `hostEmit`,
+//! `hostYield`, `hostFinish`, `hostIsProxy`, `hostPoll`); those natives are handed over in one
+//! object and never installed as globals, so there is no internal name to forge. Only `Send`
+//! state is captured by natives and the interrupt handler.
+//!
+//! Everything here runs on a VM thread (vm_threads.rs), never on the caller's async workers:
+//! building the VM, compiling the program, running jobs and settling host answers. A step also
+//! polls each new host call once in place, so a host that answers at once costs no thread hop.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::Poll;
+use std::time::Instant;
+
+use rquickjs::{Context, Ctx, Function, Object, Runtime, Value as JsValue};
+use serde_json::Value;
+
+use crate::bytecode::load_bootstrap;
+use crate::codec::{
+    encode_host_value, json_string_bytes, output_bytes, output_item_bytes, parse_bridge_json,
+    syntax_message, truncate,
+};
+use crate::install::{BridgeMethod, InstallPlan};
+use crate::{BridgeHost, BridgeRequest, Limits, LocalFn, Output, PendingCall, RequestId, RunError};
+
+pub(crate) const HOST_CALL_FAILED: &str = "code mode host call failed";
+const TOO_MANY_PENDING: &str = "too many pending code mode tool calls";
+const OUTPUT_LIMIT: &str = "code mode output limit exceeded";
+const TIMEOUT: &str = "code mode timeout exceeded";
+/// How many microtasks run between two checks of the deadline from Rust (the interrupt handler
+/// checks it inside guest code as well).
+const JOBS_PER_DEADLINE_CHECK: u32 = 256;
+
+/// A host call's future, polled once in place and otherwise spawned by the caller's runtime.
+pub(crate) type HostFuture = Pin<Box<dyn Future<Output = Result<Value, String>> + Send>>;
+
+/// Set by the interrupt handler and the natives; read by the step and by the async driver.
+/// Lock-free, so the interrupt handler never blocks.
+pub(crate) struct Flags {
+    origin: Instant,
+    /// Deadline of the current leg, in nanoseconds since `origin`.
+    deadline_nanos: AtomicU64,
+    timed_out: AtomicBool,
+    output_exceeded: AtomicBool,
+}
+
+impl Flags {
+    pub(crate) fn new() -> Self {
+        Self {
+            origin: Instant::now(),
+            deadline_nanos: AtomicU64::new(u64::MAX),
+            timed_out: AtomicBool::new(false),
+            output_exceeded: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn set_deadline(&self, deadline: Instant) {
+        let nanos = deadline.saturating_duration_since(self.origin).as_nanos();
+        self.deadline_nanos
+            .store(u64::try_from(nanos).unwrap_or(u64::MAX), Ordering::SeqCst);
+    }
+
+    /// Stops the VM at its next poll: the driver gave up waiting for a step.
+    pub(crate) fn force_timeout(&self) {
+        self.timed_out.store(true, Ordering::SeqCst);
+    }
+
+    /// The interrupt handler: `true` stops guest code with an uncatchable exception.
+    fn interrupt(&self) -> bool {
+        if self.output_exceeded.load(Ordering::Relaxed) || self.timed_out.load(Ordering::Relaxed) {
+            return true;
+        }
+        let elapsed = u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        if elapsed >= self.deadline_nanos.load(Ordering::Relaxed) {
+            self.timed_out.store(true, Ordering::SeqCst);
+            return true;
+        }
+        false
+    }
+
+    /// The failure the flags force, whatever the guest made of it.
+    pub(crate) fn tripped(&self) -> Option<RunError> {
+        if self.timed_out.load(Ordering::SeqCst) {
+            Some(RunError::Timeout)
+        } else if self.output_exceeded.load(Ordering::SeqCst) {
+            Some(RunError::OutputLimitExceeded)
+        } else {
+            None
+        }
+    }
+}
+
+/// How the guest's main promise settled, reported by `hostFinish`.
+enum Finish {
+    Value(String),
+    Error {
+        message: String,
+        out_of_memory: bool,
+    },
+}
+
+/// A started bridge call: what the `waiting` result names, and the argument bytes it holds.
+struct InFlight {
+    method: String,
+    args_bytes: usize,
+}
+
+/// Bridge state shared between the natives (inside the VM lock) and the step.
+struct BridgeState {
+    methods: Vec<BridgeMethod>,
+    next_id: u64,
+    /// Started calls, by request id.
+    in_flight: BTreeMap<u64, InFlight>,
+    /// Calls made while `max_pending_calls` were in flight, started in FIFO order.
+    queued: VecDeque<(BridgeRequest, usize)>,
+    /// JSON bytes of the arguments of every started or queued call.
+    args_bytes: usize,
+    yields: Vec<u64>,
+    yield_requested: bool,
+    output: Vec<Output>,
+    output_bytes: usize,
+    finish: Option<Finish>,
+}
+
+fn lock(state: &Mutex<BridgeState>) -> MutexGuard<'_, BridgeState> {
+    // A poisoned lock only means a panic elsewhere; the data is still consistent plain data.
+    state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The VM. Field order matters: the context is dropped before the runtime.
+struct Vm {
+    context: Context,
+    runtime: Runtime,
+}
+
+/// What the driver hands a step.
+pub(crate) struct StepInput {
+    /// Host answers that arrived since the last step, by request id.
+    pub(crate) settlements: Vec<(u64, Result<Value, String>)>,
+    /// Settle every pending `yield_control()` first (a new leg after a yield).
+    pub(crate) resume_yields: bool,
+    pub(crate) deadline: Instant,
+    /// The caller's runtime, entered while host futures are polled in place.
+    pub(crate) handle: tokio::runtime::Handle,
+}
+
+/// Where a step left the run.
+pub(crate) enum Progress {
+    /// The program returned and nothing it started is pending.
+    Completed(Value),
+    /// The run is dead.
+    Failed(RunError),
+    /// The guest called `yield_control()`.
+    Yielded,
+    /// The guest awaits host work.
+    Idle,
+}
+
+/// What a step gives back.
+pub(crate) struct StepOutput {
+    pub(crate) progress: Progress,
+    /// Host calls still pending after their first poll, for the driver to spawn.
+    pub(crate) spawn: Vec<(u64, HostFuture)>,
+    /// Output produced during the step.
+    pub(crate) output: Vec<Output>,
+}
+
+impl StepOutput {
+    pub(crate) fn failed(error: RunError) -> Self {
+        Self {
+            progress: Progress::Failed(error),
+            spawn: Vec::new(),
+            output: Vec::new(),
+        }
+    }
+}
+
+/// A thrown value caught by Rust, reduced to what classification needs.
+struct Caught {
+    message: String,
+    out_of_memory: bool,
+}
+
+/// One fresh VM with the guest setup installed and the program compiled, not yet begun.
+pub(crate) struct Engine {
+    vm: Vm,
+    state: Arc<Mutex<BridgeState>>,
+    flags: Arc<Flags>,
+    host: Arc<dyn BridgeHost>,
+    limits: Limits,
+    started: bool,
+    /// The program's return value once it returned while calls were still pending.
+    returned: Option<Value>,
+}
+
+impl Engine {
+    /// Builds the VM, installs the guest setup and compiles `program` as the body of an async
+    /// function, all under the flags' current deadline.
+    pub(crate) fn build(
+        program: &str,
+        mut plan: InstallPlan,
+        limits: Limits,
+        host: Arc<dyn BridgeHost>,
+        flags: Arc<Flags>,
+    ) -> Result<Self, RunError> {
+        let state = Arc::new(Mutex::new(BridgeState {
+            methods: std::mem::take(&mut plan.methods),
+            next_id: 1,
+            in_flight: BTreeMap::new(),
+            queued: VecDeque::new(),
+            args_bytes: 0,
+            yields: Vec::new(),
+            yield_requested: false,
+            output: Vec::new(),
+            output_bytes: 0,
+            finish: None,
+        }));
+
+        let unavailable = |error: rquickjs::Error| RunError::RuntimeUnavailable(error.to_string());
+        let runtime = Runtime::new().map_err(unavailable)?;
+        runtime.set_memory_limit(limits.memory_bytes);
+        runtime.set_max_stack_size(limits.stack_bytes.min(crate::vm_threads::MAX_GUEST_STACK_BYTES));
+        let interrupt_flags = Arc::clone(&flags);
+        runtime.set_interrupt_handler(Some(Box::new(move || interrupt_flags.interrupt())));
+        let context = Context::full(&runtime).map_err(unavailable)?;
+        let vm = Vm { context, runtime };
+
+        let natives = Natives {
+            state: Arc::clone(&state),
+            flags: Arc::clone(&flags),
+            locals: Arc::clone(&plan.locals),
+            limits: limits.clone(),
+        };
+        let engine = Self {
+            vm,
+            state,
+            flags,
+            host,
+            limits,
+            started: false,
+            returned: None,
+        };
+        // `Err(Ok(message))`: the setup did not install; `Err(Err(caught))`: compiling threw.
+        let compiled = engine.vm.context.with(|ctx| -> Result<Option<String>, Result<String, Caught>> {
+            let installed = bootstrap(&ctx, natives).and_then(|control| plan.install(&control));
+            if let Err(error) = installed {
+                return Err(Ok(caught(&ctx, &error).message));
+            }
+            let compile: Function<'_> = control(&ctx)
+                .and_then(|control| control.get("compile"))
+                .map_err(|error| Err(caught(&ctx, &error)))?;
+            compile
+                .call::<_, Option<String>>((program,))
+                .map_err(|error| Err(caught(&ctx, &error)))
+        });
+        let failure = match compiled {
+            Ok(None) => return Ok(engine),
+            Ok(Some(failure)) => failure,
+            Err(Ok(message)) => {
+                return Err(engine.flags.tripped().unwrap_or_else(|| {
+                    RunError::RuntimeUnavailable(format!(
+                        "the guest setup could not be installed: {message}"
+                    ))
+                }));
+            }
+            Err(Err(caught)) => return Err(engine.classify(caught)),
+        };
+        if let Some(tripped) = engine.flags.tripped() {
+            return Err(tripped);
+        }
+        let message = truncate(failure.get(1..).unwrap_or_default().to_owned());
+        Err(
+            match failure
+                .strip_prefix('S')
+                .and_then(|rest| rest.split_once('\u{0}'))
+            {
+                Some((stack, text)) => RunError::Syntax(truncate(syntax_message(
+                    text,
+                    stack,
+                    program.lines().count(),
+                ))),
+                None => engine.classify(Caught {
+                    out_of_memory: message == "InternalError: out of memory",
+                    message,
+                }),
+            },
+        )
+    }
+
+    /// Advances the run as far as it goes without waiting for host work.
+    pub(crate) fn step(&mut self, input: StepInput) -> StepOutput {
+        let StepInput {
+            settlements,
+            resume_yields,
+            deadline,
+            handle,
+        } = input;
+        self.flags.set_deadline(deadline);
+        let _entered = handle.enter();
+        let mut spawn = Vec::new();
+        let progress = match self.advance(settlements, resume_yields, deadline, &mut spawn) {
+            Ok(progress) => progress,
+            Err(error) => Progress::Failed(error),
+        };
+        StepOutput {
+            progress,
+            spawn,
+            output: std::mem::take(&mut lock(&self.state).output),
+        }
+    }
+
+    fn advance(
+        &mut self,
+        settlements: Vec<(u64, Result<Value, String>)>,
+        resume_yields: bool,
+        deadline: Instant,
+        spawn: &mut Vec<(u64, HostFuture)>,
+    ) -> Result<Progress, RunError> {
+        if resume_yields {
+            let yields = {
+                let mut state = lock(&self.state);
+                state.yield_requested = false;
+                std::mem::take(&mut state.yields)
+            };
+            for id in yields {
+                self.settle(id, true, "null")?;
+            }
+        }
+        for (id, outcome) in settlements {
+            self.settle_outcome(id, outcome)?;
+        }
+        if !self.started {
+            self.started = true;
+            self.call_control("begin", ())?;
+        }
+        loop {
+            self.run_jobs(deadline)?;
+            if let Some(error) = self.flags.tripped() {
+                return Err(error);
+            }
+            self.take_finish()?;
+            let startable = self.startable();
+            if startable.is_empty() {
+                break;
+            }
+            let mut answered = false;
+            for request in startable {
+                let id = request.id.0;
+                let host = Arc::clone(&self.host);
+                let mut future: HostFuture = Box::pin(async move { host.call(request).await });
+                let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+                match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut context))) {
+                    Ok(Poll::Ready(outcome)) => {
+                        self.settle_outcome(id, outcome)?;
+                        answered = true;
+                    }
+                    Ok(Poll::Pending) => spawn.push((id, future)),
+                    Err(_) => {
+                        self.settle_outcome(id, Err(HOST_CALL_FAILED.to_owned()))?;
+                        answered = true;
+                    }
+                }
+            }
+            if !answered {
+                break;
+            }
+        }
+        let state = lock(&self.state);
+        if state.yield_requested {
+            return Ok(Progress::Yielded);
+        }
+        let nothing_pending =
+            state.in_flight.is_empty() && state.queued.is_empty() && state.yields.is_empty();
+        drop(state);
+        if nothing_pending {
+            if let Some(value) = self.returned.take() {
+                return Ok(Progress::Completed(value));
+            }
+            // The program awaits something nothing can settle.
+            return Err(if self.memory_exhausted() {
+                RunError::MemoryLimitExceeded
+            } else {
+                RunError::PendingWithoutHostWork
+            });
+        }
+        Ok(Progress::Idle)
+    }
+
+    /// Takes the program's settlement: a failure ends the run, a value waits for pending work.
+    fn take_finish(&mut self) -> Result<(), RunError> {
+        let finish = lock(&self.state).finish.take();
+        match finish {
+            None => Ok(()),
+            Some(Finish::Value(text)) => {
+                let total = lock(&self.state).output_bytes.saturating_add(text.len());
+                if total > self.limits.max_output_bytes {
+                    return Err(RunError::OutputLimitExceeded);
+                }
+                let value = parse_bridge_json::<Value>(&text)
+                    .map_err(|message| RunError::Guest(format!("the return value {message}")))?;
+                self.returned = Some(value);
+                Ok(())
+            }
+            Some(Finish::Error {
+                message,
+                out_of_memory,
+            }) => Err(self.classify(Caught {
+                message,
+                out_of_memory,
+            })),
+        }
+    }
+
+    /// Moves queued calls to in flight while fewer than `max_pending_calls` are.
+    fn startable(&self) -> Vec<BridgeRequest> {
+        let mut state = lock(&self.state);
+        let mut started = Vec::new();
+        while state.in_flight.len() < self.limits.max_pending_calls.max(1) {
+            let Some((request, args_bytes)) = state.queued.pop_front() else {
+                break;
+            };
+            state.in_flight.insert(
+                request.id.0,
+                InFlight {
+                    method: request.method.clone(),
+                    args_bytes,
+                },
+            );
+            started.push(request);
+        }
+        started
+    }
+
+    /// Bytes the parked run holds: the VM's measured heap (`malloc_size`) plus what the host side
+    /// buffers for it (output of the current leg, arguments of calls not settled yet).
+    pub(crate) fn memory_bytes(&self) -> usize {
+        let heap = usize::try_from(self.vm.runtime.memory_usage().malloc_size).unwrap_or(0);
+        let state = lock(&self.state);
+        let output: usize = state.output.iter().map(output_bytes).sum();
+        heap.saturating_add(output).saturating_add(state.args_bytes)
+    }
+
+    /// Calls not settled into the VM yet, started ones first, each group in request order.
+    pub(crate) fn pending_calls(&self) -> Vec<PendingCall> {
+        let state = lock(&self.state);
+        let started = state.in_flight.iter().map(|(id, call)| PendingCall {
+            id: RequestId(*id),
+            method: call.method.clone(),
+            started: true,
+        });
+        let queued = state.queued.iter().map(|(request, _)| PendingCall {
+            id: request.id,
+            method: request.method.clone(),
+            started: false,
+        });
+        started.chain(queued).collect()
+    }
+
+    pub(crate) fn output_bytes(&self) -> usize {
+        lock(&self.state).output_bytes
+    }
+
+    /// Output produced but not handed out yet (kept when the driver gives up on a step).
+    pub(crate) fn take_output(&self) -> Vec<Output> {
+        std::mem::take(&mut lock(&self.state).output)
+    }
+
+    /// Classifies a fatal guest failure: flags first, then memory, else the guest's message.
+    fn classify(&self, caught: Caught) -> RunError {
+        if let Some(error) = self.flags.tripped() {
+            return error;
+        }
+        if caught.out_of_memory || self.memory_exhausted() {
+            return RunError::MemoryLimitExceeded;
+        }
+        RunError::Guest(truncate(caught.message))
+    }
+
+    /// Whether the VM's measured heap is within 1/16 of its budget.
+    fn memory_exhausted(&self) -> bool {
+        let used = usize::try_from(self.vm.runtime.memory_usage().malloc_size).unwrap_or(0);
+        tracing::debug!(target: "codemode_sandbox", used, limit = self.limits.memory_bytes, "memory at failure");
+        used >= self.limits.memory_bytes - self.limits.memory_bytes / 16
+    }
+
+    /// Calls a function of the control object; returns whether it answered `true`.
+    fn call_control<A>(&self, name: &str, args: A) -> Result<bool, RunError>
+    where
+        A: for<'js> rquickjs::function::IntoArgs<'js>,
+    {
+        let result = self.vm.context.with(|ctx| {
+            let function: Function<'_> = control(&ctx)
+                .and_then(|c| c.get(name))
+                .map_err(|error| caught(&ctx, &error))?;
+            function
+                .call::<_, JsValue<'_>>(args)
+                .map(|value| value.as_bool() == Some(true))
+                .map_err(|error| caught(&ctx, &error))
+        });
+        result.map_err(|caught| self.classify(caught))
+    }
+
+    /// Settles one bridge call or yield in the VM; `Ok(false)` when the VM knows no such id.
+    pub(crate) fn settle(&self, id: u64, ok: bool, payload: &str) -> Result<bool, RunError> {
+        // Request ids stay far below 2^53, so they are exact as JS numbers.
+        #[allow(
+            clippy::cast_precision_loss,
+            reason = "ids are sequential and far below 2^53"
+        )]
+        let id = id as f64;
+        self.call_control("settle", (id, ok, payload))
+    }
+
+    fn settle_outcome(&self, id: u64, outcome: Result<Value, String>) -> Result<(), RunError> {
+        {
+            let mut state = lock(&self.state);
+            let Some(call) = state.in_flight.remove(&id) else {
+                return Ok(());
+            };
+            state.args_bytes = state.args_bytes.saturating_sub(call.args_bytes);
+        }
+        let settled = match outcome {
+            Ok(value) => match encode_host_value(value) {
+                Ok(text) => self.settle(id, true, &text),
+                Err(message) => self.settle(id, false, &message),
+            },
+            Err(message) => self.settle(id, false, &message),
+        };
+        settled.map(drop)
+    }
+
+    fn run_jobs(&self, deadline: Instant) -> Result<(), RunError> {
+        let mut executed: u32 = 0;
+        loop {
+            match self.vm.runtime.execute_pending_job() {
+                Ok(true) => {}
+                Ok(false) => return Ok(()),
+                Err(exception) => {
+                    let caught = exception
+                        .0
+                        .with(|ctx| caught(&ctx, &rquickjs::Error::Exception));
+                    return Err(self.classify(caught));
+                }
+            }
+            if let Some(error) = self.flags.tripped() {
+                return Err(error);
+            }
+            executed = executed.wrapping_add(1);
+            if executed.is_multiple_of(JOBS_PER_DEADLINE_CHECK) && Instant::now() >= deadline {
+                self.flags.force_timeout();
+                return Err(RunError::Timeout);
+            }
+        }
+    }
+}
+
+/// The frozen control object made by the bootstrap, kept as runtime userdata.
+fn control<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Object<'js>> {
+    let guard = ctx
+        .userdata::<Object<'js>>()
+        .ok_or(rquickjs::Error::Unknown)?;
+    Ok(guard.clone())
+}
+
+/// Takes the pending exception (if `error` is one) and describes it for classification.
+fn caught(ctx: &Ctx<'_>, error: &rquickjs::Error) -> Caught {
+    if !matches!(error, rquickjs::Error::Exception) {
+        let out_of_memory = matches!(error, rquickjs::Error::Allocation);
+        return Caught {
+            message: error.to_string(),
+            out_of_memory,
+        };
+    }
+    let value = ctx.catch();
+    if value.is_null() || value.is_undefined() {
+        return Caught {
+            message: "uncaught exception".into(),
+            out_of_memory: true,
+        };
+    }
+    let message = value
+        .as_exception()
+        .and_then(|exception| exception.message())
+        .or_else(|| value.as_string().and_then(|s| s.to_string().ok()))
+        .unwrap_or_else(|| "uncaught exception".into());
+    let out_of_memory = message == "out of memory";
+    Caught {
+        message,
+        out_of_memory,
+    }
+}
+
+/// The state the natives handed to the bootstrap capture; all of it is `Send`.
+struct Natives {
+    state: Arc<Mutex<BridgeState>>,
+    flags: Arc<Flags>,
+    locals: Arc<[LocalFn]>,
+    limits: Limits,
+}
+
+fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'js>> {
+    let Natives {
+        state,
+        flags,
+        locals,
+        limits,
+    } = natives;
+
+    let call_state = Arc::clone(&state);
+    let call_flags = Arc::clone(&flags);
+    let call_limits = limits.clone();
+    let host_call = Function::new(
+        ctx.clone(),
+        move |ctx: Ctx<'js>, index: u32, payload: String| {
+            let registered = if call_flags.interrupt() {
+                Err(TIMEOUT.to_owned())
+            } else {
+                register_call(&call_state, index, &payload, &call_limits)
+            };
+            match registered {
+                #[allow(
+                    clippy::cast_precision_loss,
+                    reason = "ids are sequential and far below 2^53"
+                )]
+                Ok(id) => Ok(JsValue::new_number(ctx, id as f64)),
+                Err(message) => {
+                    rquickjs::String::from_str(ctx, &message).map(rquickjs::String::into_value)
+                }
+            }
+        },
+    )?;
+
+    let local_flags = Arc::clone(&flags);
+    let max_args = limits.max_call_args_bytes;
+    let host_local = Function::new(ctx.clone(), move |index: u32, payload: String| -> String {
+        let answer = if local_flags.interrupt() {
+            Err(TIMEOUT.to_owned())
+        } else if payload.len() > max_args {
+            Err(format!("code mode call arguments exceed {max_args} bytes"))
+        } else {
+            parse_bridge_json::<Vec<Value>>(&payload).and_then(|args| {
+                match locals.get(index as usize) {
+                    Some(local) => catch_unwind(AssertUnwindSafe(|| local(args)))
+                        .unwrap_or_else(|_| Err(HOST_CALL_FAILED.into())),
+                    None => Err("unknown code mode function".into()),
+                }
+            })
+        };
+        match answer.and_then(encode_host_value) {
+            // `[value]` on success, the message as a JSON string on failure.
+            Ok(text) => format!("[{text}]"),
+            Err(message) => Value::String(message).to_string(),
+        }
+    })?;
+
+    let emit_state = Arc::clone(&state);
+    let emit_flags = Arc::clone(&flags);
+    let max_output = limits.max_output_bytes;
+    let host_emit = Function::new(
+        ctx.clone(),
+        move |is_json: bool, payload: String| -> Option<String> {
+            if emit_flags.interrupt() {
+                return Some(TIMEOUT.into());
+            }
+            let payload_bytes = if is_json {
+                payload.len()
+            } else {
+                json_string_bytes(&payload)
+            };
+            let bytes = output_item_bytes(is_json, payload_bytes);
+            // Checked before parsing, so an oversized item never costs host memory.
+            let total = lock(&emit_state).output_bytes.saturating_add(bytes);
+            if total > max_output {
+                // Sticky: the interrupt handler now stops the guest even if it catches this error.
+                emit_flags.output_exceeded.store(true, Ordering::SeqCst);
+                return Some(OUTPUT_LIMIT.into());
+            }
+            let item = if is_json {
+                match parse_bridge_json::<Value>(&payload) {
+                    Ok(value) => Output::Json(value),
+                    Err(message) => return Some(format!("json() value {message}")),
+                }
+            } else {
+                Output::Text(payload)
+            };
+            let mut state = lock(&emit_state);
+            state.output_bytes = state.output_bytes.saturating_add(bytes);
+            state.output.push(item);
+            None
+        },
+    )?;
+
+    let yield_state = Arc::clone(&state);
+    let host_yield = Function::new(ctx.clone(), move || -> f64 {
+        let mut state = lock(&yield_state);
+        let id = state.next_id;
+        state.next_id += 1;
+        state.yields.push(id);
+        state.yield_requested = true;
+        tracing::debug!(target: "codemode_sandbox", "guest yielded");
+        #[allow(
+            clippy::cast_precision_loss,
+            reason = "ids are sequential and far below 2^53"
+        )]
+        let id = id as f64;
+        id
+    })?;
+
+    let finish_state = Arc::clone(&state);
+    let host_finish = Function::new(
+        ctx.clone(),
+        move |ok: bool, payload: String, out_of_memory: bool| {
+            let mut state = lock(&finish_state);
+            if state.finish.is_none() {
+                state.finish = Some(if ok {
+                    Finish::Value(payload)
+                } else {
+                    Finish::Error {
+                        message: payload,
+                        out_of_memory,
+                    }
+                });
+            }
+        },
+    )?;
+
+    let poll_flags = Arc::clone(&flags);
+    // A poll point for built-ins whose native loops never reach the interrupt handler: `true`
+    // once the run must stop (deadline passed or output exceeded). The flags stay tripped, so
+    // the run ends even if the guest catches the error the bootstrap throws.
+    let host_poll = Function::new(ctx.clone(), move || poll_flags.interrupt())?;
+
+    let make_control: Function<'js> = load_bootstrap(ctx)?;
+    let host_is_proxy = Function::new(ctx.clone(), |value: JsValue<'js>| value.is_proxy())?;
+    // A dense array needs at least 8 bytes per element, so any longer array-like must be sparse.
+    #[allow(
+        clippy::cast_precision_loss,
+        reason = "an approximate bound is all that is needed"
+    )]
+    let max_scan = (limits.memory_bytes / 8).max(1 << 20) as f64;
+    // More natives than a Rust tuple carries: handed over as one plain object the bootstrap
+    // destructures before any guest code runs.
+    let natives = Object::new(ctx.clone())?;
+    natives.set("hostCall", host_call)?;
+    natives.set("hostLocal", host_local)?;
+    natives.set("hostEmit", host_emit)?;
+    natives.set("hostYield", host_yield)?;
+    natives.set("hostFinish", host_finish)?;
+    natives.set("hostIsProxy", host_is_proxy)?;
+    natives.set("hostPoll", host_poll)?;
+    #[allow(
+        clippy::cast_precision_loss,
+        reason = "byte budgets are far below 2^53"
+    )]
+    let max_call_args = limits.max_call_args_bytes as f64;
+    natives.set("maxCallArgs", max_call_args)?;
+    #[allow(
+        clippy::cast_precision_loss,
+        reason = "byte budgets are far below 2^53"
+    )]
+    let max_output_chars = limits.max_output_bytes as f64;
+    natives.set("maxOutput", max_output_chars)?;
+    let control: Object<'js> = make_control.call((natives, max_scan))?;
+    ctx.store_userdata(control.clone())
+        .map_err(|_| rquickjs::Error::Unknown)?;
+    Ok(control)
+}
+
+/// Validates and queues one bridge call; returns its id or the guest-visible refusal.
+///
+/// The payload is refused by size before it is parsed, and parsed exactly once; the parsed
+/// request is moved, never cloned, into the host call.
+fn register_call(
+    state: &Mutex<BridgeState>,
+    index: u32,
+    payload: &str,
+    limits: &Limits,
+) -> Result<u64, String> {
+    let max_args = limits.max_call_args_bytes;
+    if payload.len() > max_args {
+        return Err(format!("code mode call arguments exceed {max_args} bytes"));
+    }
+    let budget = limits.max_in_flight_args_bytes();
+    // Calls in flight plus calls waiting in the queue.
+    let capacity = limits
+        .max_pending_calls
+        .max(1)
+        .saturating_add(limits.max_queued_calls);
+    {
+        let state = lock(state);
+        if state.in_flight.len() + state.queued.len() >= capacity {
+            return Err(TOO_MANY_PENDING.into());
+        }
+        if state.args_bytes.saturating_add(payload.len()) > budget {
+            return Err(format!(
+                "code mode calls in flight would hold more than {budget} bytes of arguments"
+            ));
+        }
+    }
+    let args = parse_bridge_json::<Vec<Value>>(payload)?;
+    let mut state = lock(state);
+    if state.in_flight.len() + state.queued.len() >= capacity {
+        return Err(TOO_MANY_PENDING.into());
+    }
+    let Some((method, bound)) = state.methods.get(index as usize) else {
+        return Err("unknown code mode function".into());
+    };
+    let method = method.clone();
+    let mut all = bound.clone();
+    all.extend(args);
+    let id = state.next_id;
+    state.next_id += 1;
+    state.args_bytes = state.args_bytes.saturating_add(payload.len());
+    let request = BridgeRequest {
+        id: RequestId(id),
+        method,
+        args: all,
+    };
+    state.queued.push_back((request, payload.len()));
+    Ok(id)
+}

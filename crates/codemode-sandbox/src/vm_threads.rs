@@ -1,0 +1,198 @@
+//! Where a VM runs: a bounded, process-wide pool of OS threads of the sandbox's own.
+//!
+//! Guest code never runs on the caller's async worker threads. Every piece of VM work (building
+//! the VM, compiling, running jobs, settling host answers) is one synchronous *step* sent here;
+//! the caller's task awaits its answer without blocking its worker. A CPU-bound cell therefore
+//! occupies one VM thread until its deadline, never a tokio worker, and the operating system's
+//! scheduler time-slices the VM threads, so a trivial cell beside CPU-bound neighbours still gets
+//! the CPU within a scheduler slice.
+//!
+//! Bounds: [`thread_count`] threads (four per core, at least 4, at most 64), started lazily, and
+//! at most [`MAX_QUEUED_STEPS`] steps waiting for a thread; a caller beyond that waits (async)
+//! for a slot — back-pressure, never an unbounded queue and never a thread per cell.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use tokio::sync::{Semaphore, oneshot};
+
+/// Stack of each VM thread. Guest recursion is bounded by [`Limits::stack_bytes`]
+/// (`crate::Limits`), far below this; the rest is for the host natives. Pages are committed
+/// only when touched.
+pub(crate) const VM_THREAD_STACK_BYTES: usize = 16 * 1024 * 1024;
+
+/// Largest guest stack accepted on a VM thread; a larger `Limits::stack_bytes` is lowered to it.
+pub(crate) const MAX_GUEST_STACK_BYTES: usize = VM_THREAD_STACK_BYTES / 2;
+
+/// Steps that may wait for a free VM thread before callers wait for a slot.
+pub const MAX_QUEUED_STEPS: usize = 4096;
+
+type Job = Box<dyn FnOnce() + Send>;
+
+struct Pool {
+    jobs: Sender<Job>,
+    receiver: Arc<Mutex<Receiver<Job>>>,
+    /// Permits = threads + queued steps; a step holds one from submission to completion.
+    slots: Arc<Semaphore>,
+    started: AtomicUsize,
+    threads: usize,
+}
+
+/// VM threads of this process: four per available core, at least 4 and at most 64.
+///
+/// More threads than cores on purpose: a VM thread busy with a CPU-bound cell until its deadline
+/// must not keep a trivial cell of another session waiting for a thread.
+pub fn thread_count() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    cores.saturating_mul(4).clamp(4, 64)
+}
+
+/// VM threads started so far (they start lazily, one per concurrently running step).
+pub fn threads_started() -> usize {
+    pool().started.load(Ordering::SeqCst)
+}
+
+fn pool() -> &'static Pool {
+    static POOL: OnceLock<Pool> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let (jobs, receiver) = channel::<Job>();
+        let threads = thread_count();
+        Pool {
+            jobs,
+            receiver: Arc::new(Mutex::new(receiver)),
+            slots: Arc::new(Semaphore::new(threads + MAX_QUEUED_STEPS)),
+            started: AtomicUsize::new(0),
+            threads,
+        }
+    })
+}
+
+/// Why a step produced no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StepLost {
+    /// The step panicked (a defect) or no VM thread could be started.
+    Failed,
+}
+
+/// Runs `step` on a VM thread and returns its answer. Waits (asynchronously) for a slot when
+/// the pool is saturated. Dropping the returned future does not stop the step: it finishes on
+/// its thread and its answer (with whatever it owns, such as a VM) is dropped there.
+pub(crate) async fn run_step<T, F>(step: F) -> Result<T, StepLost>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let pool = pool();
+    let permit = Arc::clone(&pool.slots)
+        .acquire_owned()
+        .await
+        .map_err(|_| StepLost::Failed)?;
+    let (answer, receiver) = oneshot::channel();
+    let job: Job = Box::new(move || {
+        let outcome = catch_unwind(AssertUnwindSafe(step));
+        drop(permit);
+        if let Ok(value) = outcome {
+            // The caller may be gone (its future was dropped); the answer is dropped here then.
+            let _ = answer.send(value);
+        }
+    });
+    ensure_thread(pool);
+    pool.jobs.send(job).map_err(|_| StepLost::Failed)?;
+    receiver.await.map_err(|_| StepLost::Failed)
+}
+
+/// Starts one more VM thread while fewer are running than steps have been submitted, up to the
+/// bound. Threads never exit; an idle one blocks on the job queue.
+fn ensure_thread(pool: &'static Pool) {
+    let busy = pool.threads + MAX_QUEUED_STEPS - pool.slots.available_permits();
+    let mut started = pool.started.load(Ordering::SeqCst);
+    while started < busy.min(pool.threads) {
+        match pool.started.compare_exchange(
+            started,
+            started + 1,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        ) {
+            Ok(_) => {
+                let receiver = Arc::clone(&pool.receiver);
+                let spawned = std::thread::Builder::new()
+                    .name(format!("codemode-vm-{started}"))
+                    .stack_size(VM_THREAD_STACK_BYTES)
+                    .spawn(move || worker(&receiver));
+                if spawned.is_err() {
+                    pool.started.fetch_sub(1, Ordering::SeqCst);
+                    tracing::warn!(target: "codemode_sandbox", "could not start a VM thread");
+                    return;
+                }
+                return;
+            }
+            Err(now) => started = now,
+        }
+    }
+}
+
+fn worker(receiver: &Mutex<Receiver<Job>>) {
+    loop {
+        let job = {
+            let receiver = receiver.lock().unwrap_or_else(PoisonError::into_inner);
+            receiver.recv()
+        };
+        match job {
+            Ok(job) => job(),
+            Err(_) => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_run_off_the_caller_thread_and_threads_stay_bounded() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let caller = std::thread::current().id();
+        runtime.block_on(async {
+            let steps = (0..200).map(|i| run_step(move || (i, std::thread::current().id())));
+            let answers = futures_join_all(steps).await;
+            for (i, answer) in answers.into_iter().enumerate() {
+                let (value, thread) = answer.unwrap();
+                assert_eq!(value, i);
+                assert_ne!(thread, caller);
+            }
+        });
+        assert!(threads_started() <= thread_count());
+        assert!(threads_started() >= 1);
+    }
+
+    #[test]
+    fn a_panicking_step_is_reported_and_the_thread_survives() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let lost = run_step(|| -> u8 { panic!("a defect") }).await;
+            assert_eq!(lost, Err(StepLost::Failed));
+            assert_eq!(run_step(|| 7).await, Ok(7));
+        });
+    }
+
+    /// Awaits every future in order (no extra dependency for one test).
+    async fn futures_join_all<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
+        let mut handles = Vec::new();
+        for future in futures {
+            handles.push(Box::pin(future));
+        }
+        let mut out = Vec::new();
+        for handle in handles {
+            out.push(handle.await);
+        }
+        out
+    }
+}
