@@ -7,6 +7,8 @@
 // which are frozen.
 export default function (natives, maxScan) {
   const { hostCall, hostLocal, hostEmit, hostYield, hostFinish, hostIsProxy, hostPoll } = natives;
+  const maxCallArgs = natives.maxCallArgs;
+  const maxOutput = natives.maxOutput;
   const globalObject = globalThis;
   const PromiseCtor = Promise;
   const ErrorCtor = Error;
@@ -29,6 +31,17 @@ export default function (natives, maxScan) {
   const apply = Reflect.apply;
   const promiseThen = Promise.prototype.then;
   const AsyncFunction = getPrototypeOf(async function () {}).constructor;
+  const isArray = Array.isArray;
+  const objectKeys = Object.keys;
+  const toWellFormed = String.prototype.toWellFormed;
+  const bigintToString = BigInt.prototype.toString;
+  const ErrorProto = ErrorCtor.prototype;
+  const InternalErrorProto = typeof InternalError === 'function' ? InternalError.prototype : undefined;
+  const arrayPush = ArrayProto.push;
+  const arrayPop = ArrayProto.pop;
+  const arrayIncludes = ArrayProto.includes;
+  const TIMEOUT = 'code mode timeout exceeded';
+  const OUTPUT_LIMIT = 'code mode output limit exceeded';
 
   // V8-style stack hooks hand the functions on the stack to guest code (CallSite#getFunction),
   // which would expose the internals below. Pin them off before any guest code runs.
@@ -92,8 +105,137 @@ export default function (natives, maxScan) {
       case 'function': throw new TypeErrorCtor('a function cannot cross the code mode bridge');
       case 'symbol': throw new TypeErrorCtor('a symbol cannot cross the code mode bridge');
       case 'bigint': throw new TypeErrorCtor('a BigInt cannot cross the code mode bridge');
+      case 'string': return wellFormed(value);
       default: return value;
     }
+  }
+
+  // Lone surrogates become U+FFFD: every string that reaches the host is valid Unicode.
+  function wellFormed(text) {
+    return apply(toWellFormed, text, []);
+  }
+
+  // Stops a guest that loops over refused or cheap calls after its deadline: natives are not
+  // reached by the interrupt handler, so every bridge entry point polls first.
+  function poll() {
+    if (hostPoll()) throw new RangeErrorCtor(TIMEOUT);
+  }
+
+  // JSON text of the guest's arguments, refused by size before the host copies it.
+  function encodeCall(args) {
+    const text = encodeArgs(args);
+    if (text.length > maxCallArgs) throw new RangeErrorCtor('code mode call arguments exceed ' + maxCallArgs + ' bytes');
+    return text;
+  }
+
+  // The safe adapter for results (the return value, json() and text() of non-strings): JSON
+  // semantics that never fail a finished program. Functions, symbols and `undefined` are dropped
+  // from objects and become null in arrays; an Error becomes { name, message }; a BigInt becomes
+  // its decimal string; a cycle becomes "[Circular]"; nesting past SAFE_DEPTH becomes
+  // "[Too deep]"; a getter, toJSON or Proxy trap that throws makes its value "[Unserializable]".
+  // Stops early (OVER) once the value is certainly larger than `budget` characters.
+  const SAFE_DEPTH = 100;
+  const OVER = freeze(create(null));
+  let safeBudget = 0;
+
+  function charge(size) {
+    safeBudget -= size;
+    if (safeBudget < 0) throw OVER;
+  }
+
+  function isError(value) {
+    for (let proto = getPrototypeOf(value); proto !== null; proto = getPrototypeOf(proto)) {
+      if (proto === ErrorProto) return true;
+    }
+    return false;
+  }
+
+  function safeString(value) {
+    return typeof value === 'string' ? wellFormed(value) : undefined;
+  }
+
+  // A property read through getters and Proxy traps; a throw makes the value UNREADABLE.
+  const UNREADABLE = freeze(create(null));
+  function read(holder, key) {
+    try {
+      return holder[key];
+    } catch (error) {
+      if (error === null) throw error;
+      return UNREADABLE;
+    }
+  }
+
+  function safeValue(value, depth, ancestors, key) {
+    if (value === UNREADABLE) { charge(16); return '[Unserializable]'; }
+    try {
+      if (value !== null && (typeof value === 'object' || typeof value === 'bigint')) {
+        const toJSON = value.toJSON;
+        if (typeof toJSON === 'function') value = apply(toJSON, value, [key]);
+      }
+      switch (typeof value) {
+        case 'string': charge(value.length + 2); return wellFormed(value);
+        case 'number': case 'boolean': charge(8); return value;
+        case 'bigint': { const text = apply(bigintToString, value, []); charge(text.length + 2); return text; }
+        case 'undefined': case 'function': case 'symbol': return undefined;
+        default: break;
+      }
+      if (value === null) { charge(4); return null; }
+      if (depth >= SAFE_DEPTH) { charge(12); return '[Too deep]'; }
+      if (apply(arrayIncludes, ancestors, [value])) { charge(12); return '[Circular]'; }
+      if (isError(value)) {
+        const out = create(null);
+        out.name = safeString(value.name);
+        out.message = safeString(value.message);
+        charge(24);
+        return out;
+      }
+      apply(arrayPush, ancestors, [value]);
+      let out;
+      if (isArray(value)) {
+        out = [];
+        const length = value.length;
+        charge(2);
+        for (let i = 0; i < length; i++) {
+          const item = safeValue(read(value, i), depth + 1, ancestors, '' + i);
+          define(out, i, item === undefined ? null : item, true, true, true);
+          charge(1);
+        }
+      } else {
+        out = create(null);
+        const keys = objectKeys(value);
+        charge(2);
+        for (let i = 0; i < keys.length; i++) {
+          const name = keys[i];
+          const item = safeValue(read(value, name), depth + 1, ancestors, name);
+          if (item !== undefined) {
+            charge(name.length + 4);
+            define(out, wellFormed(name), item, true, true, true);
+          }
+        }
+      }
+      apply(arrayPop, ancestors, []);
+      return out;
+    } catch (error) {
+      if (error === OVER) throw OVER;
+      if (error === null) throw error; // out of memory: never swallowed
+      apply(arrayPop, ancestors, []);
+      return '[Unserializable]';
+    }
+  }
+
+  // JSON text of a result value through the safe adapter, or OVER when it is certainly larger
+  // than `limit` bytes.
+  function safeEncode(value, limit) {
+    safeBudget = limit;
+    let safe;
+    try {
+      safe = safeValue(value, 0, [], '');
+    } catch (error) {
+      if (error === OVER) return OVER;
+      throw error;
+    }
+    const text = stringify(safe);
+    return text === undefined ? 'null' : text;
   }
 
   // JSON text of a guest value; getters, toJSON and Proxy traps run here as guest code.
@@ -114,7 +256,8 @@ export default function (natives, maxScan) {
 
   function makeBridge(index) {
     return freeze((...args) => new PromiseCtor((resolve, reject) => {
-      const id = hostCall(index, encodeArgs(args));
+      poll();
+      const id = hostCall(index, encodeCall(args));
       if (typeof id === 'string') throw new ErrorCtor(id);
       resolvers[id] = resolve;
       rejecters[id] = reject;
@@ -124,25 +267,36 @@ export default function (natives, maxScan) {
   function makeLocal(index) {
     return freeze((...args) => new PromiseCtor((resolve) => {
       // `[value]` on success, the refusal message as a JSON string otherwise.
-      const answer = parse(hostLocal(index, encodeArgs(args)));
+      poll();
+      const answer = parse(hostLocal(index, encodeCall(args)));
       if (typeof answer === 'string') throw new ErrorCtor(answer);
       resolve(answer[0]);
     }));
   }
 
-  function text(value) {
-    const payload = typeof value === 'string' ? value : value === undefined ? 'undefined' : encode(value);
-    const refusal = hostEmit(false, payload);
+  // Hands one output item to the host; an item certainly over the budget is refused without
+  // copying it (the host then stops the run as over its output limit).
+  function emit(isJson, payload) {
+    const over = payload === OVER || payload.length > maxOutput;
+    const refusal = hostEmit(isJson, over ? '' : payload, over);
     if (refusal !== undefined) throw new ErrorCtor(refusal);
+  }
+
+  function text(value) {
+    poll();
+    if (typeof value === 'string') return emit(false, wellFormed(value));
+    if (value === undefined) return emit(false, 'undefined');
+    emit(false, safeEncode(value, maxOutput));
   }
 
   function json(value) {
-    const refusal = hostEmit(true, encode(value));
-    if (refusal !== undefined) throw new ErrorCtor(refusal);
+    poll();
+    emit(true, safeEncode(value, maxOutput));
   }
 
-  function yield_control(reason) {
+  function yield_control() {
     return new PromiseCtor((resolve) => {
+      poll();
       const id = hostYield();
       resolvers[id] = resolve;
       rejecters[id] = resolve;
@@ -168,24 +322,45 @@ export default function (natives, maxScan) {
     }
   }
 
+  // An error the engine made for exhausted memory: `null` (it could not allocate an error
+  // object) or an InternalError whose message says so.
+  function outOfMemory(error) {
+    if (error === null) return true;
+    try {
+      return InternalErrorProto !== undefined && getPrototypeOf(error) === InternalErrorProto
+        && error.message === 'out of memory';
+    } catch (_) {
+      return false;
+    }
+  }
+
+  // The program's value goes through the safe adapter: a finished program never fails on it.
+  // The last argument of hostFinish says, for a value, that it is over the output budget and,
+  // for a failure, that memory ran out.
   function succeed(value) {
     if (finished) return;
     let text;
     try {
-      text = encode(value);
+      text = safeEncode(value, maxOutput);
     } catch (error) {
       fail(error);
       return;
     }
     finished = true;
-    hostFinish(true, text, false);
+    if (text === OVER || text.length > maxOutput) hostFinish(true, '', true);
+    else hostFinish(true, text, false);
   }
 
   function fail(error) {
     if (finished) return;
     finished = true;
-    const message = describe(error);
-    hostFinish(false, message, error === null || message === 'InternalError: out of memory');
+    let message = '';
+    try {
+      message = wellFormed(describe(error));
+    } catch (_) {
+      // Describing may itself run out of memory; the flag below still classifies it.
+    }
+    hostFinish(false, message, outOfMemory(error));
   }
 
   // Installation runs once, before any guest code, over values only the installer made: JSON.parse
@@ -230,7 +405,9 @@ export default function (natives, maxScan) {
   function reach(segments, start, end) {
     let target = globalObject;
     for (let i = start; i < end; i++) {
-      let next = target[segments[i]];
+      // Own properties only: a segment named like an Object.prototype member (`toString`,
+      // `valueOf`, `hasOwnProperty`) must never reach the shared prototype.
+      let next = hasOwn(target, segments[i]) ? target[segments[i]] : undefined;
       if (!isObject(next)) {
         next = {};
         define(target, segments[i], next, true, false, true);
@@ -250,7 +427,7 @@ export default function (natives, maxScan) {
   function lookup(path) {
     let current = globalObject;
     for (let i = 0; i < path.length; i++) {
-      if (!isObject(current)) return undefined;
+      if (!isObject(current) || !hasOwn(current, path[i])) return undefined;
       current = current[path[i]];
     }
     return current;
@@ -320,7 +497,7 @@ export default function (natives, maxScan) {
       if (existing !== undefined) place(aliases[i][0], existing);
     }
     for (let i = 0; i < roots.length; i++) {
-      const value = globalObject[roots[i]];
+      const value = hasOwn(globalObject, roots[i]) ? globalObject[roots[i]] : undefined;
       if (value !== undefined) pin(roots[i], value);
     }
     for (let i = 0; i < lazy.length; i++) pinLazy(lazy[i][0], texts[lazy[i][1]]);

@@ -103,6 +103,8 @@ impl Flags {
 /// How the guest's main promise settled, reported by `hostFinish`.
 enum Finish {
     Value(String),
+    /// A value certainly larger than the output budget (not copied out of the VM).
+    TooLarge,
     Error {
         message: String,
         out_of_memory: bool,
@@ -401,6 +403,7 @@ impl Engine {
         let finish = lock(&self.state).finish.take();
         match finish {
             None => Ok(()),
+            Some(Finish::TooLarge) => Err(RunError::OutputLimitExceeded),
             Some(Finish::Value(text)) => {
                 let total = lock(&self.state).output_bytes.saturating_add(text.len());
                 if total > self.limits.max_output_bytes {
@@ -668,9 +671,14 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
     let max_output = limits.max_output_bytes;
     let host_emit = Function::new(
         ctx.clone(),
-        move |is_json: bool, payload: String| -> Option<String> {
+        move |is_json: bool, payload: String, over: bool| -> Option<String> {
             if emit_flags.interrupt() {
                 return Some(TIMEOUT.into());
+            }
+            if over {
+                // The bootstrap saw the item is larger than the whole budget and did not copy it.
+                emit_flags.output_exceeded.store(true, Ordering::SeqCst);
+                return Some(OUTPUT_LIMIT.into());
             }
             let payload_bytes = if is_json {
                 payload.len()
@@ -719,12 +727,15 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
     let finish_state = Arc::clone(&state);
     let host_finish = Function::new(
         ctx.clone(),
-        move |ok: bool, payload: String, out_of_memory: bool| {
+        move |ok: bool, payload: String, flag: bool| {
             let mut state = lock(&finish_state);
             if state.finish.is_none() {
-                state.finish = Some(if ok {
+                state.finish = Some(if ok && flag {
+                    Finish::TooLarge
+                } else if ok {
                     Finish::Value(payload)
                 } else {
+                    let out_of_memory = flag;
                     Finish::Error {
                         message: payload,
                         out_of_memory,
