@@ -18,6 +18,9 @@ pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 64 * 1024;
 pub const DEFAULT_MAX_SNAPSHOT_BYTES: u64 = 10 * 1024 * 1024;
 /// Default `maxPendingToolCalls`: nested calls in flight at once per run.
 pub const DEFAULT_MAX_PENDING_TOOL_CALLS: u64 = 16;
+/// Default `maxQueuedToolCalls`: nested calls that wait, in FIFO order, while
+/// `maxPendingToolCalls` are in flight.
+pub const DEFAULT_MAX_QUEUED_TOOL_CALLS: u64 = codemode_sandbox::DEFAULT_MAX_QUEUED_CALLS as u64;
 /// Default `snapshotTtlSeconds`: how long a parked run waits for `wait`.
 pub const DEFAULT_SNAPSHOT_TTL_SECONDS: u64 = 900;
 /// Default `searchDefaultLimit`: results of `tools.search` without a limit.
@@ -36,7 +39,7 @@ struct Field {
 }
 
 /// Every integer field. `searchDefaultLimit` is clamped again to `maxSearchLimit` after parsing.
-const INTEGER_FIELDS: [Field; 8] = [
+const INTEGER_FIELDS: [Field; 9] = [
     Field {
         name: "timeoutMs",
         min: 100,
@@ -66,6 +69,12 @@ const INTEGER_FIELDS: [Field; 8] = [
         min: 1,
         max: 128,
         slot: |c| &mut c.max_pending_tool_calls,
+    },
+    Field {
+        name: "maxQueuedToolCalls",
+        min: 0,
+        max: 100_000,
+        slot: |c| &mut c.max_queued_tool_calls,
     },
     Field {
         name: "snapshotTtlSeconds",
@@ -103,6 +112,9 @@ pub enum ConfigError {
     /// A numeric field is not a positive integer.
     #[error("tools.codeMode.{0} must be a positive integer.")]
     NotPositiveInteger(&'static str),
+    /// A numeric field that may be zero is not a non-negative integer.
+    #[error("tools.codeMode.{0} must be a non-negative integer.")]
+    NotNonNegativeInteger(&'static str),
     /// `languages` is not an array of the two language names.
     #[error(
         "tools.codeMode.languages must be a non-empty array of \"javascript\" and \"typescript\"."
@@ -134,6 +146,9 @@ pub struct CodeModeConfig {
     pub max_snapshot_bytes: u64,
     /// Nested calls in flight at once per run.
     pub max_pending_tool_calls: u64,
+    /// Further nested calls that wait in a FIFO queue while `max_pending_tool_calls` are in
+    /// flight; the call after that is refused with "too many pending code mode tool calls".
+    pub max_queued_tool_calls: u64,
     /// Time a parked run waits for `wait`, in seconds.
     pub snapshot_ttl_seconds: u64,
     /// Results of `tools.search` without a limit (at most `max_search_limit`).
@@ -153,6 +168,7 @@ impl Default for CodeModeConfig {
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             max_snapshot_bytes: DEFAULT_MAX_SNAPSHOT_BYTES,
             max_pending_tool_calls: DEFAULT_MAX_PENDING_TOOL_CALLS,
+            max_queued_tool_calls: DEFAULT_MAX_QUEUED_TOOL_CALLS,
             snapshot_ttl_seconds: DEFAULT_SNAPSHOT_TTL_SECONDS,
             search_default_limit: DEFAULT_SEARCH_DEFAULT_LIMIT,
             max_search_limit: DEFAULT_MAX_SEARCH_LIMIT,
@@ -192,8 +208,12 @@ impl CodeModeConfig {
                         .ok_or_else(|| ConfigError::UnknownKey(other.to_owned()))?;
                     let given = field_value
                         .as_u64()
-                        .filter(|n| *n > 0)
-                        .ok_or(ConfigError::NotPositiveInteger(field.name))?;
+                        .filter(|n| *n > 0 || field.min == 0)
+                        .ok_or(if field.min == 0 {
+                            ConfigError::NotNonNegativeInteger(field.name)
+                        } else {
+                            ConfigError::NotPositiveInteger(field.name)
+                        })?;
                     *(field.slot)(&mut config) = given.clamp(field.min, field.max);
                 }
             }
@@ -269,6 +289,10 @@ struct CodeModeSettings {
     /// Nested calls in flight per run (clamped to 1..=128; default 16).
     #[schemars(range(min = 1))]
     max_pending_tool_calls: Option<u64>,
+    /// Nested calls waiting in FIFO order behind maxPendingToolCalls (clamped to 0..=100000;
+    /// default 1024).
+    #[schemars(range(min = 0))]
+    max_queued_tool_calls: Option<u64>,
     /// Parked run lifetime in seconds (clamped to 1..=86400; default 900).
     #[schemars(range(min = 1))]
     snapshot_ttl_seconds: Option<u64>,

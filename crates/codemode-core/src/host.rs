@@ -53,10 +53,10 @@ pub(crate) struct RunHost {
 #[async_trait]
 impl BridgeHost for RunHost {
     async fn call(&self, request: BridgeRequest) -> Result<Value, String> {
-        let (catalog_id, input) = self.resolve(&request)?;
+        let request_id = request.id.0;
+        let (catalog_id, input) = self.resolve(request)?;
         let sequence = self.counters.call.fetch_add(1, Ordering::Relaxed) + 1;
         let nested_call_id = format!("{}/{sequence}", self.parent_call_id);
-        let request_id = request.id.0;
         self.track(
             request_id,
             Some((nested_call_id.clone(), catalog_id.clone())),
@@ -69,24 +69,34 @@ impl BridgeHost for RunHost {
 
 impl RunHost {
     /// Turns a bridge request into (exact catalog id, input), checking everything the guest sent.
-    fn resolve(&self, request: &BridgeRequest) -> Result<(String, Value), String> {
-        let args = &request.args;
-        let text_arg = |index: usize| args.get(index).and_then(Value::as_str);
+    /// The request is consumed: its input moves to the executor, never copied.
+    fn resolve(&self, request: BridgeRequest) -> Result<(String, Value), String> {
+        let mut args = request.args;
+        let text_arg = |args: &[Value], index: usize| -> Option<String> {
+            args.get(index).and_then(Value::as_str).map(str::to_owned)
+        };
+        let take_object_arg = |args: &mut Vec<Value>, index: usize| -> Value {
+            match args.get_mut(index).map(Value::take) {
+                None | Some(Value::Null) => Value::Object(Default::default()),
+                Some(input) => input,
+            }
+        };
         match request.method.as_str() {
             TOOLS_CALL => {
-                let id = text_arg(0).ok_or("tools.call needs a tool id string.")?;
-                let entry = self.session.catalog.lookup(id).map_err(|e| e.to_string())?;
+                let id = text_arg(&args, 0).ok_or("tools.call needs a tool id string.")?;
+                let entry = self
+                    .session
+                    .catalog
+                    .lookup(&id)
+                    .map_err(|e| e.to_string())?;
                 if self.restart_safe && !entry.read_only {
                     return Err(RESTART_SAFE_TOOLS.into());
                 }
-                let input = match args.get(1) {
-                    None | Some(Value::Null) => Value::Object(Default::default()),
-                    Some(input) => input.clone(),
-                };
-                Ok((entry.id.clone(), input))
+                Ok((entry.id.clone(), take_object_arg(&mut args, 1)))
             }
             MCP_CALL => {
-                let id = text_arg(0).ok_or("malformed MCP call.")?;
+                let id = text_arg(&args, 0).ok_or("malformed MCP call.")?;
+                let id = id.as_str();
                 let decls = self
                     .session
                     .mcp
@@ -106,34 +116,31 @@ impl RunHost {
                 Ok((entry.id.clone(), input))
             }
             MCP_CAPABILITY => {
-                let id = text_arg(0).ok_or("malformed MCP call.")?;
+                let id = text_arg(&args, 0).ok_or("malformed MCP call.")?;
                 if !self
                     .session
                     .mcp_capability_ids
                     .iter()
-                    .any(|known| known == id)
+                    .any(|known| *known == id)
                 {
                     return Err(format!("Unknown tool id: {id}"));
                 }
                 // Listing and reading resources and prompts only reads: allowed when restart-safe.
-                let input = match args.get(1) {
-                    None | Some(Value::Null) => Value::Object(Default::default()),
-                    Some(Value::Object(input)) => Value::Object(input.clone()),
-                    Some(_) => {
-                        return Err("MCP resources and prompts take one object argument.".into());
-                    }
-                };
-                Ok((id.to_owned(), input))
+                let input = take_object_arg(&mut args, 1);
+                if !input.is_object() {
+                    return Err("MCP resources and prompts take one object argument.".into());
+                }
+                Ok((id, input))
             }
             NAMESPACE_CALL => {
-                let namespace = text_arg(0).ok_or("malformed namespace call.")?;
-                let path = text_arg(1).ok_or("malformed namespace call.")?;
+                let namespace = text_arg(&args, 0).ok_or("malformed namespace call.")?;
+                let path = text_arg(&args, 1).ok_or("malformed namespace call.")?;
                 let target = self
                     .session
                     .namespaces
                     .dispatch(
-                        namespace,
-                        path,
+                        &namespace,
+                        &path,
                         args.get(2..).unwrap_or_default(),
                         self.restart_safe,
                     )

@@ -514,7 +514,7 @@ impl CodeModeSession {
     /// Cancels a suspended run of this session: its VM is released and its host work cancelled.
     /// Returns whether a run was dropped.
     pub fn cancel(&self, run_id: &str) -> bool {
-        self.store.cancel(run_id)
+        self.store.cancel(run_id, &self.scope())
     }
 
     /// Restart recovery (SPEC §8): re-runs the original input of a restart-safe `exec` whose
@@ -574,6 +574,7 @@ impl CodeModeSession {
             timeout: config.timeout(),
             max_output_bytes: config.max_output_bytes as usize,
             max_pending_calls: config.max_pending_tool_calls as usize,
+            max_queued_calls: config.max_queued_tool_calls as usize,
             max_snapshot_bytes: config.max_snapshot_bytes as usize,
             ..Limits::default()
         }

@@ -108,11 +108,13 @@ and there is no filesystem, network or environment access. \
 Find tools with `await tools.search(query, {{ limit }})`, read a tool's JSON Schema with \
 `await tools.describe(id)`, and call it with `await tools.call(id, input)` (tools with simple \
 unambiguous names are also `tools.<name>(input)`); `ALL_TOOLS` lists every tool compactly. \
-Calls may run in parallel with `Promise.all`. `text(value)` and `json(value)` add output items. \
+Calls may run in parallel with `Promise.all` over many items: at most {pending} run at once and up to {queued} more wait their turn in order. A run finishes only when every call it started has settled. `text(value)` and `json(value)` add output items. \
 Each exec or wait call may run for {seconds} s; when tool calls are still pending the result is \
 `waiting` with a runId: call `wait` with it to continue. `language` takes only \"javascript\" \
 (default) or \"typescript\"; accepted here: {}.",
-        languages.join(", ")
+        languages.join(", "),
+        pending = parts.config.max_pending_tool_calls,
+        queued = parts.config.max_queued_tool_calls,
     );
     if !parts.mcp_servers.is_empty() {
         text.push_str(&format!(

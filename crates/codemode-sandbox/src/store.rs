@@ -3,9 +3,10 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
+use tokio::sync::Notify;
 use uuid::Uuid;
 
 use crate::{Run, StoreError};
@@ -109,9 +110,32 @@ struct Entry<E> {
 struct Entries<E> {
     map: HashMap<RunId, Entry<E>>,
     capacity: usize,
+    /// Wakes the expiry task (started with the first park inside a tokio runtime) when an
+    /// entry's expiry may have moved earlier, and when the store is dropped.
+    reaper: Option<Arc<Notify>>,
+}
+
+impl<E> Drop for Entries<E> {
+    fn drop(&mut self) {
+        if let Some(reaper) = &self.reaper {
+            // The task sees the store gone and ends.
+            reaper.notify_one();
+        }
+    }
 }
 
 impl<E> Entries<E> {
+    /// The earliest expiry of a parked entry.
+    fn next_expiry(&self) -> Option<Instant> {
+        self.map
+            .values()
+            .filter_map(|entry| match entry.state {
+                State::Parked { expires_at, .. } => Some(expires_at),
+                State::Resuming => None,
+            })
+            .min()
+    }
+
     /// Removes expired parked entries; returns them so they are dropped outside the lock.
     fn purge(&mut self, now: Instant) -> Vec<Entry<E>> {
         let expired: Vec<RunId> = self
@@ -129,6 +153,56 @@ impl<E> Entries<E> {
 
 type SharedEntries<E> = Arc<Mutex<Entries<E>>>;
 
+/// Evicts parked runs as their TTL passes, so an expired run's VM and host work (pending
+/// approvals, MCP calls) end on time even in a quiet host. Holds the store weakly: it never keeps
+/// it alive, and ends when the store is dropped.
+async fn reap<E: Send + 'static>(entries: Weak<Mutex<Entries<E>>>, wake: Arc<Notify>) {
+    loop {
+        let next = {
+            let Some(strong) = entries.upgrade() else {
+                return;
+            };
+            let mut guard = lock(&strong);
+            let expired = guard.purge(Instant::now());
+            let next = guard.next_expiry();
+            drop(guard);
+            drop(strong);
+            // Expired runs are dropped outside the lock: their VMs are released, host work aborted.
+            drop(expired);
+            next
+        };
+        match next {
+            Some(at) => {
+                tokio::select! {
+                    () = tokio::time::sleep_until(at.into()) => {}
+                    () = wake.notified() => {}
+                }
+            }
+            None => wake.notified().await,
+        }
+    }
+}
+
+/// Starts the store's expiry task on the first call inside a tokio runtime with timers, and
+/// wakes it for a new expiry. Outside a runtime, expiry stays lazy (every store operation purges).
+fn schedule_expiry<E: Send + 'static>(shared: &SharedEntries<E>, entries: &mut Entries<E>) {
+    if let Some(reaper) = &entries.reaper {
+        reaper.notify_one();
+        return;
+    }
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let wake = Arc::new(Notify::new());
+    let task = reap(Arc::downgrade(shared), Arc::clone(&wake));
+    // A runtime without timers would panic in the task's first sleep; stay lazy there.
+    let has_timers = std::panic::catch_unwind(|| drop(tokio::time::sleep(Duration::ZERO))).is_ok();
+    if has_timers {
+        handle.spawn(task);
+        entries.reaper = Some(wake);
+    }
+}
+
 fn lock<E>(entries: &Mutex<Entries<E>>) -> MutexGuard<'_, Entries<E>> {
     entries.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -136,7 +210,8 @@ fn lock<E>(entries: &Mutex<Entries<E>>) -> MutexGuard<'_, Entries<E>> {
 /// In-memory map of parked runs keyed by [`RunId`], scoped by [`RunScope`], with a TTL per entry
 /// and at most [`MAX_SUSPENDED_RUNS`] entries. `E` is extra state the caller parks with the run.
 ///
-/// Expired entries are purged lazily on every store operation. Dropping an entry (expiry,
+/// Expired entries are evicted on time by a task the store starts on the first park inside a
+/// tokio runtime (and purged on every store operation besides). Dropping an entry (expiry,
 /// [`cancel`](Self::cancel), [`drop_session`](Self::drop_session), [`clear`](Self::clear), or the
 /// store itself) releases its VM and aborts its host work. Cloning gives another handle to the
 /// same store.
@@ -182,7 +257,7 @@ impl<E> Clone for SnapshotStore<E> {
     }
 }
 
-impl<E> Default for SnapshotStore<E> {
+impl<E: Send + 'static> Default for SnapshotStore<E> {
     fn default() -> Self {
         Self::new()
     }
@@ -198,7 +273,7 @@ impl<E> fmt::Debug for SnapshotStore<E> {
     }
 }
 
-impl<E> SnapshotStore<E> {
+impl<E: Send + 'static> SnapshotStore<E> {
     /// An empty store holding at most [`MAX_SUSPENDED_RUNS`] runs.
     pub fn new() -> Self {
         Self::with_capacity(MAX_SUSPENDED_RUNS)
@@ -210,6 +285,7 @@ impl<E> SnapshotStore<E> {
             entries: Arc::new(Mutex::new(Entries {
                 map: HashMap::new(),
                 capacity,
+                reaper: None,
             })),
         }
     }
@@ -261,6 +337,7 @@ impl<E> SnapshotStore<E> {
                 state,
             },
         );
+        schedule_expiry(&self.entries, &mut entries);
         drop(entries);
         drop(expired);
         Ok(id)
@@ -306,13 +383,15 @@ impl<E> SnapshotStore<E> {
         }
     }
 
-    /// Drops one run (parked or being resumed; a resumption in progress then fails to repark).
-    /// Returns whether the id was known.
-    pub fn cancel(&self, id: &str) -> bool {
+    /// Drops one run of the caller's scope (parked or being resumed; a resumption in progress
+    /// then fails to repark). Returns whether such a run was dropped: an unknown id, or a run of
+    /// another session or agent run, is left alone.
+    pub fn cancel(&self, id: &str, scope: &RunScope) -> bool {
         let Ok(id) = id.parse::<RunId>() else {
             return false;
         };
-        let removed = self.remove_where(|entry_id, _| *entry_id == id);
+        let removed =
+            self.remove_where(|entry_id, entry| *entry_id == id && entry.scope.admits(scope).is_ok());
         removed > 0
     }
 
@@ -419,7 +498,7 @@ impl<E> Drop for ResumeGuard<E> {
     }
 }
 
-impl<E> Resumption<E> {
+impl<E: Send + 'static> Resumption<E> {
     /// The run's id.
     pub fn id(&self) -> RunId {
         self.id
@@ -486,6 +565,7 @@ impl<E> Resumption<E> {
             expires_at,
         };
         guard.armed = false;
+        schedule_expiry(&guard.entries, &mut entries);
         drop(entries);
         drop(expired);
         Ok(())

@@ -170,14 +170,14 @@ fn dropping_a_parked_run_cancels_its_host_work() {
                 10 << 20,
             )
             .unwrap();
-        assert!(store.cancel(&id.to_string()));
+        assert!(store.cancel(&id.to_string(), &RunScope::default()));
         let mut ids = vec![
             cancelled.recv().await.unwrap(),
             cancelled.recv().await.unwrap(),
         ];
         ids.sort_unstable();
         assert_eq!(ids, vec![1, 2]);
-        assert!(!store.cancel(&id.to_string()), "a cancelled run is gone");
+        assert!(!store.cancel(&id.to_string(), &RunScope::default()), "a cancelled run is gone");
         assert_eq!(host.calls(), 2);
     });
 }
@@ -320,6 +320,53 @@ fn expired_runs_are_purged_and_released() {
 }
 
 #[test]
+fn expiry_is_eager_and_cancels_host_work_in_a_quiet_host() {
+    let (host, mut cancelled) = TestHost::new();
+    runtime().block_on(async {
+        let store: SnapshotStore = SnapshotStore::new();
+        let mut run = Run::start(
+            "return await host.never(7)",
+            setup(),
+            limits(),
+            Arc::clone(&host) as _,
+        )
+        .unwrap();
+        let step = run.drive(Instant::now() + Duration::from_millis(100)).await;
+        assert!(matches!(step, Step::Suspended { .. }), "{}", render(&step));
+        store
+            .park(run, RunScope::default(), (), Duration::from_millis(50), 10 << 20)
+            .unwrap();
+        // Nobody touches the store again: the expiry task alone releases the run, and with it
+        // the host work of its pending call.
+        assert_eq!(cancelled.recv().await, Some(1), "request 1 was cancelled");
+        assert_eq!(store.len(), 0);
+    });
+}
+
+#[test]
+fn cancel_is_scoped_to_the_callers_session() {
+    let (host, _cancelled) = TestHost::new();
+    runtime().block_on(async {
+        let store: SnapshotStore = SnapshotStore::new();
+        let mine = RunScope {
+            session_id: Some("mine".into()),
+            ..RunScope::default()
+        };
+        let theirs = RunScope {
+            session_id: Some("theirs".into()),
+            ..RunScope::default()
+        };
+        let id = store
+            .park(yielded_run(host).await, mine.clone(), (), Duration::from_secs(900), 10 << 20)
+            .unwrap();
+        assert!(!store.cancel(&id.to_string(), &theirs));
+        assert_eq!(store.len(), 1);
+        assert!(store.cancel(&id.to_string(), &mine));
+        assert!(store.is_empty());
+    });
+}
+
+#[test]
 fn cancellation_while_resuming_fails_the_repark() {
     let (host, _cancelled) = TestHost::new();
     runtime().block_on(async {
@@ -335,7 +382,7 @@ fn cancellation_while_resuming_fails_the_repark() {
             .unwrap();
         let resumption = store.resume(&id.to_string(), &RunScope::default()).unwrap();
         assert_eq!(store.drop_session("nobody"), 0);
-        assert!(store.cancel(&id.to_string()));
+        assert!(store.cancel(&id.to_string(), &RunScope::default()));
         assert_eq!(resumption.repark().unwrap_err(), StoreError::Unavailable);
         assert!(store.is_empty());
     });
