@@ -670,6 +670,11 @@ async fn expired_cancelled_other_session_and_unknown_run_ids_fail() {
     let Ok(Activation::Active(other_session)) = h.code_mode.activate(other) else {
         panic!()
     };
+    assert!(
+        !other_session.cancel(&run_id),
+        "another session cannot cancel the run"
+    );
+    assert_eq!(h.code_mode.suspended_runs(), 1);
     let result = other_session
         .wait(&json!({ "runId": run_id }))
         .await
@@ -981,5 +986,69 @@ async fn dropping_code_mode_releases_parked_runs_and_cancels_their_host_work() {
     assert!(
         cancelled(&events),
         "the parked run's host work was cancelled"
+    );
+}
+
+#[tokio::test]
+async fn an_unawaited_side_effect_runs_before_completed() {
+    // The seed: `exec` is `completed` only when the guest has no pending work.
+    let h = harness();
+    let result = h.js("tools.echo({ side: 'effect' }); return 1").await;
+    assert_eq!(result["status"], "completed", "{result:#}");
+    assert_eq!(result["value"], 1);
+    assert_eq!(result["telemetry"]["callCount"], 1);
+    assert_eq!(h.executor.calls(), vec!["openclaw:core:echo".to_string()]);
+}
+
+#[tokio::test]
+async fn a_hundred_parallel_calls_queue_behind_the_default_cap() {
+    let h = harness();
+    let value = h
+        .value(
+            "const items = Array.from({ length: 100 }, (_, i) => i); \
+             const out = await Promise.all(items.map((i) => tools.echo({ i }))); \
+             return out.map((r) => r.i).join() === items.join()",
+        )
+        .await;
+    assert_eq!(value, true);
+    assert_eq!(h.executor.calls().len(), 100);
+}
+
+#[tokio::test]
+async fn the_queue_bound_refuses_with_the_stable_message() {
+    let config = CodeModeConfig::from_json(
+        &json!({ "enabled": true, "maxPendingToolCalls": 1, "maxQueuedToolCalls": 0 }),
+    )
+    .unwrap();
+    let h = harness_with(config, support::tools());
+    let value = h
+        .value(
+            "const r = await Promise.allSettled([tools.echo({}), tools.echo({})]); \
+             return r.map((x) => x.status === 'fulfilled' ? 'ok' : x.reason.message)",
+        )
+        .await;
+    assert_eq!(value, json!(["ok", "too many pending code mode tool calls"]));
+}
+
+#[tokio::test]
+async fn results_never_fail_on_values_json_cannot_hold() {
+    let h = harness();
+    let value = h
+        .value("const a = { f: () => 1, n: 2n }; a.self = a; return a")
+        .await;
+    assert_eq!(value, json!({ "n": "2", "self": "[Circular]" }));
+}
+
+#[tokio::test]
+async fn oversized_javascript_is_invalid_input() {
+    let h = harness();
+    let code = format!("return 1;//{}", "x".repeat(1 << 20));
+    let result = h.js(&code).await;
+    assert_eq!(result["code"], "invalid_input", "{result:#}");
+    assert!(
+        result["error"]
+            .as_str()
+            .is_some_and(|error| error.contains("the limit is 1048576 bytes")),
+        "{result:#}"
     );
 }
