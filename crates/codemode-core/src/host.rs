@@ -268,20 +268,7 @@ impl Drop for EndEvent {
 /// Refuses results nested deeper than [`MAX_RESULT_DEPTH`] without recursing, and dismantles them
 /// iteratively so that dropping them cannot overflow the stack either.
 fn check_result_depth(value: Value) -> Result<Value, String> {
-    let mut stack: Vec<(&Value, usize)> = vec![(&value, 0)];
-    let mut too_deep = false;
-    while let Some((node, depth)) = stack.pop() {
-        if depth > MAX_RESULT_DEPTH {
-            too_deep = true;
-            break;
-        }
-        match node {
-            Value::Array(items) => stack.extend(items.iter().map(|item| (item, depth + 1))),
-            Value::Object(map) => stack.extend(map.values().map(|item| (item, depth + 1))),
-            _ => {}
-        }
-    }
-    if !too_deep {
+    if !codemode_sandbox::json_nests_deeper_than(&value, MAX_RESULT_DEPTH) {
         return Ok(value);
     }
     let mut pending = vec![value];

@@ -52,10 +52,22 @@ pub enum InputError {
     /// `restartSafe` is not a boolean.
     #[error("restartSafe must be a boolean.")]
     RestartSafeNotBool,
+    /// The program is larger than the 1 MiB source limit (checked before it is copied).
+    #[error("code mode program is {bytes} bytes; the limit is {limit} bytes.")]
+    ProgramTooLarge {
+        /// UTF-8 bytes of the program.
+        bytes: usize,
+        /// The limit ([`MAX_PROGRAM_BYTES`]).
+        limit: usize,
+    },
     /// `runId` (or `run_id`) is missing or empty.
     #[error("runId must be a non-empty string.")]
     MissingRunId,
 }
+
+/// Largest accepted program, JavaScript or TypeScript, in UTF-8 bytes (1 MiB). A larger one is
+/// `invalid_input` before it is copied, compiled or transformed.
+pub const MAX_PROGRAM_BYTES: usize = codemode_sandbox::DEFAULT_MAX_SOURCE_BYTES;
 
 /// A validated `exec` input.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -107,6 +119,12 @@ impl ExecInput {
         let code = match (non_empty("code"), non_empty("command")) {
             (Some(code), Some(command)) if code != command => {
                 return Err(InputError::CodeCommandMismatch);
+            }
+            (Some(code), _) | (None, Some(code)) if code.len() > MAX_PROGRAM_BYTES => {
+                return Err(InputError::ProgramTooLarge {
+                    bytes: code.len(),
+                    limit: MAX_PROGRAM_BYTES,
+                });
             }
             (Some(code), _) | (None, Some(code)) => code.to_owned(),
             (None, None) => return Err(InputError::MissingCode),

@@ -36,7 +36,7 @@ pub use executor::{
     EventSink, NestedCallEvent, NestedCallOutcome, NoEvents, RunContext, ToolCallContext,
     ToolError, ToolExecutor, UpdateSink,
 };
-pub use input::{ExecInput, InputError, Language, WaitInput};
+pub use input::{ExecInput, InputError, Language, MAX_PROGRAM_BYTES, WaitInput};
 pub use result::{
     CodeModeResult, ErrorCode, Output, PendingToolCall, SourceTelemetry, Telemetry, WaitReason,
 };

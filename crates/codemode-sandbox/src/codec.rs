@@ -97,19 +97,47 @@ pub(crate) fn encode_host_value(value: Value) -> Result<String, String> {
 }
 
 pub(crate) fn exceeds_depth(value: &Value, max: usize) -> bool {
-    let mut stack = vec![(value, 0usize)];
-    while let Some((value, depth)) = stack.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match value {
-            Value::Array(items) => Box::new(items.iter()),
-            Value::Object(map) => Box::new(map.values()),
-            _ => continue,
-        };
-        if depth >= max {
-            return true;
+    json_nests_deeper_than(value, max)
+}
+
+/// Whether `value` holds an array or object at nesting depth `max` or deeper (the root is at
+/// depth 0), so that a value with at most `max` levels of brackets passes. Checked without
+/// recursion, keeping one iterator per open level: memory grows with the depth checked, never
+/// with the width of the value.
+///
+/// ```
+/// use codemode_sandbox::json_nests_deeper_than;
+/// let value = serde_json::json!([[1], {"a": [2]}]);
+/// assert!(!json_nests_deeper_than(&value, 3));
+/// assert!(json_nests_deeper_than(&value, 2));
+/// ```
+pub fn json_nests_deeper_than(value: &Value, max: usize) -> bool {
+    fn children(value: &Value) -> Option<Box<dyn Iterator<Item = &Value> + '_>> {
+        match value {
+            Value::Array(items) => Some(Box::new(items.iter())),
+            Value::Object(map) => Some(Box::new(map.values())),
+            _ => None,
         }
-        stack.extend(children.map(|child| (child, depth + 1)));
     }
-    false
+    let mut open: Vec<Box<dyn Iterator<Item = &Value> + '_>> = Vec::new();
+    let mut next = Some(value);
+    loop {
+        if let Some(children) = next.take().and_then(children) {
+            if open.len() >= max {
+                return true;
+            }
+            open.push(children);
+        }
+        let Some(level) = open.last_mut() else {
+            return false;
+        };
+        match level.next() {
+            Some(child) => next = Some(child),
+            None => {
+                open.pop();
+            }
+        }
+    }
 }
 
 pub(crate) fn dismantle(value: Value) {

@@ -33,7 +33,7 @@ mod vm_threads;
 pub use async_trait::async_trait;
 pub use bridge::{BridgeHost, BridgeRequest, PendingCall, RequestId};
 pub use error::{ErrorCode, RunError, StoreError};
-pub use codec::MAX_ERROR_MESSAGE_BYTES;
+pub use codec::{MAX_ERROR_MESSAGE_BYTES, json_nests_deeper_than};
 pub use codec::Output;
 pub use limits::{
     DEFAULT_MAX_CALL_ARGS_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PENDING_CALLS,
