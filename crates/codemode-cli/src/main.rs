@@ -51,7 +51,9 @@ const EXIT_USAGE: u8 = 2;
 const EXIT_WAITING: u8 = 3;
 
 /// Default of `--max-waits`: how many automatic `wait` calls `run` makes before it gives up on a
-/// run that keeps answering `waiting` (e.g. `for (;;) await yield_control()`).
+/// run that keeps answering `waiting` (e.g. `for (;;) await yield_control()`). A `wait` on slow
+/// tools lasts up to the config's `timeoutMs` (10 s by default), so this also bounds how long
+/// the command follows a run that is only slow: about 100 × `timeoutMs`.
 const DEFAULT_MAX_WAITS: u32 = 100;
 
 /// A parsed command line.
@@ -71,6 +73,9 @@ fn parse_args(mut raw: impl Iterator<Item = String>) -> anyhow::Result<Args> {
         max_waits: DEFAULT_MAX_WAITS,
         ..Args::default()
     };
+    if matches!(args.command.as_str(), "-h" | "--help") {
+        bail!("help requested");
+    }
     if !matches!(args.command.as_str(), "run" | "surface" | "decls") {
         bail!("unknown command `{}`", args.command);
     }

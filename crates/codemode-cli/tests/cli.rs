@@ -249,6 +249,7 @@ fn usage_and_config_errors_exit_2() {
     for args in [
         vec!["frobnicate"],
         vec![],
+        vec!["--help"],
         vec!["run", "--lang", "bash", "-"],
         vec!["run", "--bogus"],
         vec!["run", "missing-file.js"],
