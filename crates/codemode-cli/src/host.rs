@@ -42,7 +42,9 @@ impl ToolExecutor for Executor {
     ) -> Result<Value, ToolError> {
         if catalog_id.starts_with("mcp:") {
             return match self.mcp.execute(catalog_id, input).await {
-                Some(result) => result.map_err(|error| ToolError::new(error.to_string())),
+                // The hub's error is already the guest's message (no stderr, paths or rmcp
+                // details); the full error went to the host log.
+                Some(result) => result.map_err(ToolError::new),
                 None => Err(ToolError::new(format!("Unknown tool id: {catalog_id}"))),
             };
         }

@@ -3,11 +3,16 @@
 //! virtual MCP declaration files.
 //!
 //! ```text
-//! codemode run [--config FILE] [--lang javascript|typescript] [--no-wait] [FILE|-]
+//! codemode run [--config FILE] [--lang javascript|typescript] [--no-wait | --max-waits N] [FILE|-]
 //! codemode surface [--config FILE]
 //! codemode decls [--config FILE] [PATH]
 //! ```
-//! Exit status: 0 completed, 1 failed, 3 waiting (with `--no-wait`), 2 usage or config error.
+//! `run` answers every `waiting` result with an automatic `wait` call, at most `--max-waits`
+//! times (default [`DEFAULT_MAX_WAITS`]), so a cell that yields forever cannot keep the command
+//! busy; `--no-wait` is `--max-waits 0`.
+//!
+//! Exit status: 0 completed, 1 failed, 2 usage or config error, 3 still waiting (with
+//! `--no-wait`, or after `--max-waits` automatic waits).
 #![forbid(unsafe_code)]
 #![allow(
     clippy::print_stdout,
@@ -29,14 +34,27 @@ use serde_json::{Value, json};
 use crate::host::Host;
 
 const USAGE: &str = "usage:
-  codemode run [--config FILE] [--lang javascript|typescript] [--no-wait] [FILE|-]
+  codemode run [--config FILE] [--lang javascript|typescript] [--no-wait | --max-waits N] [FILE|-]
   codemode surface [--config FILE]
-  codemode decls [--config FILE] [PATH]";
+  codemode decls [--config FILE] [PATH]
+
+options of `run`:
+  --no-wait        stop at the first `waiting` result (same as --max-waits 0)
+  --max-waits N    answer `waiting` with at most N automatic `wait` calls (default 100)
+
+exit status: 0 completed, 1 failed, 2 usage or config error,
+  3 still waiting (with --no-wait, or after --max-waits automatic waits)";
 
 /// Exit status of a usage or config error.
 const EXIT_USAGE: u8 = 2;
-/// Exit status of a run left waiting with `--no-wait`.
+/// Exit status of a run left waiting: with `--no-wait`, or after `--max-waits` automatic waits.
 const EXIT_WAITING: u8 = 3;
+
+/// Default of `--max-waits`: how many automatic `wait` calls `run` makes before it gives up on a
+/// run that keeps answering `waiting` (e.g. `for (;;) await yield_control()`). A `wait` on slow
+/// tools lasts up to the config's `timeoutMs` (10 s by default), so this also bounds how long
+/// the command follows a run that is only slow: about 100 × `timeoutMs`.
+const DEFAULT_MAX_WAITS: u32 = 100;
 
 /// A parsed command line.
 #[derive(Debug, Default)]
@@ -44,15 +62,20 @@ struct Args {
     command: String,
     config: Option<PathBuf>,
     language: Option<Language>,
-    no_wait: bool,
+    /// Automatic `wait` calls `run` may make (`--no-wait` sets 0).
+    max_waits: u32,
     operand: Option<String>,
 }
 
 fn parse_args(mut raw: impl Iterator<Item = String>) -> anyhow::Result<Args> {
     let mut args = Args {
         command: raw.next().context("missing command")?,
+        max_waits: DEFAULT_MAX_WAITS,
         ..Args::default()
     };
+    if matches!(args.command.as_str(), "-h" | "--help") {
+        bail!("help requested");
+    }
     if !matches!(args.command.as_str(), "run" | "surface" | "decls") {
         bail!("unknown command `{}`", args.command);
     }
@@ -66,7 +89,16 @@ fn parse_args(mut raw: impl Iterator<Item = String>) -> anyhow::Result<Args> {
                 args.language =
                     Some(Language::parse(&name).context("--lang takes javascript or typescript")?);
             }
-            "--no-wait" if args.command == "run" => args.no_wait = true,
+            "--no-wait" if args.command == "run" => args.max_waits = 0,
+            "--max-waits" if args.command == "run" => {
+                let count = raw.next().context("--max-waits needs a count")?;
+                args.max_waits = count.parse().with_context(|| {
+                    format!(
+                        "--max-waits takes a whole number from 0 to {}, not `{count}`",
+                        u32::MAX
+                    )
+                })?;
+            }
             "-h" | "--help" => bail!("help requested"),
             flag if flag.starts_with("--") => bail!("unknown option `{flag}`"),
             operand if args.operand.is_none() => args.operand = Some(operand.to_owned()),
@@ -189,13 +221,23 @@ async fn run_cell(activation: &Activation, args: &Args) -> anyhow::Result<u8> {
     };
     let input = json!({ "code": source, "language": language.as_str() });
     let mut result = session.exec("call_1", &input).await;
+    let mut waits = 0;
     loop {
         print_json(&result.to_json());
         match &result {
             CodeModeResult::Completed { .. } => return Ok(0),
             CodeModeResult::Failed { .. } => return Ok(1),
-            CodeModeResult::Waiting { .. } if args.no_wait => return Ok(EXIT_WAITING),
+            CodeModeResult::Waiting { .. } if waits >= args.max_waits => {
+                if args.max_waits > 0 {
+                    eprintln!(
+                        "codemode: the run is still waiting after {waits} automatic waits (--max-waits {})",
+                        args.max_waits
+                    );
+                }
+                return Ok(EXIT_WAITING);
+            }
             CodeModeResult::Waiting { run_id, .. } => {
+                waits += 1;
                 let input = json!({ "runId": run_id });
                 result = session.wait(&input).await;
             }

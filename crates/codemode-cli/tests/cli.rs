@@ -1,6 +1,6 @@
 //! The built `codemode` binary on the examples and on bad input: JSON lines and exit codes.
 
-use std::io::Write;
+use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -10,20 +10,37 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// Runs the binary with `args`. With `stdin: None` the child's stdin is empty (`/dev/null`);
+/// with `Some(text)` a thread writes `text` into a pipe while the child runs. A child that exits
+/// without reading its stdin (a usage error) closes the pipe first: that `BrokenPipe` is expected,
+/// so the outcome never depends on who wins that race.
 fn codemode(args: &[&str], stdin: Option<&str>) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
         .args(args)
         .current_dir(root())
-        .stdin(Stdio::piped())
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("the codemode binary starts");
-    let mut pipe = child.stdin.take().expect("stdin");
-    pipe.write_all(stdin.unwrap_or("").as_bytes())
-        .expect("stdin write");
-    drop(pipe);
-    child.wait_with_output().expect("codemode finishes")
+    let writer = child.stdin.take().map(|mut pipe| {
+        let text = stdin.unwrap_or_default().to_owned();
+        // Dropping `pipe` at the end of the thread closes the child's stdin.
+        std::thread::spawn(move || pipe.write_all(text.as_bytes()))
+    });
+    let output = child.wait_with_output().expect("codemode finishes");
+    if let Some(writer) = writer {
+        match writer.join().expect("the stdin writer does not panic") {
+            Ok(()) => {}
+            Err(error) if error.kind() == ErrorKind::BrokenPipe => {}
+            Err(error) => panic!("writing the child's stdin: {error}"),
+        }
+    }
+    output
 }
 
 fn lines(output: &Output) -> Vec<Value> {
@@ -86,21 +103,51 @@ fn caught_failure_example() {
     );
 }
 
+/// A config in a directory of its own (tests run in parallel in one process), removed on drop.
+struct TempConfig {
+    dir: PathBuf,
+    file: PathBuf,
+}
+
+impl TempConfig {
+    fn new(test: &str, text: &str) -> TempConfig {
+        let dir =
+            std::env::temp_dir().join(format!("codemode-cli-test-{}-{test}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("config.json");
+        std::fs::write(&file, text).unwrap();
+        TempConfig { dir, file }
+    }
+
+    fn path(&self) -> &str {
+        self.file.to_str().unwrap()
+    }
+}
+
+impl Drop for TempConfig {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A budget for one `exec`/`wait` that a loaded 2-core CI machine cannot overrun while
+/// starting the cell (`examples/fast-timeout.json`'s 300 ms could be), with tool sleeps well
+/// beyond it, so `waiting` comes first by construction.
+const WAITING_CONFIG: &str =
+    r#"{ "tools": { "codeMode": { "enabled": true, "timeoutMs": 1000 } } }"#;
+
 #[test]
 fn waiting_then_wait_until_completed() {
+    let config = TempConfig::new("waiting", WAITING_CONFIG);
     let program =
-        "text('start'); const r = await tools.sleep({ ms: 700 }); text('resumed'); return r";
-    let results = check(
-        &["run", "--config", "examples/fast-timeout.json", "-"],
-        Some(program),
-        0,
-    );
+        "text('start'); const r = await tools.sleep({ ms: 2500 }); text('resumed'); return r";
+    let results = check(&["run", "--config", config.path(), "-"], Some(program), 0);
     assert!(results.len() >= 2, "{results:?}");
     assert_eq!(results[0]["status"], "waiting");
     assert_eq!(results[0]["reason"], "pending_tools");
     let last = results.last().unwrap();
     assert_eq!(last["status"], "completed");
-    assert_eq!(last["value"], json!({ "slept": 700 }));
+    assert_eq!(last["value"], json!({ "slept": 2500 }));
     assert_eq!(
         last["output"],
         json!([{ "type": "text", "text": "resumed" }])
@@ -109,19 +156,57 @@ fn waiting_then_wait_until_completed() {
 
 #[test]
 fn no_wait_exits_3_with_the_waiting_result() {
+    let config = TempConfig::new("no-wait", WAITING_CONFIG);
     let results = check(
-        &[
-            "run",
-            "--no-wait",
-            "--config",
-            "examples/fast-timeout.json",
-            "-",
-        ],
-        Some("await tools.sleep({ ms: 5000 })"),
+        &["run", "--no-wait", "--config", config.path(), "-"],
+        Some("await tools.sleep({ ms: 10000 })"),
         3,
     );
     assert_eq!(results.len(), 1);
+    assert_eq!(results[0]["status"], "waiting");
     assert!(results[0]["runId"].as_str().unwrap().starts_with("cm_"));
+}
+
+#[test]
+fn max_waits_stops_a_cell_that_yields_forever() {
+    let output = codemode(
+        &["run", "--max-waits", "3", "-"],
+        Some("for (;;) await yield_control();"),
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(3),
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let results = lines(&output);
+    // The `exec` result, then one result per automatic `wait`: exactly 3 waits.
+    assert_eq!(results.len(), 4, "{results:?}");
+    assert!(
+        results.iter().all(|r| r["status"] == "waiting"),
+        "{results:?}"
+    );
+    let run_id = &results[0]["runId"];
+    assert!(results.iter().all(|r| &r["runId"] == run_id), "one run");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("3 automatic waits"),
+        "the reason is on stderr"
+    );
+    // `--max-waits 0` is `--no-wait`: the `exec` result only.
+    let results = check(
+        &["run", "--max-waits", "0", "-"],
+        Some("for (;;) await yield_control();"),
+        3,
+    );
+    assert_eq!(results.len(), 1, "{results:?}");
+    // Under the limit, the run completes as before.
+    let results = check(
+        &["run", "--max-waits", "3", "-"],
+        Some("await yield_control(); await yield_control(); return 'done'"),
+        0,
+    );
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert_eq!(results[2]["value"], "done");
 }
 
 #[test]
@@ -164,9 +249,14 @@ fn usage_and_config_errors_exit_2() {
     for args in [
         vec!["frobnicate"],
         vec![],
+        vec!["--help"],
         vec!["run", "--lang", "bash", "-"],
         vec!["run", "--bogus"],
         vec!["run", "missing-file.js"],
+        vec!["run", "--max-waits", "x", "-"],
+        vec!["run", "--max-waits", "-1", "-"],
+        vec!["run", "--max-waits"],
+        vec!["surface", "--max-waits", "3"],
     ] {
         let output = codemode(&args, Some("return 1"));
         assert_eq!(output.status.code(), Some(2), "{args:?}");

@@ -60,7 +60,9 @@ pub(crate) fn comment_lines(text: &str, max_chars: usize) -> Vec<String> {
                 }
                 '\n' | '\u{2028}' | '\u{2029}' => clean.push('\n'),
                 '\t' => clean.push(' '),
-                '*' if chars.peek() == Some(&'/') => clean.push_str("*\\"),
+                // Checked on what was written, not on the input: a dropped control character
+                // between `*` and `/` must not let them meet (`*\0/`).
+                '/' if clean.ends_with('*') => clean.push_str("\\/"),
                 c if c.is_control() => {}
                 c => clean.push(c),
             }
@@ -153,7 +155,10 @@ mod tests {
         }
 
         #[test]
-        fn comment_text_never_closes_the_comment(text in any::<String>(), max in 0usize..40) {
+        fn comment_text_never_closes_the_comment(
+            text in prop_oneof![any::<String>(), "(\\*|/|\u{0}|\u{85}|\u{7f}|\r|\n|\t|a)*"],
+            max in 0usize..40,
+        ) {
             for line in comment_lines(&text, max) {
                 prop_assert!(!line.contains("*/") && !line.contains('\n'));
             }
@@ -175,6 +180,9 @@ mod tests {
             ["a *\\/ b", "c", "de"]
         );
         assert_eq!(comment_lines("one\n\n\n\ntwo", 100), ["one", "", "two"]);
+        // A dropped control character must not let `*` and `/` meet.
+        assert_eq!(comment_line("/*\0/*", 100), "/*\\/*");
+        assert_eq!(comment_lines("*\u{85}/ *\u{7f}\u{1}/", 100), ["*\\/ *\\/"]);
         assert_eq!(comment_line("  plain  ", 100), "plain");
     }
 }

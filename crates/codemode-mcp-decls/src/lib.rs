@@ -7,6 +7,13 @@
 //! the catalog or the executor: the core hands it [`McpServer`]s and installs what it returns.
 //! It does no I/O; the files are never written to disk. No feature flags.
 //!
+//! Property order: a declaration lists an object's required properties first, in the order of
+//! the schema's `required` array, then its optional properties sorted by name. The author's order
+//! of `properties` is not kept: schemas arrive as `serde_json::Value`, already parsed, and this
+//! workspace does not turn on serde_json's `preserve_order` (feature unification would make every
+//! JSON object of the process an `IndexMap`, about 80 bytes per value, and guests send huge
+//! objects). The output is the same whichever crate parsed the schema, and deterministic.
+//!
 //! ```
 //! use codemode_mcp_decls::{McpDecls, McpServer, McpTool};
 //! use serde_json::json;

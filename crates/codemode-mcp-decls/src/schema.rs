@@ -189,8 +189,7 @@ pub(crate) struct TypeWriter<'a> {
 }
 
 /// The keywords of one schema object that rendering looks at, found in one pass over its
-/// entries (a schema object is an `IndexMap` with SipHash: one lookup per keyword would cost more
-/// than the whole pass).
+/// entries (one pass over a small `BTreeMap` beats one lookup per keyword).
 #[derive(Default)]
 struct Keywords<'a> {
     reference: Option<&'a Value>,
@@ -422,8 +421,10 @@ impl<'a> TypeWriter<'a> {
         }
     }
 
-    /// The fields of an object schema: required ones first (schema order), then optional ones,
-    /// at most `max_object_properties`, the rest covered by an index signature.
+    /// The fields of an object schema: required ones first, in the order of the schema's
+    /// `required` array (an array keeps the author's order), then the optional ones in key order
+    /// (a `serde_json::Map` is sorted: this workspace does not turn on `preserve_order`), at most
+    /// `max_object_properties`, the rest covered by an index signature.
     pub(crate) fn object_shape(
         &mut self,
         map: &'a Map<String, Value>,
@@ -465,28 +466,17 @@ impl<'a> TypeWriter<'a> {
             }
         };
 
-        let mut order: Vec<(&'a str, Option<&'a Value>, bool)> = Vec::new();
+        let mut order: Vec<(&'a str, Option<&'a Value>, bool)> = required
+            .iter()
+            .map(|name| (*name, props.and_then(|props| props.get(*name)), false))
+            .collect();
         if let Some(props) = props {
-            order.extend(
-                props
-                    .iter()
-                    .filter(|(key, _)| is_required(key))
-                    .map(|(key, schema)| (key.as_str(), Some(schema), false)),
-            );
-            order.extend(
-                required
-                    .iter()
-                    .filter(|name| !props.contains_key(**name))
-                    .map(|name| (*name, None, false)),
-            );
             order.extend(
                 props
                     .iter()
                     .filter(|(key, _)| !is_required(key))
                     .map(|(key, schema)| (key.as_str(), Some(schema), true)),
             );
-        } else {
-            order.extend(required.iter().map(|name| (*name, None, false)));
         }
 
         let mut fields = Vec::new();

@@ -8,6 +8,12 @@ use std::time::Duration;
 ///
 /// A tool that *ran* and reported failure (`isError: true`) is not an error
 /// here: it is a normal result.
+///
+/// Two renderings: `Display` is for the host (logs, the CLI user) and keeps
+/// every detail, including the server's last stderr lines, its command and
+/// the MCP client library's own words. [`McpError::guest_message`] is for
+/// guest code (what [`McpHub::execute`](crate::McpHub::execute) returns):
+/// the server's name and a short reason, nothing about the host.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum McpError {
@@ -150,6 +156,91 @@ impl McpError {
             | Self::Rejected { server, .. }
             | Self::Malformed { server, .. } => server,
         }
+    }
+}
+
+impl McpError {
+    /// The message shown to guest code: the server's name and a short
+    /// reason. It never contains the server's stderr, its command or any
+    /// host path, nor the MCP client library's type or error names; only a
+    /// server's own answer to the request (a JSON-RPC error message,
+    /// [`McpError::Rejected`]) is passed on, as a tool result would be.
+    ///
+    /// ```
+    /// use codemode_mcp::McpError;
+    ///
+    /// let crashed = McpError::ServerExited {
+    ///     server: "everything".into(),
+    ///     operation: "tools/call `echo`".into(),
+    ///     stderr: vec!["Error: ENOENT /home/me/.npm/_npx/server.js".into()],
+    /// };
+    /// assert!(crashed.to_string().contains("/home/me"), "the host sees everything");
+    /// assert_eq!(
+    ///     crashed.guest_message(),
+    ///     "MCP server `everything` is not running (it exited)"
+    /// );
+    /// let slow = McpError::Timeout {
+    ///     server: "x".into(),
+    ///     operation: "tools/call `echo`".into(),
+    ///     timeout: std::time::Duration::from_secs(30),
+    /// };
+    /// assert_eq!(slow.guest_message(), "MCP server `x` did not answer within 30 s");
+    /// ```
+    pub fn guest_message(&self) -> String {
+        match self {
+            Self::InvalidServerName { server, reason } => {
+                format!("invalid MCP server name {server:?}: {reason}")
+            }
+            Self::Spawn { server, .. } | Self::Handshake { server, .. } => {
+                format!("MCP server `{server}` is not running (it failed to start)")
+            }
+            Self::StartTimeout {
+                server, timeout, ..
+            } => format!(
+                "MCP server `{server}` is not running (it did not start within {})",
+                human_duration(*timeout)
+            ),
+            Self::UnknownServer { server } => format!("unknown MCP server `{server}`"),
+            Self::NotOffered { server, feature } => {
+                format!("MCP server `{server}` offers no {feature}")
+            }
+            Self::InvalidArguments { server, detail, .. } => {
+                format!("invalid arguments for MCP server `{server}`: {detail}")
+            }
+            Self::Timeout {
+                server, timeout, ..
+            } => format!(
+                "MCP server `{server}` did not answer within {}",
+                human_duration(*timeout)
+            ),
+            Self::ServerExited { server, .. } => {
+                format!("MCP server `{server}` is not running (it exited)")
+            }
+            Self::ShutDown { server } => {
+                format!("MCP server `{server}` is not running (it was shut down)")
+            }
+            Self::Rejected {
+                server,
+                code,
+                message,
+                ..
+            } => format!("MCP server `{server}` refused the request: {message} (code {code})"),
+            Self::Malformed { server, .. } => {
+                format!("MCP server `{server}` sent a malformed answer")
+            }
+        }
+    }
+}
+
+/// `30 s`, `1.5 s`, `300 ms`: a timeout as a person would write it.
+fn human_duration(duration: Duration) -> String {
+    let millis = duration.as_millis();
+    if millis < 1000 {
+        format!("{millis} ms")
+    } else if millis.is_multiple_of(1000) {
+        format!("{} s", millis / 1000)
+    } else {
+        format!("{} s", duration.as_secs_f64())
     }
 }
 

@@ -296,7 +296,45 @@ impl McpHub {
     /// `resources/read` (`{ uri }`), `prompts/list` and `prompts/get` (`{ name, arguments? }`)
     /// reach resources and prompts. Returns `None` when `catalog_id` is not an MCP id, so a host
     /// executor can route every other id elsewhere.
-    pub async fn execute(&self, catalog_id: &str, input: Value) -> Option<Result<Value, McpError>> {
+    ///
+    /// This is the guest's way in, so its error is the guest's message
+    /// ([`McpError::guest_message`]): the server's name and a short reason, never the server's
+    /// stderr, a host path or the MCP client library's internals. The full [`McpError`] goes to
+    /// the host's log (`tracing` target `codemode`: `warn` when the server crashed, hung or
+    /// answered nonsense, `debug` otherwise). Hosts that want the typed error call
+    /// [`McpHub::call_tool`] and its siblings directly.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let hub = codemode_mcp::McpHub::default();
+    /// assert!(hub.execute("openclaw:core:echo", serde_json::json!({})).await.is_none());
+    /// let error = hub.execute("mcp:github:search", serde_json::json!({})).await;
+    /// assert_eq!(error, Some(Err("unknown MCP server `github`".to_owned())));
+    /// # });
+    /// ```
+    pub async fn execute(&self, catalog_id: &str, input: Value) -> Option<Result<Value, String>> {
+        let result = self.execute_typed(catalog_id, input).await?;
+        Some(result.map_err(|error| {
+            let server = error.server();
+            if matches!(
+                error,
+                McpError::ServerExited { .. }
+                    | McpError::Timeout { .. }
+                    | McpError::Malformed { .. }
+            ) {
+                tracing::warn!(target: "codemode", server, catalog_id, "MCP call failed: {error}");
+            } else {
+                tracing::debug!(target: "codemode", server, catalog_id, "MCP call failed: {error}");
+            }
+            error.guest_message()
+        }))
+    }
+
+    async fn execute_typed(
+        &self,
+        catalog_id: &str,
+        input: Value,
+    ) -> Option<Result<Value, McpError>> {
         let (server, name) = catalog_id.strip_prefix("mcp:")?.split_once(':')?;
         let text = |key: &str| {
             input

@@ -5,7 +5,12 @@
 //! `read_only` from the `readOnlyHint` annotation), and executes tool calls,
 //! resource reads and prompt gets for the host's tool executor. Start
 //! failures, crashes mid-call, timeouts and malformed responses become an
-//! [`McpError`] naming the server; the other servers keep working.
+//! [`McpError`] naming the server; the other servers keep working. Its
+//! `Display` is for the host and keeps every detail (the server's last stderr
+//! lines, its command); what reaches guest code through [`McpHub::execute`]
+//! is [`McpError::guest_message`]: the server's name and a short reason,
+//! never stderr, host paths or rmcp's words (those go to the `codemode`
+//! tracing target).
 //!
 //! This is the only crate of the workspace that knows rmcp; no rmcp type
 //! appears in its API (results cross as `serde_json::Value`). It knows

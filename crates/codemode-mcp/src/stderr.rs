@@ -14,8 +14,11 @@ const KEPT_LINES: usize = 10;
 const MAX_LINE_BYTES: usize = 512;
 
 /// How long an error path waits for the stderr of an exiting server to reach
-/// its end, so the error can quote the server's last words.
-const SETTLE_TIMEOUT: Duration = Duration::from_millis(500);
+/// its end, so the error (and the host's log) can quote the server's last
+/// words. A server that exited closes stderr at once, so this only bounds the
+/// odd server whose stderr outlives it (e.g. held by a grandchild); it is
+/// generous so that a loaded machine still gets the last words.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A bounded tail of a server's stderr, filled by a background task that also
 /// forwards every line to `tracing` at debug level.

@@ -77,7 +77,7 @@ fn rendered_types_table() {
         ),
         (
             json!({"properties": {"my-key": {"type": "string"}, "0": {"type": "number"}, "$ok_1": {}}}),
-            "  function t(input?: {\n    \"my-key\"?: string;\n    \"0\"?: number;\n    $ok_1?: unknown;\n  }): ",
+            "  function t(input?: {\n    $ok_1?: unknown;\n    \"0\"?: number;\n    \"my-key\"?: string;\n  }): ",
         ),
         (
             json!({"properties": {"a": {"type": "array"}}}),
@@ -97,7 +97,7 @@ fn rendered_types_table() {
         ),
         (
             json!({"properties": {"b": {"type": "string"}}, "required": ["a", "b"]}),
-            "  function t(input: {\n    b: string;\n    a: unknown;\n  }): ",
+            "  function t(input: {\n    a: unknown;\n    b: string;\n  }): ",
         ),
         (
             json!({"type": "object", "properties": {}}),
@@ -190,7 +190,7 @@ fn recursive_refs_are_cut() {
     );
     assert_eq!(
         linked,
-        "  function t(input?: {\n    list?: { value?: number; next?: unknown };\n  }): "
+        "  function t(input?: {\n    list?: { next?: unknown; value?: number };\n  }): "
     );
 }
 

@@ -72,6 +72,7 @@ fn the_seed_example_shape() {
     assert!(text.contains(
         "function $api(toolName?: string, options?: { schema?: boolean }): Promise<McpApiHeader>;"
     ));
-    assert!(text.contains("  function createIssue(input: {\n    owner: string;\n    repo: string;\n    title: string;\n    body?: string;\n"));
+    // Required properties in `required` order, then the optional ones sorted by name.
+    assert!(text.contains("  function createIssue(input: {\n    owner: string;\n    repo: string;\n    title: string;\n    assignees?: string[];\n    body?: string;\n"));
     assert!(text.contains("   * @param owner Repository owner\n"));
 }

@@ -238,7 +238,14 @@ impl ServerHandler for TestServer {
                 text_result(&text, Some(json!({ "text": text, "ms": ms })), false)?
             }
             "crash" => {
-                eprintln!("codemode-mcp-test-server: crashing on purpose");
+                // The path stands for the host details a real server's last
+                // words carry (its install directory, a stack trace): they
+                // must reach the host's log but never the guest.
+                let exe = std::env::current_exe().unwrap_or_default();
+                eprintln!(
+                    "codemode-mcp-test-server: crashing on purpose ({})",
+                    exe.display()
+                );
                 std::process::exit(CRASH_EXIT_CODE);
             }
             "slow_forever" => std::future::pending().await,
