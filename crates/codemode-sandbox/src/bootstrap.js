@@ -105,7 +105,10 @@ export default function (natives, maxScan) {
       case 'function': throw new TypeErrorCtor('a function cannot cross the code mode bridge');
       case 'symbol': throw new TypeErrorCtor('a symbol cannot cross the code mode bridge');
       case 'bigint': throw new TypeErrorCtor('a BigInt cannot cross the code mode bridge');
-      case 'string': return wellFormed(value);
+      case 'string':
+        // Refused before it is flattened and copied: one string can exceed the whole budget.
+        if (value.length > maxCallArgs) throw new RangeErrorCtor('code mode call arguments exceed ' + maxCallArgs + ' bytes');
+        return wellFormed(value);
       default: return value;
     }
   }
@@ -284,7 +287,7 @@ export default function (natives, maxScan) {
 
   function text(value) {
     poll();
-    if (typeof value === 'string') return emit(false, wellFormed(value));
+    if (typeof value === 'string') return emit(false, value.length > maxOutput ? OVER : wellFormed(value));
     if (value === undefined) return emit(false, 'undefined');
     emit(false, safeEncode(value, maxOutput));
   }

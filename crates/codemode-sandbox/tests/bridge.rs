@@ -217,7 +217,7 @@ fn thousands_of_unawaited_calls_queue_then_are_refused() {
                    for (let i = 0; i < 5000; i++) host.never(i).catch((e) => { \
                      if (e.message === 'too many pending code mode tool calls') refused++ }); \
                    await null; await null; text(String(refused)); return refused";
-    let limits = limits().with_timeout(Duration::from_millis(300));
+    let limits = limits().with_timeout(Duration::from_secs(2));
     let runtime = runtime();
     runtime.block_on(async {
         let mut run = Run::start(program, support::setup(), limits.clone(), Arc::clone(&host) as _).unwrap();
@@ -349,5 +349,54 @@ fn lone_surrogates_and_deep_values_fail_cleanly() {
             r#"{"next":"#.repeat(100),
             "}".repeat(100)
         ),
+    );
+}
+
+#[test]
+fn guest_paths_named_like_prototype_members_stay_own_properties() {
+    use codemode_sandbox::{Callable, GuestSetup};
+    let mut setup = GuestSetup::default();
+    let path = |parts: &[&str]| parts.iter().map(|p| (*p).to_owned()).collect::<Vec<_>>();
+    let bridge = || Callable::Bridge {
+        method: "echo".into(),
+        bound_args: vec![],
+    };
+    // An MCP server named `to_string` and a namespace scope key `valueOf`.
+    setup.callables.push((path(&["MCP", "toString", "tool"]), bridge()));
+    setup.callables.push((path(&["hasOwnProperty", "x"]), bridge()));
+    setup
+        .values
+        .push((path(&["ns", "valueOf", "v"]), serde_json::json!(1)));
+    setup.freeze = vec!["MCP".into(), "ns".into(), "toString".into()];
+    let program = "return [typeof MCP.toString.tool, typeof ({}).toString.tool, \
+                   typeof Object.prototype.hasOwnProperty.x, ns.valueOf.v, \
+                   Object.isFrozen(Object.prototype.toString), ({}).valueOf.v === undefined]";
+    let (host, _cancelled) = TestHost::new();
+    let step = runtime().block_on(async {
+        let mut run = Run::start(program, setup, limits(), host).unwrap();
+        run.drive(support::deadline(&limits())).await
+    });
+    assert_eq!(
+        render(&step),
+        r#"completed ["function","undefined","undefined",1,false,true]"#
+    );
+}
+
+#[test]
+fn huge_values_leaving_the_vm_are_refused_without_copying() {
+    // A 2^29-character rope: text(), json() and the return value refuse it by size.
+    check(
+        "let s = 'ab'; for (let i = 0; i < 28; i++) s = s + s; \
+         try { text(s) } catch (e) { return e.message }",
+        r#"failed "output_limit_exceeded" code mode output limit exceeded"#,
+    );
+    check(
+        "let s = 'ab'; for (let i = 0; i < 28; i++) s = s + s; return s",
+        r#"failed "output_limit_exceeded" code mode output limit exceeded"#,
+    );
+    check(
+        "let s = 'ab'; for (let i = 0; i < 24; i++) s = s + s; \
+         try { await host.echo(s) } catch (e) { return e.name + ': ' + e.message }",
+        r#"completed "RangeError: code mode call arguments exceed 8388608 bytes""#,
     );
 }
