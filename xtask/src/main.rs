@@ -209,6 +209,7 @@ struct Row {
 
 fn bench() -> Result<()> {
     let mut rows = Vec::new();
+    let mut printed = Vec::new();
     for (package, target) in BENCHES {
         eprintln!("$ cargo bench -p {package} --bench {target}");
         let output = cargo()
@@ -219,10 +220,38 @@ fn bench() -> Result<()> {
         if !output.status.success() {
             bail!("the {package} benchmarks failed");
         }
-        rows.extend(parse_divan(
-            package,
-            &String::from_utf8_lossy(&output.stdout),
-        ));
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        rows.extend(parse_divan(package, &stdout));
+        printed.extend(printed_rows(package, &stdout));
+    }
+    // Peak host bytes of the hostile cells of the host-memory test (a counting allocator cannot
+    // live in a timed benchmark binary).
+    eprintln!("$ cargo test --release -p codemode-core --test host_memory -- --nocapture");
+    let output = cargo()
+        .args([
+            "test",
+            "--release",
+            "-p",
+            "codemode-core",
+            "--test",
+            "host_memory",
+        ])
+        .args(["--", "--nocapture"])
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running the host memory test")?;
+    if !output.status.success() {
+        bail!("the host memory test failed");
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    for line in stdout.lines() {
+        if let Some(cells) = line.strip_prefix("peak host bytes per cell: ") {
+            printed.extend(
+                cells
+                    .split("; ")
+                    .map(|cell| format!("codemode-core: peak host bytes, {cell}")),
+            );
+        }
     }
     let width = rows
         .iter()
@@ -234,7 +263,23 @@ fn bench() -> Result<()> {
         let name = format!("{}: {}", row.package, row.name);
         println!("{name:<width$}  {:>12}  {:>12}", row.median, row.mean);
     }
+    if !printed.is_empty() {
+        println!();
+        println!("measured (not timed by divan)");
+        for row in printed {
+            println!("{row}");
+        }
+    }
     Ok(())
+}
+
+/// Rows a benchmark binary prints itself, as `row: <name>: <figures>`.
+fn printed_rows(package: &str, stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter_map(|line| line.strip_prefix("row: "))
+        .map(|row| format!("{package}: {row}"))
+        .collect()
 }
 
 /// Reads divan's tree table: `├─ name  fastest │ slowest │ median │ mean │ samples │ iters`.

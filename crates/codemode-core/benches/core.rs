@@ -1,5 +1,7 @@
 //! `cargo xtask bench` rows for codemode-core: exec of `return 1` through core with a 100-tool
-//! catalog, 1,000 sequential nested calls to an instant host tool, and 64 parked runs.
+//! catalog, 1,000 sequential nested calls to an instant host tool, a 100-call `Promise.all`
+//! behind the default pending-call cap, and 64 parked runs; printed rows (`row: ...`): the memory
+//! of 64 parked runs and the latency of a trivial exec beside two CPU-bound cells.
 #![allow(
     clippy::print_stdout,
     reason = "the memory row is printed beside divan's table"
@@ -17,7 +19,51 @@ use serde_json::{Value, json};
 
 fn main() {
     report_parked_memory();
+    report_trivial_exec_beside_cpu_bound_cells();
     divan::main();
+}
+
+/// p50 / p99 of `exec("return 1")` on a 2-worker runtime while two other cells spin until their
+/// deadline (printed, not timed by divan: divan reports no percentiles).
+fn report_trivial_exec_beside_cpu_bound_cells() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (_busy_mode, busy) = session_with(CodeModeConfig::enabled(), 1);
+    let (_code_mode, quiet) = session_with(CodeModeConfig::enabled(), 1);
+    let mut samples = rt.block_on(async {
+        let spin = json!({ "code": "for (;;) {}" });
+        let hogs: Vec<_> = (0..2)
+            .map(|_| {
+                let busy = busy.clone();
+                let spin = spin.clone();
+                tokio::spawn(async move { busy.exec("hog", &spin).await })
+            })
+            .collect();
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let input = json!({ "code": "return 1" });
+        let mut samples = Vec::with_capacity(500);
+        for _ in 0..500 {
+            let start = std::time::Instant::now();
+            let _ = quiet.exec("bench", &input).await;
+            samples.push(start.elapsed());
+        }
+        for hog in hogs {
+            hog.abort();
+        }
+        samples
+    });
+    samples.sort_unstable();
+    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q) as usize];
+    println!(
+        "row: trivial_exec_beside_2_cpu_bound_cells: p50 {:?}, p99 {:?}, max {:?} ({} samples, 2 tokio workers)",
+        at(0.5),
+        at(0.99),
+        at(1.0),
+        samples.len()
+    );
 }
 
 /// The memory row: 64 parked runs of a 100-tool session (printed, not timed).
@@ -32,7 +78,7 @@ fn report_parked_memory() {
     });
     let bytes = code_mode.suspended_memory_bytes();
     println!(
-        "memory_of_64_parked_runs: {} runs, {bytes} bytes ({:.1} MiB, {:.0} KiB per run)",
+        "row: memory_of_64_parked_runs: {} runs, {bytes} bytes ({:.1} MiB, {:.0} KiB per run)",
         code_mode.suspended_runs(),
         bytes as f64 / (1024.0 * 1024.0),
         bytes as f64 / 1024.0 / 64.0
@@ -113,6 +159,16 @@ fn exec_1000_sequential_nested_calls(bencher: divan::Bencher<'_, '_>) {
     let input = json!({ "code": "let s = 0; for (let i = 0; i < 1000; i++) { s += (await tools.tool_0({ x: i })).x } return s" });
     bencher
         .counter(divan::counter::ItemsCount::new(1000usize))
+        .bench_local(|| rt.block_on(session.exec("bench", &input)));
+}
+
+#[divan::bench(sample_count = 20)]
+fn exec_100_parallel_calls_behind_the_default_cap(bencher: divan::Bencher<'_, '_>) {
+    let rt = runtime();
+    let (_code_mode, session) = session(CodeModeConfig::enabled());
+    let input = json!({ "code": "const all = await Promise.all(Array.from({ length: 100 }, (_, i) => tools.tool_0({ x: i }))); return all.length" });
+    bencher
+        .counter(divan::counter::ItemsCount::new(100usize))
         .bench_local(|| rt.block_on(session.exec("bench", &input)));
 }
 

@@ -117,12 +117,7 @@ impl RunHost {
             }
             MCP_CAPABILITY => {
                 let id = text_arg(&args, 0).ok_or("malformed MCP call.")?;
-                if !self
-                    .session
-                    .mcp_capability_ids
-                    .iter()
-                    .any(|known| *known == id)
-                {
+                if !self.session.mcp_capability_ids.contains(&id) {
                     return Err(format!("Unknown tool id: {id}"));
                 }
                 // Listing and reading resources and prompts only reads: allowed when restart-safe.

@@ -114,7 +114,10 @@ fn max_queued_tool_calls_accepts_zero_and_clamps() {
     let parse = |value: Value| CodeModeConfig::from_json(&json!({ "maxQueuedToolCalls": value }));
     assert_eq!(parse(json!(0)).unwrap().max_queued_tool_calls, 0);
     assert_eq!(parse(json!(5)).unwrap().max_queued_tool_calls, 5);
-    assert_eq!(parse(json!(10_000_000)).unwrap().max_queued_tool_calls, 100_000);
+    assert_eq!(
+        parse(json!(10_000_000)).unwrap().max_queued_tool_calls,
+        100_000
+    );
     assert_eq!(
         CodeModeConfig::default().max_queued_tool_calls,
         codemode_core::DEFAULT_MAX_QUEUED_TOOL_CALLS

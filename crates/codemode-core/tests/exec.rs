@@ -1027,7 +1027,10 @@ async fn the_queue_bound_refuses_with_the_stable_message() {
              return r.map((x) => x.status === 'fulfilled' ? 'ok' : x.reason.message)",
         )
         .await;
-    assert_eq!(value, json!(["ok", "too many pending code mode tool calls"]));
+    assert_eq!(
+        value,
+        json!(["ok", "too many pending code mode tool calls"])
+    );
 }
 
 #[tokio::test]
@@ -1051,4 +1054,43 @@ async fn oversized_javascript_is_invalid_input() {
             .is_some_and(|error| error.contains("the limit is 1048576 bytes")),
         "{result:#}"
     );
+}
+
+#[test]
+fn cpu_bound_cells_do_not_starve_a_trivial_exec_on_a_two_worker_runtime() {
+    // Guest code runs on the sandbox's VM threads, never on the runtime's two workers: while
+    // two cells spin until their deadline, a trivial exec of another session still completes.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let config =
+        CodeModeConfig::from_json(&json!({ "enabled": true, "timeoutMs": 20000 })).unwrap();
+    let busy = harness_with(config, support::tools());
+    let quiet = harness();
+    runtime.block_on(async {
+        let spin = json!({ "code": "for (;;) {}" });
+        let hogs: Vec<_> = (0..2)
+            .map(|_| {
+                let session = busy.session.clone();
+                let spin = spin.clone();
+                tokio::spawn(async move { session.exec("hog", &spin).await })
+            })
+            .collect();
+        for _ in 0..5 {
+            let result = quiet
+                .session
+                .exec("call_1", &json!({ "code": "return 1" }))
+                .await;
+            assert_eq!(result.to_json()["value"], 1);
+        }
+        assert!(
+            hogs.iter().all(|hog| !hog.is_finished()),
+            "the trivial execs completed while both CPU-bound cells still ran"
+        );
+        for hog in hogs {
+            hog.abort();
+        }
+    });
 }

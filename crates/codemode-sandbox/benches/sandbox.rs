@@ -145,7 +145,7 @@ fn memory_of_a_parked_trivial_run() {
         run.memory_bytes()
     });
     println!(
-        "memory_of_a_parked_trivial_run: {bytes} bytes ({:.1} KiB, goal < 256 KiB)",
+        "row: memory_of_a_parked_trivial_run: {bytes} bytes ({:.1} KiB, goal < 256 KiB)",
         bytes as f64 / 1024.0
     );
 }

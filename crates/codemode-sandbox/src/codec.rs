@@ -204,7 +204,6 @@ pub(crate) fn truncate(mut message: String) -> String {
     message
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,4 +269,3 @@ mod tests {
         assert!(cut.ends_with('…'));
     }
 }
-

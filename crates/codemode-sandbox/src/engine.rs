@@ -231,7 +231,11 @@ impl Engine {
         let unavailable = |error: rquickjs::Error| RunError::RuntimeUnavailable(error.to_string());
         let runtime = Runtime::new().map_err(unavailable)?;
         runtime.set_memory_limit(limits.memory_bytes);
-        runtime.set_max_stack_size(limits.stack_bytes.min(crate::vm_threads::MAX_GUEST_STACK_BYTES));
+        runtime.set_max_stack_size(
+            limits
+                .stack_bytes
+                .min(crate::vm_threads::MAX_GUEST_STACK_BYTES),
+        );
         let interrupt_flags = Arc::clone(&flags);
         runtime.set_interrupt_handler(Some(Box::new(move || interrupt_flags.interrupt())));
         let context = Context::full(&runtime).map_err(unavailable)?;
@@ -253,18 +257,23 @@ impl Engine {
             returned: None,
         };
         // `Err(Ok(message))`: the setup did not install; `Err(Err(caught))`: compiling threw.
-        let compiled = engine.vm.context.with(|ctx| -> Result<Option<String>, Result<String, Caught>> {
-            let installed = bootstrap(&ctx, natives).and_then(|control| plan.install(&control));
-            if let Err(error) = installed {
-                return Err(Ok(caught(&ctx, &error).message));
-            }
-            let compile: Function<'_> = control(&ctx)
-                .and_then(|control| control.get("compile"))
-                .map_err(|error| Err(caught(&ctx, &error)))?;
-            compile
-                .call::<_, Option<String>>((program,))
-                .map_err(|error| Err(caught(&ctx, &error)))
-        });
+        let compiled =
+            engine
+                .vm
+                .context
+                .with(|ctx| -> Result<Option<String>, Result<String, Caught>> {
+                    let installed =
+                        bootstrap(&ctx, natives).and_then(|control| plan.install(&control));
+                    if let Err(error) = installed {
+                        return Err(Ok(caught(&ctx, &error).message));
+                    }
+                    let compile: Function<'_> = control(&ctx)
+                        .and_then(|control| control.get("compile"))
+                        .map_err(|error| Err(caught(&ctx, &error)))?;
+                    compile
+                        .call::<_, Option<String>>((program,))
+                        .map_err(|error| Err(caught(&ctx, &error)))
+                });
         let failure = match compiled {
             Ok(None) => return Ok(engine),
             Ok(Some(failure)) => failure,
@@ -725,25 +734,22 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
     })?;
 
     let finish_state = Arc::clone(&state);
-    let host_finish = Function::new(
-        ctx.clone(),
-        move |ok: bool, payload: String, flag: bool| {
-            let mut state = lock(&finish_state);
-            if state.finish.is_none() {
-                state.finish = Some(if ok && flag {
-                    Finish::TooLarge
-                } else if ok {
-                    Finish::Value(payload)
-                } else {
-                    let out_of_memory = flag;
-                    Finish::Error {
-                        message: payload,
-                        out_of_memory,
-                    }
-                });
-            }
-        },
-    )?;
+    let host_finish = Function::new(ctx.clone(), move |ok: bool, payload: String, flag: bool| {
+        let mut state = lock(&finish_state);
+        if state.finish.is_none() {
+            state.finish = Some(if ok && flag {
+                Finish::TooLarge
+            } else if ok {
+                Finish::Value(payload)
+            } else {
+                let out_of_memory = flag;
+                Finish::Error {
+                    message: payload,
+                    out_of_memory,
+                }
+            });
+        }
+    })?;
 
     let poll_flags = Arc::clone(&flags);
     // A poll point for built-ins whose native loops never reach the interrupt handler: `true`

@@ -80,7 +80,9 @@ impl RunError {
     /// ```
     pub fn code(&self) -> Option<ErrorCode> {
         match self {
-            Self::ModuleAccess | Self::ProgramTooLarge { .. } | Self::Syntax(_) => Some(ErrorCode::InvalidInput),
+            Self::ModuleAccess | Self::ProgramTooLarge { .. } | Self::Syntax(_) => {
+                Some(ErrorCode::InvalidInput)
+            }
             Self::RuntimeUnavailable(_) => Some(ErrorCode::RuntimeUnavailable),
             Self::Timeout => Some(ErrorCode::Timeout),
             Self::OutputLimitExceeded => Some(ErrorCode::OutputLimitExceeded),

@@ -160,7 +160,6 @@ impl InstallPlan {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,5 +236,4 @@ mod tests {
         ];
         assert_eq!(texts, expect);
     }
-
 }

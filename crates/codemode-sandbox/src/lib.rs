@@ -32,9 +32,9 @@ mod vm_threads;
 /// Re-exported so implementors of [`BridgeHost`] need no direct dependency on `async-trait`.
 pub use async_trait::async_trait;
 pub use bridge::{BridgeHost, BridgeRequest, PendingCall, RequestId};
-pub use error::{ErrorCode, RunError, StoreError};
-pub use codec::{MAX_ERROR_MESSAGE_BYTES, json_nests_deeper_than};
 pub use codec::Output;
+pub use codec::{MAX_ERROR_MESSAGE_BYTES, json_nests_deeper_than};
+pub use error::{ErrorCode, RunError, StoreError};
 pub use limits::{
     DEFAULT_MAX_CALL_ARGS_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PENDING_CALLS,
     DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_SNAPSHOT_BYTES, DEFAULT_MAX_SOURCE_BYTES,
@@ -42,9 +42,9 @@ pub use limits::{
 };
 pub use module_access::check_module_access;
 pub use run::{DEADLINE_GRACE, Run, Step, SuspendReason};
-pub use vm_threads::{MAX_QUEUED_STEPS, thread_count, threads_started};
 pub use setup::{Callable, GuestPath, GuestSetup, JsonText, LocalFn};
 pub use store::{MAX_SUSPENDED_RUNS, Resumption, RunId, RunScope, SnapshotStore};
+pub use vm_threads::{MAX_QUEUED_STEPS, thread_count, threads_started};
 
 #[cfg(test)]
 mod tests {

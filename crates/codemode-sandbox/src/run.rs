@@ -273,7 +273,11 @@ impl Run {
             }
         };
         let give_up = deadline.checked_add(DEADLINE_GRACE).unwrap_or(deadline);
-        match tokio::time::timeout_at(give_up.into(), run_step(job)).await {
+        // If this future is dropped mid-step (the caller gave up), the VM stops at its next poll.
+        let abandon = StopOnDrop(Some(Arc::clone(&self.flags)));
+        let answer = tokio::time::timeout_at(give_up.into(), run_step(job)).await;
+        abandon.defuse();
+        match answer {
             Ok(Ok((engine, answer))) => {
                 if let Some(engine) = engine {
                     self.phase = Phase::Built(engine);
@@ -367,6 +371,23 @@ impl Run {
             reason,
             pending: self.pending_calls(),
             output,
+        }
+    }
+}
+
+/// Stops the VM of a step whose driver went away before the step answered.
+struct StopOnDrop(Option<Arc<Flags>>);
+
+impl StopOnDrop {
+    fn defuse(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if let Some(flags) = self.0.take() {
+            flags.force_timeout();
         }
     }
 }

@@ -390,8 +390,8 @@ impl<E: Send + 'static> SnapshotStore<E> {
         let Ok(id) = id.parse::<RunId>() else {
             return false;
         };
-        let removed =
-            self.remove_where(|entry_id, entry| *entry_id == id && entry.scope.admits(scope).is_ok());
+        let removed = self
+            .remove_where(|entry_id, entry| *entry_id == id && entry.scope.admits(scope).is_ok());
         removed > 0
     }
 

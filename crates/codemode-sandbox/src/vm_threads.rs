@@ -184,7 +184,9 @@ mod tests {
     }
 
     /// Awaits every future in order (no extra dependency for one test).
-    async fn futures_join_all<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
+    async fn futures_join_all<F: std::future::Future>(
+        futures: impl Iterator<Item = F>,
+    ) -> Vec<F::Output> {
         let mut handles = Vec::new();
         for future in futures {
             handles.push(Box::pin(future));

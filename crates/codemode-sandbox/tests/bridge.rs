@@ -220,17 +220,30 @@ fn thousands_of_unawaited_calls_queue_then_are_refused() {
     let limits = limits().with_timeout(Duration::from_secs(2));
     let runtime = runtime();
     runtime.block_on(async {
-        let mut run = Run::start(program, support::setup(), limits.clone(), Arc::clone(&host) as _).unwrap();
+        let mut run = Run::start(
+            program,
+            support::setup(),
+            limits.clone(),
+            Arc::clone(&host) as _,
+        )
+        .unwrap();
         let step = run.drive(support::deadline(&limits)).await;
         // The program returned, but what it started is still pending: the run parks.
-        let Step::Suspended { pending, output, .. } = step else {
+        let Step::Suspended {
+            pending, output, ..
+        } = step
+        else {
             panic!("unexpected {step:?}")
         };
         assert_eq!(output, vec![Output::Text("3960".into())]);
         assert_eq!(pending.len(), 16 + 1024);
         assert_eq!(pending.iter().filter(|call| call.started).count(), 16);
         // Started calls first, then the queue in request order.
-        assert!(pending.windows(2).all(|pair| pair[0].started >= pair[1].started));
+        assert!(
+            pending
+                .windows(2)
+                .all(|pair| pair[0].started >= pair[1].started)
+        );
     });
     // Only the calls in flight reached the host.
     assert!(host.calls() <= 16, "host saw {} calls", host.calls());
@@ -362,8 +375,12 @@ fn guest_paths_named_like_prototype_members_stay_own_properties() {
         bound_args: vec![],
     };
     // An MCP server named `to_string` and a namespace scope key `valueOf`.
-    setup.callables.push((path(&["MCP", "toString", "tool"]), bridge()));
-    setup.callables.push((path(&["hasOwnProperty", "x"]), bridge()));
+    setup
+        .callables
+        .push((path(&["MCP", "toString", "tool"]), bridge()));
+    setup
+        .callables
+        .push((path(&["hasOwnProperty", "x"]), bridge()));
     setup
         .values
         .push((path(&["ns", "valueOf", "v"]), serde_json::json!(1)));

@@ -229,7 +229,11 @@ fn output_limit_counts_json_bytes_cumulatively() {
             error: RunError::OutputLimitExceeded,
             output,
         } => {
-            assert_eq!(output.len(), 1024 / 28, "each 'yy' item counts 4 + 24 JSON bytes");
+            assert_eq!(
+                output.len(),
+                1024 / 28,
+                "each 'yy' item counts 4 + 24 JSON bytes"
+            );
         }
         other => panic!("{}", render(&other)),
     }

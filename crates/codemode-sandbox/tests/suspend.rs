@@ -177,7 +177,10 @@ fn dropping_a_parked_run_cancels_its_host_work() {
         ];
         ids.sort_unstable();
         assert_eq!(ids, vec![1, 2]);
-        assert!(!store.cancel(&id.to_string(), &RunScope::default()), "a cancelled run is gone");
+        assert!(
+            !store.cancel(&id.to_string(), &RunScope::default()),
+            "a cancelled run is gone"
+        );
         assert_eq!(host.calls(), 2);
     });
 }
@@ -334,7 +337,13 @@ fn expiry_is_eager_and_cancels_host_work_in_a_quiet_host() {
         let step = run.drive(Instant::now() + Duration::from_millis(100)).await;
         assert!(matches!(step, Step::Suspended { .. }), "{}", render(&step));
         store
-            .park(run, RunScope::default(), (), Duration::from_millis(50), 10 << 20)
+            .park(
+                run,
+                RunScope::default(),
+                (),
+                Duration::from_millis(50),
+                10 << 20,
+            )
             .unwrap();
         // Nobody touches the store again: the expiry task alone releases the run, and with it
         // the host work of its pending call.
@@ -357,7 +366,13 @@ fn cancel_is_scoped_to_the_callers_session() {
             ..RunScope::default()
         };
         let id = store
-            .park(yielded_run(host).await, mine.clone(), (), Duration::from_secs(900), 10 << 20)
+            .park(
+                yielded_run(host).await,
+                mine.clone(),
+                (),
+                Duration::from_secs(900),
+                10 << 20,
+            )
             .unwrap();
         assert!(!store.cancel(&id.to_string(), &theirs));
         assert_eq!(store.len(), 1);
