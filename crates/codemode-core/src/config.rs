@@ -8,16 +8,19 @@ use serde_json::Value;
 
 use crate::Language;
 
+// The defaults of the limits the sandbox enforces are the sandbox's constants, converted once
+// here to the config's integer type (one source per default).
+
 /// Default `timeoutMs`: the wall-clock budget of one `exec` or `wait` call.
-pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
+pub const DEFAULT_TIMEOUT_MS: u64 = codemode_sandbox::DEFAULT_TIMEOUT.as_millis() as u64;
 /// Default `memoryLimitBytes` of the guest VM (64 MiB).
-pub const DEFAULT_MEMORY_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
+pub const DEFAULT_MEMORY_LIMIT_BYTES: u64 = codemode_sandbox::DEFAULT_MEMORY_BYTES as u64;
 /// Default `maxOutputBytes`: output items plus the final value, as UTF-8 JSON bytes.
-pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 64 * 1024;
+pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = codemode_sandbox::DEFAULT_MAX_OUTPUT_BYTES as u64;
 /// Default `maxSnapshotBytes`: measured VM memory of a parked run (10 MiB).
-pub const DEFAULT_MAX_SNAPSHOT_BYTES: u64 = 10 * 1024 * 1024;
+pub const DEFAULT_MAX_SNAPSHOT_BYTES: u64 = codemode_sandbox::DEFAULT_MAX_SNAPSHOT_BYTES as u64;
 /// Default `maxPendingToolCalls`: nested calls in flight at once per run.
-pub const DEFAULT_MAX_PENDING_TOOL_CALLS: u64 = 16;
+pub const DEFAULT_MAX_PENDING_TOOL_CALLS: u64 = codemode_sandbox::DEFAULT_MAX_PENDING_CALLS as u64;
 /// Default `maxQueuedToolCalls`: nested calls that wait, in FIFO order, while
 /// `maxPendingToolCalls` are in flight.
 pub const DEFAULT_MAX_QUEUED_TOOL_CALLS: u64 = codemode_sandbox::DEFAULT_MAX_QUEUED_CALLS as u64;

@@ -28,9 +28,6 @@ pub(crate) const NAMESPACE_CALL: &str = "namespace.call";
 /// Refusal of a side-effecting tool in a restart-safe run (SPEC §8).
 pub const RESTART_SAFE_TOOLS: &str = "restart-safe code mode cannot call side-effecting tools.";
 
-/// Deepest tool result accepted from the executor; deeper values are refused (not recursed into).
-pub(crate) const MAX_RESULT_DEPTH: usize = 512;
-
 /// Counters of one code-mode run (exec plus its waits).
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
@@ -225,7 +222,9 @@ impl RunHost {
         let executor = Arc::clone(&self.session.executor);
         let call = executor.execute(&catalog_id, input, context);
         let result = match AssertUnwindSafe(call).catch_unwind().await {
-            Ok(Ok(value)) => check_result_depth(value),
+            // The sandbox refuses a result nested deeper than its one JSON depth bound, without
+            // recursing, when it settles the answer into the VM.
+            Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(error.message),
             Err(_panic) => Err(format!(
                 "tool {catalog_id} failed: the host tool executor panicked."
@@ -257,44 +256,5 @@ impl Drop for EndEvent {
                 outcome,
             });
         }
-    }
-}
-
-/// Refuses results nested deeper than [`MAX_RESULT_DEPTH`] without recursing, and dismantles them
-/// iteratively so that dropping them cannot overflow the stack either.
-fn check_result_depth(value: Value) -> Result<Value, String> {
-    if !codemode_sandbox::json_nests_deeper_than(&value, MAX_RESULT_DEPTH) {
-        return Ok(value);
-    }
-    let mut pending = vec![value];
-    while let Some(mut node) = pending.pop() {
-        match &mut node {
-            Value::Array(items) => pending.append(items),
-            Value::Object(map) => pending.extend(std::mem::take(map).into_iter().map(|(_, v)| v)),
-            _ => {}
-        }
-    }
-    Err(format!(
-        "tool result is nested deeper than {MAX_RESULT_DEPTH} levels."
-    ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn deep_results_are_refused_without_overflow() {
-        let mut value = Value::Null;
-        for _ in 0..200_000 {
-            value = Value::Array(vec![value]);
-        }
-        assert!(
-            check_result_depth(value)
-                .unwrap_err()
-                .contains("nested deeper")
-        );
-        let shallow = serde_json::json!({ "a": [1, { "b": 2 }] });
-        assert_eq!(check_result_depth(shallow.clone()), Ok(shallow));
     }
 }

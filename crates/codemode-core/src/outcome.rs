@@ -19,14 +19,9 @@ pub(crate) fn failed_run(
     items: Vec<codemode_sandbox::Output>,
     telemetry: Telemetry,
 ) -> CodeModeResult {
-    // The memory limit ends the VM: an internal error of the run, not a guest exception.
-    let code = match error {
-        RunError::MemoryLimitExceeded => Some(ErrorCode::InternalError),
-        _ => error.code(),
-    };
     CodeModeResult::Failed {
+        code: error.code(),
         error: error.to_string(),
-        code,
         output: output(items),
         telemetry,
     }
@@ -37,14 +32,9 @@ pub(crate) fn store_failed(
     items: Vec<codemode_sandbox::Output>,
     telemetry: Telemetry,
 ) -> CodeModeResult {
-    // SPEC §6 (seed "Códigos de error"): too many suspended runs is `invalid_input`.
-    let code = match error {
-        StoreError::TooManySuspendedRuns => ErrorCode::InvalidInput,
-        _ => error.code(),
-    };
     CodeModeResult::Failed {
+        code: Some(error.code()),
         error: error.to_string(),
-        code: Some(code),
         output: output(items),
         telemetry,
     }

@@ -739,7 +739,7 @@ async fn a_panicking_or_garbage_executor_is_a_catchable_guest_error() {
         value[0],
         "tool openclaw:core:panics failed: the host tool executor panicked."
     );
-    assert_eq!(value[1], "tool result is nested deeper than 512 levels.");
+    assert_eq!(value[1], "the host value nests deeper than 128 levels");
 }
 
 #[tokio::test]

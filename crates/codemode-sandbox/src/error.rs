@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 pub enum ErrorCode {
     /// The program or the call was rejected before running (module access, syntax, bad run id).
     InvalidInput,
-    /// The sandbox could not be created or used (VM creation, no tokio runtime, store full).
+    /// The sandbox could not be created or used (VM creation, no tokio runtime).
     RuntimeUnavailable,
     /// The guest was still computing when the deadline of the exec/wait call passed.
     Timeout,
@@ -21,11 +21,10 @@ pub enum ErrorCode {
     InternalError,
 }
 
-/// Why a run could not start or ended in `failed` (see [`RunError::code`] for the §6 code).
+/// Why a run could not start or ended in `failed` (see [`RunError::code`] for its code).
 ///
-/// Guest failures ([`RunError::Guest`], [`RunError::MemoryLimitExceeded`],
-/// [`RunError::PendingWithoutHostWork`]) carry no code: the program itself is at fault, and the
-/// message says how.
+/// Guest failures ([`RunError::Guest`], [`RunError::PendingWithoutHostWork`]) carry no code: the
+/// program itself is at fault, and the message says how.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RunError {
@@ -120,7 +119,8 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// The §6 `code` of the failed result.
+    /// The `code` of the failed result: a full store is the caller's to fix (wait for or cancel
+    /// a parked run), so it is `invalid_input` like every other refusal of the store.
     ///
     /// ```
     /// use codemode_sandbox::{ErrorCode, StoreError};
@@ -132,9 +132,112 @@ impl StoreError {
             Self::Unavailable
             | Self::DifferentSession
             | Self::DifferentAgentRun
-            | Self::AlreadyResuming => ErrorCode::InvalidInput,
-            Self::TooManySuspendedRuns => ErrorCode::RuntimeUnavailable,
+            | Self::AlreadyResuming
+            | Self::TooManySuspendedRuns => ErrorCode::InvalidInput,
             Self::SnapshotLimitExceeded => ErrorCode::SnapshotLimitExceeded,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one table from failures to the stable messages and codes (docs/reference.md lists the
+    /// same).
+    #[test]
+    fn every_failure_has_its_stable_message_and_code() {
+        use ErrorCode::*;
+        let runs: [(RunError, &str, Option<ErrorCode>); 11] = [
+            (
+                RunError::ModuleAccess,
+                "code mode module access is disabled.",
+                Some(InvalidInput),
+            ),
+            (
+                RunError::ProgramTooLarge { bytes: 2, limit: 1 },
+                "code mode program is 2 bytes; the limit is 1 bytes.",
+                Some(InvalidInput),
+            ),
+            (
+                RunError::Syntax("SyntaxError: x".into()),
+                "SyntaxError: x",
+                Some(InvalidInput),
+            ),
+            (
+                RunError::RuntimeUnavailable("no VM".into()),
+                "code mode runtime unavailable: no VM",
+                Some(RuntimeUnavailable),
+            ),
+            (
+                RunError::Timeout,
+                "code mode timeout exceeded",
+                Some(Timeout),
+            ),
+            (
+                RunError::OutputLimitExceeded,
+                "code mode output limit exceeded",
+                Some(OutputLimitExceeded),
+            ),
+            (
+                RunError::MemoryLimitExceeded,
+                "code mode memory limit exceeded",
+                Some(InternalError),
+            ),
+            (
+                RunError::PendingWithoutHostWork,
+                "code mode promise is pending without host work",
+                None,
+            ),
+            (RunError::Guest("Error: boom".into()), "Error: boom", None),
+            (
+                RunError::Finished,
+                "code mode run has already finished",
+                Some(InternalError),
+            ),
+            (
+                RunError::Internal("x".into()),
+                "code mode internal error: x",
+                Some(InternalError),
+            ),
+        ];
+        for (error, message, code) in runs {
+            assert_eq!((error.to_string().as_str(), error.code()), (message, code));
+        }
+        let stores = [
+            (
+                StoreError::Unavailable,
+                "code mode run is unavailable or expired.",
+                InvalidInput,
+            ),
+            (
+                StoreError::DifferentSession,
+                "code mode run belongs to a different session.",
+                InvalidInput,
+            ),
+            (
+                StoreError::DifferentAgentRun,
+                "code mode run belongs to a different agent run.",
+                InvalidInput,
+            ),
+            (
+                StoreError::AlreadyResuming,
+                "code mode run is already being resumed.",
+                InvalidInput,
+            ),
+            (
+                StoreError::TooManySuspendedRuns,
+                "too many suspended code mode runs.",
+                InvalidInput,
+            ),
+            (
+                StoreError::SnapshotLimitExceeded,
+                "code mode snapshot limit exceeded",
+                SnapshotLimitExceeded,
+            ),
+        ];
+        for (error, message, code) in stores {
+            assert_eq!((error.to_string().as_str(), error.code()), (message, code));
         }
     }
 }
