@@ -70,11 +70,14 @@ pub enum RunError {
 }
 
 impl RunError {
-    /// The §6 `code` of a failed result, `None` for guest failures.
+    /// The `code` of a failed result, `None` for guest failures. This is the one mapping from
+    /// run failures to result codes; the memory limit ends the VM, so it is an
+    /// `internal_error` of the run rather than a guest exception.
     ///
     /// ```
     /// use codemode_sandbox::{ErrorCode, RunError};
     /// assert_eq!(RunError::Timeout.code(), Some(ErrorCode::Timeout));
+    /// assert_eq!(RunError::MemoryLimitExceeded.code(), Some(ErrorCode::InternalError));
     /// assert_eq!(RunError::Guest("Error: boom".into()).code(), None);
     /// ```
     pub fn code(&self) -> Option<ErrorCode> {
@@ -85,8 +88,10 @@ impl RunError {
             Self::RuntimeUnavailable(_) => Some(ErrorCode::RuntimeUnavailable),
             Self::Timeout => Some(ErrorCode::Timeout),
             Self::OutputLimitExceeded => Some(ErrorCode::OutputLimitExceeded),
-            Self::Finished | Self::Internal(_) => Some(ErrorCode::InternalError),
-            Self::MemoryLimitExceeded | Self::PendingWithoutHostWork | Self::Guest(_) => None,
+            Self::MemoryLimitExceeded | Self::Finished | Self::Internal(_) => {
+                Some(ErrorCode::InternalError)
+            }
+            Self::PendingWithoutHostWork | Self::Guest(_) => None,
         }
     }
 }

@@ -84,7 +84,7 @@ fn guest_failures_keep_their_message_and_output() {
     check("throw 'boom'", "failed - boom");
     // QuickJS reports exhausted memory as a thrown `null`; a program throwing `null` itself is
     // indistinguishable and reported the same way (documented on `Limits`).
-    check("throw null", "failed - code mode memory limit exceeded");
+    check("throw null", "failed \"internal_error\" code mode memory limit exceeded");
     check("throw undefined", "failed - undefined");
     check("throw { code: 7 }", r#"failed - {"code":7}"#);
     check("throw new TypeError('')", "failed - TypeError");
@@ -167,22 +167,22 @@ fn limits_stop_hostile_programs() {
     check_with(
         "const a = []; while (true) a.push({ n: a.length })",
         tight.clone(),
-        "failed - code mode memory limit exceeded",
+        "failed \"internal_error\" code mode memory limit exceeded",
     );
     check_with(
         "return 'x'.repeat(1 << 29).length",
         tight.clone(),
-        "failed - code mode memory limit exceeded",
+        "failed \"internal_error\" code mode memory limit exceeded",
     );
     check_with(
         "let s = 'xy'; while (true) { s = s + s; s.charCodeAt(s.length - 1); } ",
         tight.clone(),
-        "failed - code mode memory limit exceeded",
+        "failed \"internal_error\" code mode memory limit exceeded",
     );
     check_with(
         "let s = 'x'; const keep = []; while (true) { s = s + s; keep.push(s.split('')) }",
         tight.clone(),
-        "failed - code mode memory limit exceeded",
+        "failed \"internal_error\" code mode memory limit exceeded",
     );
 }
 
