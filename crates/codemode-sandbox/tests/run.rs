@@ -84,7 +84,10 @@ fn guest_failures_keep_their_message_and_output() {
     check("throw 'boom'", "failed - boom");
     // QuickJS reports exhausted memory as a thrown `null`; a program throwing `null` itself is
     // indistinguishable and reported the same way (documented on `Limits`).
-    check("throw null", "failed \"internal_error\" code mode memory limit exceeded");
+    check(
+        "throw null",
+        "failed \"internal_error\" code mode memory limit exceeded",
+    );
     check("throw undefined", "failed - undefined");
     check("throw { code: 7 }", r#"failed - {"code":7}"#);
     check("throw new TypeError('')", "failed - TypeError");

@@ -1,0 +1,244 @@
+//! Invariants of the workspace as tests (rust-analyzer's `tidy`): which crate may depend on
+//! which outside dependency, that every library says what it is, and that the documented limit
+//! defaults are the ones in the code. Each check is a function over plain data, so the unit
+//! tests at the bottom show it failing on a deliberately broken case.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the tests package lives in the workspace root")
+        .to_path_buf()
+}
+
+/// Outside dependencies owned by exactly the listed workspace crates (matched by prefix, so
+/// `swc_` covers every swc crate).
+const OWNED_DEPENDENCIES: &[(&str, &[&str])] = &[
+    ("rquickjs", &["codemode-sandbox"]),
+    ("swc_", &["codemode-ts"]),
+    // The client adapter, and the server that serves code mode over MCP.
+    ("rmcp", &["codemode-mcp", "codemode-mcp-server"]),
+];
+
+/// The crates below `codemode-core`: none of them may depend on it.
+const BELOW_CORE: &[&str] = &[
+    "codemode-ts",
+    "codemode-catalog",
+    "codemode-sandbox",
+    "codemode-mcp-decls",
+    "codemode-namespaces",
+    "codemode-mcp",
+];
+
+/// `(crate, dependency)` pairs of the workspace members, from `cargo metadata`.
+fn workspace_dependencies(metadata: &Value) -> Vec<(String, String)> {
+    let mut pairs = Vec::new();
+    for package in metadata["packages"].as_array().into_iter().flatten() {
+        let Some(name) = package["name"].as_str() else {
+            continue;
+        };
+        for dependency in package["dependencies"].as_array().into_iter().flatten() {
+            if let Some(dependency) = dependency["name"].as_str() {
+                pairs.push((name.to_owned(), dependency.to_owned()));
+            }
+        }
+    }
+    pairs
+}
+
+/// Every dependency edge that breaks an ownership or layering rule.
+fn layering_violations(pairs: &[(String, String)]) -> Vec<String> {
+    let mut violations = Vec::new();
+    for (krate, dependency) in pairs {
+        for (prefix, owners) in OWNED_DEPENDENCIES {
+            if dependency.starts_with(prefix) && !owners.contains(&krate.as_str()) {
+                violations.push(format!(
+                    "{krate} depends on {dependency}, owned by {owners:?}"
+                ));
+            }
+        }
+        if dependency == "codemode-core" && BELOW_CORE.contains(&krate.as_str()) {
+            violations.push(format!("{krate} is below codemode-core but depends on it"));
+        }
+    }
+    violations
+}
+
+/// Whether a `lib.rs` opens with a `//!` paragraph (comments and blank lines aside).
+fn opens_with_crate_docs(text: &str) -> bool {
+    text.lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .is_some_and(|line| line.starts_with("//!"))
+}
+
+/// The rows of the markdown table under `heading` as cells (header and rule rows skipped).
+fn table_rows(markdown: &str, heading: &str) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    let mut in_section = false;
+    for line in markdown.lines() {
+        if line.starts_with('#') {
+            in_section = line.trim_start_matches('#').trim() == heading;
+            continue;
+        }
+        if !in_section || !line.starts_with('|') {
+            continue;
+        }
+        let cells: Vec<String> = line
+            .trim_matches('|')
+            .split('|')
+            .map(|cell| cell.trim().to_owned())
+            .collect();
+        if cells
+            .iter()
+            .all(|cell| cell.chars().all(|c| c == '-' || c == ':'))
+        {
+            continue;
+        }
+        rows.push(cells);
+    }
+    rows.into_iter().skip(1).collect()
+}
+
+/// Rows whose config key (column `key_column`, in backticks) has a default (column
+/// `default_column`) that differs from the code's default config.
+fn default_mismatches(
+    rows: &[Vec<String>],
+    key_column: usize,
+    default_column: usize,
+    defaults: &Value,
+) -> Vec<String> {
+    let mut mismatches = Vec::new();
+    for row in rows {
+        let (Some(key), Some(documented)) = (row.get(key_column), row.get(default_column)) else {
+            continue;
+        };
+        let key = key.trim_matches('`');
+        let Some(actual) = defaults.get(key) else {
+            continue;
+        };
+        // The first word is the value; a note in parentheses may follow (`67108864 (64 MiB)`).
+        let documented = documented
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .trim_matches('`');
+        let matches = match actual {
+            Value::Number(number) => number.to_string() == documented.replace(',', ""),
+            Value::Bool(flag) => flag.to_string() == documented,
+            other => other.to_string().replace(' ', "") == documented.replace(' ', ""),
+        };
+        if !matches {
+            mismatches.push(format!("{key}: documented {documented}, code {actual}"));
+        }
+    }
+    mismatches
+}
+
+#[test]
+fn crates_keep_their_layers_and_dependency_owners() {
+    let output = Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .current_dir(root())
+        .output()
+        .expect("cargo metadata runs");
+    assert!(output.status.success(), "cargo metadata failed");
+    let metadata: Value = serde_json::from_slice(&output.stdout).expect("metadata is JSON");
+    let pairs = workspace_dependencies(&metadata);
+    assert!(
+        pairs
+            .iter()
+            .any(|(k, d)| k == "codemode-sandbox" && d == "rquickjs")
+    );
+    let violations = layering_violations(&pairs);
+    assert!(violations.is_empty(), "{violations:#?}");
+}
+
+#[test]
+fn every_library_opens_with_crate_docs() {
+    let crates = root().join("crates");
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(&crates).expect("crates/ exists") {
+        let lib = entry.expect("a crate folder").path().join("src/lib.rs");
+        if let Ok(text) = std::fs::read_to_string(&lib)
+            && !opens_with_crate_docs(&text)
+        {
+            missing.push(lib.display().to_string());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "lib.rs without a //! paragraph: {missing:?}"
+    );
+}
+
+#[test]
+fn documented_limit_defaults_are_the_codes() {
+    let defaults = serde_json::to_value(codemode_core::CodeModeConfig::default())
+        .expect("the config serializes");
+    let security =
+        std::fs::read_to_string(root().join("docs/security.md")).expect("docs/security.md");
+    let limits = table_rows(&security, "Limits");
+    assert!(limits.len() >= 8, "the limits table was not found");
+    let mismatches = default_mismatches(&limits, 1, 2, &defaults);
+    assert!(mismatches.is_empty(), "docs/security.md: {mismatches:#?}");
+    // The rows without a config key name fixed limits; check those the code exposes.
+    let fixed = [
+        (
+            "parked runs per `CodeMode`",
+            codemode_sandbox::MAX_SUSPENDED_RUNS.to_string(),
+        ),
+        ("program size", codemode_core::MAX_PROGRAM_BYTES.to_string()),
+        (
+            "guest stack",
+            codemode_sandbox::DEFAULT_STACK_BYTES.to_string(),
+        ),
+        (
+            "arguments of one call, as JSON",
+            codemode_sandbox::DEFAULT_MAX_CALL_ARGS_BYTES.to_string(),
+        ),
+        (
+            "JSON nesting crossing the bridge",
+            codemode_sandbox::MAX_JSON_DEPTH.to_string(),
+        ),
+    ];
+    for (limit, value) in fixed {
+        let row = limits
+            .iter()
+            .find(|row| row.first().is_some_and(|cell| cell == limit))
+            .unwrap_or_else(|| panic!("no row for {limit}"));
+        assert_eq!(row.get(2), Some(&value), "docs/security.md row {limit}");
+    }
+    let reference =
+        std::fs::read_to_string(root().join("docs/reference.md")).expect("docs/reference.md");
+    let config = table_rows(&reference, "Configuration: `tools.codeMode`");
+    assert!(config.len() >= 8, "the config table was not found");
+    let mismatches = default_mismatches(&config, 0, 1, &defaults);
+    assert!(mismatches.is_empty(), "docs/reference.md: {mismatches:#?}");
+}
+
+#[test]
+fn the_checks_fail_on_broken_cases() {
+    let pairs = [
+        ("codemode-core", "rquickjs"),
+        ("codemode-catalog", "swc_ecma_parser"),
+        ("codemode-cli", "rmcp"),
+        ("codemode-namespaces", "codemode-core"),
+        ("codemode-sandbox", "rquickjs"),
+        ("codemode-cli", "codemode-core"),
+    ]
+    .map(|(k, d)| (k.to_owned(), d.to_owned()));
+    assert_eq!(layering_violations(&pairs).len(), 4);
+    assert!(!opens_with_crate_docs(
+        "#![forbid(unsafe_code)]\n//! late docs\n"
+    ));
+    assert!(opens_with_crate_docs("\n//! The crate.\n"));
+    let table = "## Limits\n| limit | key | default |\n|---|---|---|\n| time | `timeoutMs` | 999 |\n| heap | `memoryLimitBytes` | 67108864 |\n";
+    let defaults = serde_json::json!({ "timeoutMs": 10000, "memoryLimitBytes": 67108864 });
+    let mismatches = default_mismatches(&table_rows(table, "Limits"), 1, 2, &defaults);
+    assert_eq!(mismatches, ["timeoutMs: documented 999, code 10000"]);
+}
