@@ -6,6 +6,9 @@
 //!   carte builds and passes without its workspace siblings' features.
 //! - `cargo xtask e2e`: the 16-step end-to-end plan of SPEC §13, step by step.
 //! - `cargo xtask bench`: every divan benchmark, collated into one table.
+//! - `cargo xtask fuzz [SECONDS]`: the fuzz target at the security boundary (`fuzz/`), for
+//!   SECONDS (default 60) with cargo-fuzz; `ci` runs it for 60 s when cargo-fuzz is installed and
+//!   says why it skips it otherwise.
 #![forbid(unsafe_code)]
 #![allow(
     clippy::print_stdout,
@@ -27,6 +30,9 @@ const BENCHES: &[(&str, &str)] = &[
     ("codemode-core", "core"),
 ];
 
+/// How long `cargo xtask fuzz` (and the CI run) fuzzes by default.
+const FUZZ_SECONDS: u64 = 60;
+
 /// The folder (relative to the workspace root) holding the pinned npm MCP servers.
 const NPM_SERVERS: &str = "tests/mcp-servers";
 
@@ -39,8 +45,17 @@ fn main() -> Result<()> {
         Some("e2e") => e2e(&root),
         Some("bench") => bench(),
         Some("npm") => ensure_npm_servers(&root),
+        Some("fuzz") => {
+            let seconds = match args.get(1) {
+                None => FUZZ_SECONDS,
+                Some(text) => text
+                    .parse()
+                    .with_context(|| format!("fuzz takes a number of seconds, not `{text}`"))?,
+            };
+            fuzz(&root, seconds)
+        }
         _ => {
-            eprintln!("usage: cargo xtask <ci|e2e|bench|npm>");
+            eprintln!("usage: cargo xtask <ci|e2e|bench|npm|fuzz [SECONDS]>");
             std::process::exit(2);
         }
     }
@@ -124,9 +139,41 @@ fn ci(root: &Path) -> Result<()> {
     for package in packages(root)? {
         totals.add(run_tests(&package)?);
     }
+    match cargo_fuzz_missing() {
+        None => fuzz(root, FUZZ_SECONDS)?,
+        Some(reason) => eprintln!("skipping the fuzz run: {reason}"),
+    }
     // The closing line CI reads: every test of every package, summed.
     println!("{} passed, {} failed", totals.passed, totals.failed);
     Ok(())
+}
+
+/// Why cargo-fuzz cannot run here, if it cannot.
+fn cargo_fuzz_missing() -> Option<String> {
+    match cargo().args(["fuzz", "--version"]).output() {
+        Ok(output) if output.status.success() => None,
+        _ => Some("cargo-fuzz is not installed (`cargo install cargo-fuzz`)".into()),
+    }
+}
+
+/// Runs the `run` fuzz target for `seconds`. `--sanitizer none` keeps it on the stable
+/// toolchain; the target's own assertions (a step, on time, no panic) are what it checks.
+fn fuzz(root: &Path, seconds: u64) -> Result<()> {
+    if let Some(reason) = cargo_fuzz_missing() {
+        bail!("{reason}");
+    }
+    // New inputs go to an ignored folder; the committed seeds are read only.
+    let corpus = root.join("fuzz/target/corpus/run");
+    std::fs::create_dir_all(&corpus)?;
+    run(cargo()
+        .current_dir(root.join("fuzz"))
+        .args(["fuzz", "run", "--sanitizer", "none", "run"])
+        .arg(&corpus)
+        .arg(root.join("fuzz/corpus/run"))
+        .arg("--")
+        .arg(format!("-max_total_time={seconds}"))
+        .arg("-rss_limit_mb=4096")
+        .arg("-timeout=30"))
 }
 
 /// Test counts summed over `cargo test` runs.
