@@ -405,3 +405,69 @@ fn builtins_that_never_poll_the_interrupt_are_bounded() {
         r#"completed ["123","cba",[1,2,3],[7,8],"a-b",[2,3],[1,2,3],5,3,"x,y,z"]"#,
     );
 }
+
+#[test]
+fn console_lines_are_output_items_in_program_order() {
+    check(
+        "console.log('a', 1, { b: [2] }); text('t'); console.info('%s is %d%%', 'x', 42); \
+         console.warn('%j', { k: 1 }); console.error(new Error('e').message, null, undefined); \
+         console.debug(() => 1, Symbol('s'), 10n, '%i', 3.9); return 1",
+        r#"completed 1 output=[{"type":"text","text":"a 1 {\"b\":[2]}"},{"type":"text","text":"t"},{"type":"text","text":"info: x is 42%"},{"type":"text","text":"warn: {\"k\":1}"},{"type":"text","text":"error: e null undefined"},{"type":"text","text":"debug: [Function: anonymous] Symbol(s) 10n %i 3.9"}]"#,
+    );
+    // Cyclic and deep values are printed, bounded.
+    check(
+        "const a = { n: 1 }; a.self = a; let d = []; for (let i = 0; i < 20; i++) d = [d]; console.log(a, d); return 1",
+        r#"completed 1 output=[{"type":"text","text":"{\"n\":1,\"self\":\"[Circular]\"} [[[[[[[[\"[Too deep]\"]]]]]]]]"}]"#,
+    );
+}
+
+#[test]
+fn console_in_a_tight_loop_ends_at_the_output_limit_keeping_the_output() {
+    let small = limits().with_max_output_bytes(1024);
+    match one_leg("for (;;) { try { console.log('line') } catch (e) {} }", small) {
+        Step::Failed {
+            error: RunError::OutputLimitExceeded,
+            output,
+        } => assert_eq!(output.len(), 1024 / 30, "each line is 6 + 24 JSON bytes"),
+        other => panic!("{}", render(&other)),
+    }
+    // One huge line is refused whole, without copying it out of the VM.
+    check_with(
+        "console.log('x'.repeat(5_000_000))",
+        limits().with_max_output_bytes(1024),
+        r#"failed "output_limit_exceeded" code mode output limit exceeded"#,
+    );
+}
+
+#[test]
+fn text_encoder_and_decoder_speak_utf8() {
+    check(
+        "const e = new TextEncoder(); const bytes = e.encode('aé€😀\\ud800'); \
+         const d = new TextDecoder(); \
+         const bad = new Uint8Array([0x61, 0xff, 0xe2, 0x82, 0x62]); \
+         let fatal; try { new TextDecoder('utf-8', { fatal: true }).decode(bad) } catch (err) { fatal = err.name } \
+         const into = new Uint8Array(4); const r = e.encodeInto('€€', into); \
+         return [Array.from(bytes), d.decode(bytes), d.decode(bad), fatal, \
+                 d.decode(new Uint8Array([0xef, 0xbb, 0xbf, 0x41])), \
+                 new TextDecoder('utf8', { ignoreBOM: true }).decode(new Uint8Array([0xef, 0xbb, 0xbf])).length, \
+                 [r.read, r.written], e.encoding, d.encoding]",
+        r#"completed [[97,195,169,226,130,172,240,159,152,128,239,191,189],"aé€😀�","a��b","TypeError","A",1,[1,3],"utf-8","utf-8"]"#,
+    );
+    check(
+        "try { new TextDecoder('latin1') } catch (e) { return e.name }",
+        r#"completed "RangeError""#,
+    );
+}
+
+#[test]
+fn structured_clone_copies_data_and_refuses_functions() {
+    check(
+        "const src = { d: new Date(5), m: new Map([[1, { x: 1 }]]), s: new Set([1, 2]), \
+                       t: new Uint8Array([1, 2]), a: [1, , 3], n: null }; src.self = src; \
+         const c = structuredClone(src); \
+         let refused; try { structuredClone({ f() {} }) } catch (e) { refused = e.name } \
+         return [c !== src, c.self === c, c.d instanceof Date && c.d.getTime(), c.m.get(1).x, \
+                 c.m.get(1) !== src.m.get(1), [...c.s], Array.from(c.t), c.t !== src.t, 1 in c.a, c.n, refused]",
+        r#"completed [true,true,5,1,true,[1,2],[1,2],true,false,null,"DataCloneError"]"#,
+    );
+}
