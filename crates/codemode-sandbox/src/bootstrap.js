@@ -7,6 +7,7 @@
 // which are frozen.
 export default function (natives, maxScan) {
   const { hostCall, hostLocal, hostEmit, hostYield, hostFinish, hostIsProxy, hostPoll } = natives;
+  const { hostTimer, hostClearTimer } = natives;
   const maxCallArgs = natives.maxCallArgs;
   const maxOutput = natives.maxOutput;
   const globalObject = globalThis;
@@ -625,6 +626,61 @@ export default function (natives, maxScan) {
     return clone(value);
   }
 
+  // Timers are host-backed: the host keeps each timer's due time and counts it as pending work
+  // (a run with a timer pending does not complete, and parks at its deadline like a pending
+  // call); the callbacks stay here and run only inside the run's own exec/wait legs, after the
+  // microtasks, in due-time order.
+  const timerCallbacks = create(null);
+  const MAX_TIMER_DELAY = 2147483647;
+
+  function addTimer(callback, delay, args, repeat) {
+    poll();
+    if (typeof callback !== 'function') throw new TypeErrorCtor('the timer callback must be a function');
+    let ms = NumberCtor(delay);
+    if (!(ms > 0)) ms = 0;
+    if (ms > MAX_TIMER_DELAY) ms = MAX_TIMER_DELAY;
+    const id = hostTimer(ms, repeat);
+    if (typeof id === 'string') throw new RangeErrorCtor(id);
+    timerCallbacks[id] = { callback, args, repeat };
+    return id;
+  }
+
+  function setTimeout(callback, delay, ...args) {
+    return addTimer(callback, delay, args, false);
+  }
+
+  function setInterval(callback, delay, ...args) {
+    return addTimer(callback, delay, args, true);
+  }
+
+  function clearTimer(id) {
+    const key = NumberCtor(id);
+    if (!(key > 0) || timerCallbacks[key] === undefined) return;
+    delete timerCallbacks[key];
+    hostClearTimer(key);
+  }
+
+  function clearTimeout(id) {
+    clearTimer(id);
+  }
+
+  function clearInterval(id) {
+    clearTimer(id);
+  }
+
+  // Runs one due timer (from the host); an uncaught error in its callback fails the run.
+  function fireTimer(id) {
+    const timer = timerCallbacks[id];
+    if (timer === undefined) return false;
+    if (!timer.repeat) delete timerCallbacks[id];
+    try {
+      apply(timer.callback, undefined, timer.args);
+    } catch (error) {
+      fail(error);
+    }
+    return true;
+  }
+
   function yield_control() {
     return new PromiseCtor((resolve) => {
       poll();
@@ -839,6 +895,10 @@ export default function (natives, maxScan) {
     pin('TextEncoder', TextEncoder);
     pin('TextDecoder', TextDecoder);
     pin('structuredClone', structuredClone);
+    pin('setTimeout', setTimeout);
+    pin('setInterval', setInterval);
+    pin('clearTimeout', clearTimeout);
+    pin('clearInterval', clearInterval);
   }
 
   // Compiles the program as the body of an async function. Returns undefined, 'E' + failure text,
@@ -888,5 +948,5 @@ export default function (natives, maxScan) {
     return true;
   }
 
-  return freeze({ __proto__: null, install, compile, begin, settle });
+  return freeze({ __proto__: null, install, compile, begin, settle, fireTimer });
 }

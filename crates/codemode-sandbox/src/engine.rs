@@ -20,7 +20,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Poll;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rquickjs::{Context, Ctx, Function, Object, Runtime, Value as JsValue};
 use serde_json::Value;
@@ -117,6 +117,14 @@ struct InFlight {
     args_bytes: usize,
 }
 
+/// A pending timer: when it is due, and its period when it repeats.
+struct Timer {
+    due: Instant,
+    /// Registration order: timers due at the same instant fire in it.
+    seq: u64,
+    period: Option<Duration>,
+}
+
 /// Bridge state shared between the natives (inside the VM lock) and the step.
 struct BridgeState {
     methods: Vec<BridgeMethod>,
@@ -129,6 +137,8 @@ struct BridgeState {
     args_bytes: usize,
     yields: Vec<u64>,
     yield_requested: bool,
+    /// Pending timers by id.
+    timers: BTreeMap<u64, Timer>,
     output: Vec<Output>,
     output_bytes: usize,
     finish: Option<Finish>,
@@ -175,6 +185,8 @@ pub(crate) struct StepOutput {
     pub(crate) spawn: Vec<(u64, HostFuture)>,
     /// Output produced during the step.
     pub(crate) output: Vec<Output>,
+    /// When the earliest pending timer is due (the driver wakes the run then).
+    pub(crate) next_timer: Option<Instant>,
 }
 
 impl StepOutput {
@@ -183,6 +195,7 @@ impl StepOutput {
             progress: Progress::Failed(error),
             spawn: Vec::new(),
             output: Vec::new(),
+            next_timer: None,
         }
     }
 }
@@ -223,6 +236,7 @@ impl Engine {
             args_bytes: 0,
             yields: Vec::new(),
             yield_requested: false,
+            timers: BTreeMap::new(),
             output: Vec::new(),
             output_bytes: 0,
             finish: None,
@@ -323,10 +337,12 @@ impl Engine {
             Ok(progress) => progress,
             Err(error) => Progress::Failed(error),
         };
+        let mut state = lock(&self.state);
         StepOutput {
             progress,
             spawn,
-            output: std::mem::take(&mut lock(&self.state).output),
+            output: std::mem::take(&mut state.output),
+            next_timer: state.timers.values().map(|timer| timer.due).min(),
         }
     }
 
@@ -362,6 +378,10 @@ impl Engine {
             self.take_finish()?;
             let startable = self.startable();
             if startable.is_empty() {
+                // Microtasks are drained: the earliest due timer runs, then its microtasks.
+                if self.fire_due_timer()? {
+                    continue;
+                }
                 break;
             }
             let mut answered = false;
@@ -390,8 +410,10 @@ impl Engine {
         if state.yield_requested {
             return Ok(Progress::Yielded);
         }
-        let nothing_pending =
-            state.in_flight.is_empty() && state.queued.is_empty() && state.yields.is_empty();
+        let nothing_pending = state.in_flight.is_empty()
+            && state.queued.is_empty()
+            && state.yields.is_empty()
+            && state.timers.is_empty();
         drop(state);
         if nothing_pending {
             if let Some(value) = self.returned.take() {
@@ -431,6 +453,46 @@ impl Engine {
                 out_of_memory,
             })),
         }
+    }
+
+    /// Runs the earliest timer that is due, if any; `Ok(true)` when one ran.
+    fn fire_due_timer(&self) -> Result<bool, RunError> {
+        let now = Instant::now();
+        let due = {
+            let mut state = lock(&self.state);
+            let next = state
+                .timers
+                .iter()
+                .filter(|(_, timer)| timer.due <= now)
+                .min_by_key(|(_, timer)| (timer.due, timer.seq))
+                .map(|(id, timer)| (*id, timer.period));
+            match next {
+                Some((id, Some(period))) => {
+                    let seq = state.next_id;
+                    state.next_id += 1;
+                    if let Some(timer) = state.timers.get_mut(&id) {
+                        timer.due = now.checked_add(period).unwrap_or(now);
+                        timer.seq = seq;
+                    }
+                    Some(id)
+                }
+                Some((id, None)) => {
+                    state.timers.remove(&id);
+                    Some(id)
+                }
+                None => None,
+            }
+        };
+        let Some(id) = due else {
+            return Ok(false);
+        };
+        #[allow(
+            clippy::cast_precision_loss,
+            reason = "ids are sequential and far below 2^53"
+        )]
+        let id = id as f64;
+        self.call_control("fireTimer", (id,))?;
+        Ok(true)
     }
 
     /// Moves queued calls to in flight while fewer than `max_pending_calls` are.
@@ -751,6 +813,43 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
         }
     })?;
 
+    let timer_state = Arc::clone(&state);
+    let timer_flags = Arc::clone(&flags);
+    let max_timers = limits
+        .max_pending_calls
+        .max(1)
+        .saturating_add(limits.max_queued_calls);
+    let host_timer = Function::new(
+        ctx.clone(),
+        move |ctx: Ctx<'js>, delay_ms: f64, repeat: bool| {
+            let registered = if timer_flags.interrupt() {
+                Err(TIMEOUT.to_owned())
+            } else {
+                register_timer(&timer_state, delay_ms, repeat, max_timers)
+            };
+            match registered {
+                #[allow(
+                    clippy::cast_precision_loss,
+                    reason = "ids are sequential and far below 2^53"
+                )]
+                Ok(id) => Ok(JsValue::new_number(ctx, id as f64)),
+                Err(message) => {
+                    rquickjs::String::from_str(ctx, &message).map(rquickjs::String::into_value)
+                }
+            }
+        },
+    )?;
+    let clear_state = Arc::clone(&state);
+    let host_clear_timer = Function::new(ctx.clone(), move |id: f64| {
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "ids are positive integers the host handed out"
+        )]
+        let id = id as u64;
+        lock(&clear_state).timers.remove(&id);
+    })?;
+
     let poll_flags = Arc::clone(&flags);
     // A poll point for built-ins whose native loops never reach the interrupt handler: `true`
     // once the run must stop (deadline passed or output exceeded). The flags stay tripped, so
@@ -775,6 +874,8 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
     natives.set("hostFinish", host_finish)?;
     natives.set("hostIsProxy", host_is_proxy)?;
     natives.set("hostPoll", host_poll)?;
+    natives.set("hostTimer", host_timer)?;
+    natives.set("hostClearTimer", host_clear_timer)?;
     #[allow(
         clippy::cast_precision_loss,
         reason = "byte budgets are far below 2^53"
@@ -791,6 +892,35 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
     ctx.store_userdata(control.clone())
         .map_err(|_| rquickjs::Error::Unknown)?;
     Ok(control)
+}
+
+/// Registers a timer due `delay_ms` from now; returns its id or the guest-visible refusal.
+fn register_timer(
+    state: &Mutex<BridgeState>,
+    delay_ms: f64,
+    repeat: bool,
+    max_timers: usize,
+) -> Result<u64, String> {
+    let mut state = lock(state);
+    if state.timers.len() >= max_timers {
+        return Err(format!(
+            "too many pending code mode timers (at most {max_timers})"
+        ));
+    }
+    let delay = Duration::from_secs_f64((delay_ms / 1000.0).clamp(0.0, 2_147_483.647));
+    let now = Instant::now();
+    let id = state.next_id;
+    state.next_id += 1;
+    state.timers.insert(
+        id,
+        Timer {
+            due: now.checked_add(delay).unwrap_or(now),
+            seq: id,
+            // A zero period would spin: intervals repeat at least a millisecond apart.
+            period: repeat.then(|| delay.max(Duration::from_millis(1))),
+        },
+    );
+    Ok(id)
 }
 
 /// Validates and queues one bridge call; returns its id or the guest-visible refusal.

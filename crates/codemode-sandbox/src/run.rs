@@ -228,15 +228,18 @@ impl Run {
                 }
                 Progress::Idle => {}
             }
-            if self.tasks.is_empty() {
+            if self.tasks.is_empty() && answer.next_timer.is_none() {
                 return self.fail(RunError::PendingWithoutHostWork, output);
             }
             if Instant::now() >= deadline {
                 return self.suspend(SuspendReason::PendingTools, output);
             }
+            // A timer due before the deadline wakes the run; one due later parks it.
+            let timer = answer.next_timer.filter(|due| *due < deadline);
             let joined = tokio::select! {
                 biased;
-                joined = self.tasks.join_next_with_id() => joined,
+                joined = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => joined,
+                () = sleep_until_timer(timer) => None,
                 () = &mut sleep => return self.suspend(SuspendReason::PendingTools, output),
             };
             if let Some(joined) = joined {
@@ -389,5 +392,13 @@ impl Drop for StopOnDrop {
         if let Some(flags) = self.0.take() {
             flags.force_timeout();
         }
+    }
+}
+
+/// Sleeps until a timer is due; never wakes without one.
+async fn sleep_until_timer(due: Option<Instant>) {
+    match due {
+        Some(due) => tokio::time::sleep_until(due.into()).await,
+        None => std::future::pending().await,
     }
 }

@@ -424,7 +424,10 @@ fn console_lines_are_output_items_in_program_order() {
 #[test]
 fn console_in_a_tight_loop_ends_at_the_output_limit_keeping_the_output() {
     let small = limits().with_max_output_bytes(1024);
-    match one_leg("for (;;) { try { console.log('line') } catch (e) {} }", small) {
+    match one_leg(
+        "for (;;) { try { console.log('line') } catch (e) {} }",
+        small,
+    ) {
         Step::Failed {
             error: RunError::OutputLimitExceeded,
             output,

@@ -542,3 +542,82 @@ fn a_run_that_grew_past_the_snapshot_limit_cannot_be_reparked() {
         assert!(store.is_empty());
     });
 }
+
+#[test]
+fn timers_run_after_microtasks_in_due_order_and_count_as_pending_work() {
+    let (host, _cancelled) = TestHost::new();
+    runtime().block_on(async {
+        let program = "const out = []; \
+             setTimeout(() => out.push('t1'), 0); setTimeout(() => out.push('t0'), 0); \
+             setTimeout((a, b) => out.push(a + b), 2, 'ar', 'gs'); \
+             const gone = setTimeout(() => out.push('cleared'), 1); clearTimeout(gone); \
+             Promise.resolve().then(() => out.push('micro')); queueMicrotask(() => out.push('queued')); \
+             let ticks = 0; const every = setInterval(() => { if (++ticks === 3) clearInterval(every) }, 1); \
+             await new Promise((resolve) => setTimeout(resolve, 20)); \
+             setTimeout(() => text('after return'), 1); \
+             return [out, ticks]";
+        let mut run = Run::start(program, setup(), limits(), host).unwrap();
+        let step = run.drive(support::deadline(&limits())).await;
+        assert_eq!(
+            render(&step),
+            r#"completed [["micro","queued","t1","t0","args"],3] output=[{"type":"text","text":"after return"}]"#
+        );
+    });
+}
+
+#[test]
+fn a_timer_due_after_the_deadline_parks_the_run_and_wait_continues_it() {
+    let (host, _cancelled) = TestHost::new();
+    runtime().block_on(async {
+        let program = "await new Promise((resolve) => setTimeout(resolve, 400)); return 'woke'";
+        let mut run = Run::start(program, setup(), limits(), host).unwrap();
+        let step = run.drive(Instant::now() + Duration::from_millis(100)).await;
+        assert_eq!(render(&step), "suspended PendingTools pending=[]");
+        let step = run.drive(support::deadline(&limits())).await;
+        assert_eq!(render(&step), r#"completed "woke""#);
+    });
+}
+
+#[test]
+fn an_interval_that_never_stops_ends_each_leg_at_the_deadline() {
+    let (host, _cancelled) = TestHost::new();
+    runtime().block_on(async {
+        let program = "let n = 0; setInterval(() => { n++ }, 1); return 'returned'";
+        let mut run = Run::start(program, setup(), limits(), host).unwrap();
+        for _ in 0..2 {
+            let step = run.drive(Instant::now() + Duration::from_millis(50)).await;
+            assert_eq!(render(&step), "suspended PendingTools pending=[]");
+        }
+        drop(run);
+    });
+}
+
+#[test]
+fn thousands_of_timers_are_refused_past_the_bound() {
+    let limits = limits().with_max_pending_calls(2).with_max_queued_calls(3);
+    let (host, _cancelled) = TestHost::new();
+    runtime().block_on(async {
+        let program = "let refused = ''; \
+             for (let i = 0; i < 5000; i++) { try { setTimeout(() => {}, 1) } catch (e) { refused = e.name + ': ' + e.message } } \
+             try { setTimeout('not a function', 1) } catch (e) { refused += ' / ' + e.name } \
+             return refused";
+        let mut run = Run::start(program, setup(), limits.clone(), host).unwrap();
+        let step = run.drive(support::deadline(&limits)).await;
+        assert_eq!(
+            render(&step),
+            r#"completed "RangeError: too many pending code mode timers (at most 5) / TypeError""#
+        );
+    });
+}
+
+#[test]
+fn an_uncaught_error_in_a_timer_fails_the_run() {
+    let (host, _cancelled) = TestHost::new();
+    runtime().block_on(async {
+        let program = "setTimeout(() => { throw new Error('in timer') }, 1); \
+                       await new Promise((resolve) => setTimeout(resolve, 50)); return 1";
+        let mut run = Run::start(program, setup(), limits(), host).unwrap();
+        let step = run.drive(support::deadline(&limits())).await;
+        assert_eq!(render(&step), "failed - Error: in timer");
+    });
+}
