@@ -38,7 +38,8 @@ pub use executor::{
 };
 pub use input::{ExecInput, InputError, Language, MAX_PROGRAM_BYTES, WaitInput};
 pub use result::{
-    CodeModeResult, ErrorCode, Output, PendingToolCall, SourceTelemetry, Telemetry, WaitReason,
+    CodeModeResult, ErrorCode, Output, PendingToolCall, SourceTelemetry, Telemetry, Truncation,
+    WaitReason,
 };
 pub use session::{
     Activation, ActivationError, ActivationRequest, CodeMode, CodeModeBuilder, CodeModeSession,

@@ -68,9 +68,11 @@ pub(crate) fn finished(step: Step, replay_safe: bool, telemetry: Telemetry) -> C
         Step::Completed {
             value,
             output: items,
+            truncated,
         } => CodeModeResult::Completed {
             value,
             output: output(items),
+            truncated,
             replay_safe,
             telemetry,
         },

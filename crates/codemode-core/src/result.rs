@@ -5,7 +5,7 @@ use serde_json::Value;
 
 /// The stable error code of a failed result (SPEC §6); shared with the sandbox, which decides
 /// most of them.
-pub use codemode_sandbox::ErrorCode;
+pub use codemode_sandbox::{ErrorCode, Truncation};
 
 /// One output item, in the order of the guest's `text` / `json` calls.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -90,6 +90,11 @@ pub enum CodeModeResult {
         /// Output produced during this call.
         #[serde(skip_serializing_if = "Vec::is_empty")]
         output: Vec<Output>,
+        /// Set when `value` was cut to fit `maxOutputBytes` (`{ originalBytes, keptBytes }`):
+        /// the value is still valid JSON, with markers saying what was dropped. Keep a large
+        /// value out of the model's context with `results.save` instead.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        truncated: Option<Truncation>,
         /// Set for restartSafe runs.
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         replay_safe: bool,

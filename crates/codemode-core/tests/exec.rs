@@ -563,8 +563,10 @@ async fn output_and_snapshot_limits_apply_to_completed_and_suspended_runs() {
             json!("output_limit_exceeded")
         )
     );
-    let (error, _) = h.error("return 'y'.repeat(5000)").await;
-    assert_eq!(error, "code mode output limit exceeded");
+    // A final value over the limit is cut to fit instead (the run's work is done).
+    let result = h.js("return 'y'.repeat(5000)").await;
+    assert_eq!(result["status"], "completed", "{result:#}");
+    assert_eq!(result["truncated"]["originalBytes"], 5002);
     let (error, _) = h
         .error("text('z'.repeat(2000)); await tools.approve_me({}); return 1")
         .await;
@@ -1093,4 +1095,23 @@ fn cpu_bound_cells_do_not_starve_a_trivial_exec_on_a_two_worker_runtime() {
             hog.abort();
         }
     });
+}
+
+#[tokio::test]
+async fn a_final_value_over_the_output_limit_completes_truncated() {
+    let config =
+        CodeModeConfig::from_json(&json!({ "enabled": true, "maxOutputBytes": 2048 })).unwrap();
+    let h = harness_with(config, support::tools());
+    let result = h
+        .js("return Array.from({ length: 5000 }, (_, i) => ({ i }))")
+        .await;
+    assert_eq!(result["status"], "completed", "{result:#}");
+    let truncated = &result["truncated"];
+    let kept = serde_json::to_string(&result["value"]).unwrap().len() as u64;
+    assert_eq!(truncated["keptBytes"].as_u64(), Some(kept));
+    assert!(
+        truncated["originalBytes"].as_u64().unwrap() > 40_000,
+        "{truncated}"
+    );
+    assert!(kept <= 2048);
 }

@@ -7,7 +7,7 @@
 // which are frozen.
 export default function (natives, maxScan) {
   const { hostCall, hostLocal, hostEmit, hostYield, hostFinish, hostIsProxy, hostPoll } = natives;
-  const { hostTimer, hostClearTimer } = natives;
+  const { hostTimer, hostClearTimer, hostOutputRemaining } = natives;
   const maxCallArgs = natives.maxCallArgs;
   const maxOutput = natives.maxOutput;
   const globalObject = globalThis;
@@ -338,6 +338,7 @@ export default function (natives, maxScan) {
   const fromCharCode = String.fromCharCode;
   const codePointAt = String.prototype.codePointAt;
   const stringSlice = String.prototype.slice;
+  const charCodeAt = String.prototype.charCodeAt;
   const stringIndexOf = String.prototype.indexOf;
   const parseIntFn = parseInt;
   const parseFloatFn = parseFloat;
@@ -721,21 +722,97 @@ export default function (natives, maxScan) {
     }
   }
 
+  // UTF-8 bytes of a well-formed string (what the host counts).
+  function utf8Bytes(text) {
+    let bytes = text.length;
+    for (let i = 0; i < text.length; i++) {
+      const unit = apply(charCodeAt, text, [i]);
+      if (unit >= 0x80) bytes += unit >= 0x800 && (unit < 0xd800 || unit > 0xdfff) ? 2 : 1;
+    }
+    return bytes;
+  }
+
+  // Bytes a marker takes; leaves room for the markers a cut adds.
+  const CUT_SLACK = 48;
+
+  // The largest prefix of a safe value (plain data made by safeValue) whose JSON fits in
+  // `budget` bytes: arrays keep their first items and end with a "[… N more items]" string,
+  // objects keep their first keys and gain a "…" key counting the rest, long strings are cut on
+  // a character boundary with a "…[N more characters]" marker.
+  function cut(value, budget) {
+    if (typeof value === 'string') {
+      if (utf8Bytes(value) + 2 <= budget) return value;
+      let keep = (budget - CUT_SLACK) / 3 | 0;
+      if (keep < 0) keep = 0;
+      const last = apply(charCodeAt, value, [keep - 1]);
+      if (keep > 0 && last >= 0xd800 && last <= 0xdbff) keep--;
+      return apply(stringSlice, value, [0, keep]) + '…[' + (value.length - keep) + ' more characters]';
+    }
+    if (value === null || typeof value !== 'object') return value;
+    const arrayLike = isArray(value);
+    const keys = arrayLike ? undefined : objectKeys(value);
+    const count = arrayLike ? value.length : keys.length;
+    const out = arrayLike ? [] : create(null);
+    let used = 2;
+    for (let i = 0; i < count; i++) {
+      const key = arrayLike ? i : keys[i];
+      const item = value[key];
+      const size = utf8Bytes(stringify(item)) + 1 + (arrayLike ? 0 : utf8Bytes(stringify(key)) + 1);
+      if (used + size + CUT_SLACK <= budget) {
+        define(out, key, item, true, true, true);
+        used += size;
+        continue;
+      }
+      let dropped = count - i;
+      const room = budget - used - CUT_SLACK * 2;
+      if (room > CUT_SLACK) {
+        define(out, key, cut(item, room), true, true, true);
+        dropped--;
+      }
+      if (dropped > 0) {
+        if (arrayLike) define(out, out.length, '[… ' + dropped + ' more items]', true, true, true);
+        else define(out, '…', dropped + ' more keys', true, true, true);
+      }
+      break;
+    }
+    return out;
+  }
+
   // The program's value goes through the safe adapter: a finished program never fails on it.
-  // The last argument of hostFinish says, for a value, that it is over the output budget and,
-  // for a failure, that memory ran out.
+  // A value too big for what is left of the output budget is cut to fit (`hostFinish` gets the
+  // original size); one too big even to measure within the VM's memory ends as over the limit.
+  // The last arguments of hostFinish say, for a value, that it is over the output budget or what
+  // it measured before it was cut and, for a failure, that memory ran out.
   function succeed(value) {
     if (finished) return;
-    let text;
+    let safe;
     try {
-      text = safeEncode(value, maxOutput);
+      safeBudget = maxScan;
+      safeDepth = SAFE_DEPTH;
+      safe = safeValue(value, 0, [], '');
     } catch (error) {
+      if (error === OVER) {
+        finished = true;
+        hostFinish(true, '', true, 0);
+        return;
+      }
       fail(error);
       return;
     }
     finished = true;
-    if (text === OVER || text.length > maxOutput) hostFinish(true, '', true);
-    else hostFinish(true, text, false);
+    const text = safe === undefined ? 'null' : stringify(safe);
+    const remaining = hostOutputRemaining();
+    if (text.length * 3 <= remaining) return hostFinish(true, text, false, 0);
+    const bytes = utf8Bytes(text);
+    if (bytes <= remaining) return hostFinish(true, text, false, 0);
+    let kept;
+    try {
+      kept = stringify(cut(safe, remaining));
+    } catch (_) {
+      return hostFinish(true, '', true, 0);
+    }
+    if (utf8Bytes(kept) > remaining) return hostFinish(true, '', true, 0);
+    hostFinish(true, kept, false, bytes);
   }
 
   function fail(error) {
@@ -747,7 +824,7 @@ export default function (natives, maxScan) {
     } catch (_) {
       // Describing may itself run out of memory; the flag below still classifies it.
     }
-    hostFinish(false, message, outOfMemory(error));
+    hostFinish(false, message, outOfMemory(error), 0);
   }
 
   // Installation runs once, before any guest code, over values only the installer made: JSON.parse

@@ -31,7 +31,10 @@ use crate::codec::{
     syntax_message, truncate,
 };
 use crate::install::{BridgeMethod, InstallPlan};
-use crate::{BridgeHost, BridgeRequest, Limits, LocalFn, Output, PendingCall, RequestId, RunError};
+use crate::{
+    BridgeHost, BridgeRequest, Limits, LocalFn, Output, PendingCall, RequestId, RunError,
+    Truncation,
+};
 
 pub(crate) const HOST_CALL_FAILED: &str = "code mode host call failed";
 const TOO_MANY_PENDING: &str = "too many pending code mode tool calls";
@@ -102,7 +105,8 @@ impl Flags {
 
 /// How the guest's main promise settled, reported by `hostFinish`.
 enum Finish {
-    Value(String),
+    /// The value's JSON, and its size before it was cut to fit the output budget.
+    Value(String, Option<usize>),
     /// A value certainly larger than the output budget (not copied out of the VM).
     TooLarge,
     Error {
@@ -168,8 +172,9 @@ pub(crate) struct StepInput {
 
 /// Where a step left the run.
 pub(crate) enum Progress {
-    /// The program returned and nothing it started is pending.
-    Completed(Value),
+    /// The program returned and nothing it started is pending; the value may have been cut to
+    /// fit the output budget.
+    Completed(Value, Option<Truncation>),
     /// The run is dead.
     Failed(RunError),
     /// The guest called `yield_control()`.
@@ -215,7 +220,7 @@ pub(crate) struct Engine {
     limits: Limits,
     started: bool,
     /// The program's return value once it returned while calls were still pending.
-    returned: Option<Value>,
+    returned: Option<(Value, Option<Truncation>)>,
 }
 
 impl Engine {
@@ -416,8 +421,8 @@ impl Engine {
             && state.timers.is_empty();
         drop(state);
         if nothing_pending {
-            if let Some(value) = self.returned.take() {
-                return Ok(Progress::Completed(value));
+            if let Some((value, truncated)) = self.returned.take() {
+                return Ok(Progress::Completed(value, truncated));
             }
             // The program awaits something nothing can settle.
             return Err(if self.memory_exhausted() {
@@ -435,14 +440,18 @@ impl Engine {
         match finish {
             None => Ok(()),
             Some(Finish::TooLarge) => Err(RunError::OutputLimitExceeded),
-            Some(Finish::Value(text)) => {
+            Some(Finish::Value(text, original_bytes)) => {
                 let total = lock(&self.state).output_bytes.saturating_add(text.len());
                 if total > self.limits.max_output_bytes {
                     return Err(RunError::OutputLimitExceeded);
                 }
+                let truncated = original_bytes.map(|original_bytes| Truncation {
+                    original_bytes,
+                    kept_bytes: text.len(),
+                });
                 let value = parse_bridge_json::<Value>(&text)
                     .map_err(|message| RunError::Guest(format!("the return value {message}")))?;
-                self.returned = Some(value);
+                self.returned = Some((value, truncated));
                 Ok(())
             }
             Some(Finish::Error {
@@ -796,22 +805,31 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
     })?;
 
     let finish_state = Arc::clone(&state);
-    let host_finish = Function::new(ctx.clone(), move |ok: bool, payload: String, flag: bool| {
-        let mut state = lock(&finish_state);
-        if state.finish.is_none() {
-            state.finish = Some(if ok && flag {
-                Finish::TooLarge
-            } else if ok {
-                Finish::Value(payload)
-            } else {
-                let out_of_memory = flag;
-                Finish::Error {
-                    message: payload,
-                    out_of_memory,
-                }
-            });
-        }
-    })?;
+    let host_finish = Function::new(
+        ctx.clone(),
+        move |ok: bool, payload: String, flag: bool, original_bytes: f64| {
+            let mut state = lock(&finish_state);
+            if state.finish.is_none() {
+                state.finish = Some(if ok && flag {
+                    Finish::TooLarge
+                } else if ok {
+                    #[allow(
+                        clippy::cast_possible_truncation,
+                        clippy::cast_sign_loss,
+                        reason = "a byte count the bootstrap measured; 0 means not cut"
+                    )]
+                    let original = (original_bytes >= 1.0).then_some(original_bytes as usize);
+                    Finish::Value(payload, original)
+                } else {
+                    let out_of_memory = flag;
+                    Finish::Error {
+                        message: payload,
+                        out_of_memory,
+                    }
+                });
+            }
+        },
+    )?;
 
     let timer_state = Arc::clone(&state);
     let timer_flags = Arc::clone(&flags);
@@ -850,6 +868,18 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
         lock(&clear_state).timers.remove(&id);
     })?;
 
+    let remaining_state = Arc::clone(&state);
+    let max_output_bytes = limits.max_output_bytes;
+    let host_output_remaining = Function::new(ctx.clone(), move || -> f64 {
+        let used = lock(&remaining_state).output_bytes;
+        #[allow(
+            clippy::cast_precision_loss,
+            reason = "byte budgets are far below 2^53"
+        )]
+        let remaining = max_output_bytes.saturating_sub(used) as f64;
+        remaining
+    })?;
+
     let poll_flags = Arc::clone(&flags);
     // A poll point for built-ins whose native loops never reach the interrupt handler: `true`
     // once the run must stop (deadline passed or output exceeded). The flags stay tripped, so
@@ -875,6 +905,7 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
     natives.set("hostIsProxy", host_is_proxy)?;
     natives.set("hostPoll", host_poll)?;
     natives.set("hostTimer", host_timer)?;
+    natives.set("hostOutputRemaining", host_output_remaining)?;
     natives.set("hostClearTimer", host_clear_timer)?;
     #[allow(
         clippy::cast_precision_loss,

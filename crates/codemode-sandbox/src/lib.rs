@@ -41,7 +41,7 @@ pub use limits::{
     DEFAULT_MEMORY_BYTES, DEFAULT_STACK_BYTES, DEFAULT_TIMEOUT, Limits, MAX_JSON_DEPTH,
 };
 pub use module_access::check_module_access;
-pub use run::{DEADLINE_GRACE, Run, Step, SuspendReason};
+pub use run::{DEADLINE_GRACE, Run, Step, SuspendReason, Truncation};
 pub use setup::{Callable, GuestPath, GuestSetup, JsonText, LocalFn};
 pub use store::{MAX_SUSPENDED_RUNS, Resumption, RunId, RunScope, SnapshotStore};
 pub use vm_threads::{MAX_QUEUED_STEPS, thread_count, threads_started};

@@ -20,6 +20,18 @@ use crate::{BridgeHost, GuestSetup, Limits, Output, PendingCall, RunError, check
 /// reports `timeout` anyway (the VM is then dropped on its own thread when the call returns).
 pub const DEADLINE_GRACE: Duration = Duration::from_millis(500);
 
+/// How a final value too big for the output budget was cut to fit: arrays keep their first
+/// items, objects their first keys, long strings their beginning, each with a marker saying what
+/// was dropped; the result is still valid JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Truncation {
+    /// UTF-8 bytes of the value's JSON before it was cut.
+    pub original_bytes: usize,
+    /// UTF-8 bytes of the JSON that was kept.
+    pub kept_bytes: usize,
+}
+
 /// Why a leg ended with the run still alive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -41,6 +53,8 @@ pub enum Step {
         value: Value,
         /// Output produced during this leg.
         output: Vec<Output>,
+        /// Set when the value was cut to fit what was left of the output budget.
+        truncated: Option<Truncation>,
     },
     /// The run is alive and can be parked and driven again later.
     Suspended {
@@ -93,7 +107,7 @@ enum Phase {
 /// let mut run = Run::start(program, setup, Limits::default(), Arc::new(Echo)).unwrap();
 /// let deadline = Instant::now() + Limits::default().timeout;
 /// match run.drive(deadline).await {
-///     Step::Completed { value, output } => {
+///     Step::Completed { value, output, .. } => {
 ///         assert_eq!(value, 21);
 ///         assert_eq!(output, vec![codemode_sandbox::Output::Text("hi".into())]);
 ///     }
@@ -217,9 +231,13 @@ impl Run {
                 self.task_requests.insert(task.id(), id);
             }
             match answer.progress {
-                Progress::Completed(value) => {
+                Progress::Completed(value, truncated) => {
                     self.release();
-                    return Step::Completed { value, output };
+                    return Step::Completed {
+                        value,
+                        output,
+                        truncated,
+                    };
                 }
                 Progress::Failed(error) => return self.fail(error, output),
                 Progress::Yielded => {
@@ -271,7 +289,7 @@ impl Run {
             };
             let answer = engine.step(input);
             match answer.progress {
-                Progress::Completed(_) | Progress::Failed(_) => (None, answer),
+                Progress::Completed(..) | Progress::Failed(_) => (None, answer),
                 Progress::Yielded | Progress::Idle => (Some(engine), answer),
             }
         };

@@ -474,3 +474,62 @@ fn structured_clone_copies_data_and_refuses_functions() {
         r#"completed [true,true,5,1,true,[1,2],[1,2],true,false,null,"DataCloneError"]"#,
     );
 }
+
+#[test]
+fn a_final_value_too_big_for_the_budget_is_cut_to_valid_json() {
+    let small = limits().with_max_output_bytes(1024);
+    let cases = [
+        "return Array.from({ length: 1000 }, (_, i) => i)",
+        "return 'é'.repeat(5000)",
+        "const o = {}; for (let i = 0; i < 500; i++) o['key' + i] = { nested: 'x'.repeat(i) }; return o",
+        "text('x'.repeat(600)); return [{ a: 'y'.repeat(2000) }, 2, 3]",
+    ];
+    for program in cases {
+        match one_leg(program, small.clone()) {
+            Step::Completed {
+                value,
+                output,
+                truncated: Some(truncated),
+            } => {
+                let kept = serde_json::to_string(&value).unwrap();
+                let used: usize = output
+                    .iter()
+                    .map(|item| serde_json::to_string(item).unwrap().len() + 1)
+                    .sum();
+                assert_eq!(kept.len(), truncated.kept_bytes, "{program}");
+                assert!(
+                    used + kept.len() <= 1024,
+                    "{program}: {used} + {}",
+                    kept.len()
+                );
+                assert!(truncated.original_bytes > truncated.kept_bytes, "{program}");
+                assert!(
+                    kept.contains('…'),
+                    "{program}: a marker says what was dropped: {kept}"
+                );
+            }
+            other => panic!("{program}: {}", render(&other)),
+        }
+    }
+    match one_leg("return Array.from({ length: 1000 }, (_, i) => i)", small) {
+        Step::Completed { value, .. } => {
+            let items = value.as_array().unwrap();
+            assert_eq!(
+                items.first(),
+                Some(&serde_json::json!(0)),
+                "the first items are kept"
+            );
+            assert!(
+                items
+                    .last()
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .ends_with("more items]")
+            );
+        }
+        other => panic!("{}", render(&other)),
+    }
+    // A value that fits is not marked.
+    check("return [1, 2, 3]", "completed [1,2,3]");
+}

@@ -192,7 +192,13 @@ pub fn render(step: &Step) -> String {
         Step::Completed {
             value,
             output: items,
-        } => format!("completed {value}{}", output(items)),
+            truncated,
+        } => {
+            let cut = truncated.map_or(String::new(), |t| {
+                format!(" truncated={}/{}", t.kept_bytes, t.original_bytes)
+            });
+            format!("completed {value}{}{cut}", output(items))
+        }
         Step::Suspended {
             reason,
             pending,
