@@ -32,6 +32,7 @@ mod cell;
 mod declarations;
 mod error;
 mod nesting;
+mod pool;
 mod position;
 mod transpile;
 
@@ -124,8 +125,10 @@ pub fn transform_count() -> u64 {
 /// Import declarations other than type-only ones, and `export`, are errors:
 /// a cell is a function body, not a module.
 ///
-/// Each call runs the parser on a fresh thread with
-/// [`TransformOptions::stack_size`] of stack (a few tens of microseconds).
+/// The work runs on a transform pool thread (see [`transform_pool_size`]);
+/// this call blocks its thread until the result is back, first waiting for a
+/// free queue slot if the queue is full. On an async runtime, use
+/// [`transform_async`] instead.
 ///
 /// ```
 /// let js = codemode_ts::transform("const xs: number[] = [1, 2];\nreturn xs.length;")?;
@@ -150,38 +153,97 @@ pub fn transform(source: &str) -> Result<String, TsError> {
 /// ```
 pub fn transform_with(source: &str, options: &TransformOptions) -> Result<String, TsError> {
     TRANSFORM_CALLS.fetch_add(1, Ordering::Relaxed);
+    check_size(source, options)?;
+    let source = source.to_owned();
+    let options = options.clone();
+    let stack_size = options.stack_size;
+    let work = move || transform_on_this_thread(&source, &options);
+    if stack_size <= DEFAULT_STACK_SIZE {
+        pool::transform_pool().run_blocking(work)
+    } else {
+        pool::run_on_own_thread_blocking(stack_size, work)
+    }
+}
+
+/// [`transform_with`] for callers on an async runtime: the caller's thread is
+/// never blocked, neither by the transform nor by back-pressure.
+///
+/// The returned future is pending while the transform queue is full (it is
+/// woken when a slot frees up) and while a pool thread transforms the cell;
+/// nothing is dropped. Dropping the future abandons the result, not the work
+/// already queued. The future is runtime-agnostic (no tokio needed).
+///
+/// ```
+/// # fn block_on<F: std::future::Future>(future: F) -> F::Output {
+/// #     use std::task::{Context, Poll, Wake, Waker};
+/// #     struct Unpark(std::thread::Thread);
+/// #     impl Wake for Unpark { fn wake(self: std::sync::Arc<Self>) { self.0.unpark(); } }
+/// #     let waker = Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+/// #     let mut context = Context::from_waker(&waker);
+/// #     let mut future = std::pin::pin!(future);
+/// #     loop {
+/// #         if let Poll::Ready(output) = future.as_mut().poll(&mut context) { return output; }
+/// #         std::thread::park();
+/// #     }
+/// # }
+/// use codemode_ts::{TransformOptions, transform_async};
+///
+/// let js = block_on(transform_async("return 1 as number;".to_owned(), TransformOptions::default()))?;
+/// assert_eq!(js.trim(), "return 1;");
+/// # Ok::<(), codemode_ts::TsError>(())
+/// ```
+pub async fn transform_async(source: String, options: TransformOptions) -> Result<String, TsError> {
+    TRANSFORM_CALLS.fetch_add(1, Ordering::Relaxed);
+    check_size(&source, &options)?;
+    let stack_size = options.stack_size;
+    let work = move || transform_on_this_thread(&source, &options);
+    if stack_size <= DEFAULT_STACK_SIZE {
+        pool::transform_pool().run_async(work).await
+    } else {
+        pool::run_on_own_thread(stack_size, work).await
+    }
+}
+
+/// Threads of the transform pool: the number of cores
+/// ([`std::thread::available_parallelism`]), at least two. They are started
+/// one at a time, when a transform finds every started thread busy, and live
+/// as long as the process.
+pub fn transform_pool_size() -> usize {
+    pool::pool_size()
+}
+
+/// Pool threads started so far in this process (never more than
+/// [`transform_pool_size`]). For tests.
+#[doc(hidden)]
+pub fn transform_threads_started() -> usize {
+    pool::transform_pool().threads_started()
+}
+
+fn check_size(source: &str, options: &TransformOptions) -> Result<(), TsError> {
     if source.len() > options.max_source_bytes {
         return Err(TsError::SourceTooLarge {
             actual: source.len(),
             limit: options.max_source_bytes,
         });
     }
-    if let Err(offset) = nesting::check_nesting(source, options.max_nesting_depth) {
+    Ok(())
+}
+
+/// The nesting bound of `source`, as a [`TsError::NestingTooDeep`] at the
+/// user's position.
+fn check_nesting(source: &str, limit: usize) -> Result<(), TsError> {
+    nesting::check_nesting(source, limit).map_err(|offset| {
         let position = LineColumn::of_offset(source, offset);
-        return Err(TsError::NestingTooDeep {
-            limit: options.max_nesting_depth,
+        TsError::NestingTooDeep {
+            limit,
             line: position.line,
             column: position.column,
-        });
-    }
-    let wrapper = CellWrapper::for_source(source);
-    std::thread::scope(|scope| {
-        let worker = std::thread::Builder::new()
-            .name("codemode-ts".to_owned())
-            .stack_size(options.stack_size)
-            .spawn_scoped(scope, || wrapper.transform(source))
-            .map_err(|error| TsError::Internal {
-                message: format!("cannot start the transform thread: {error}"),
-            })?;
-        worker.join().unwrap_or_else(|panic| {
-            let reason = panic
-                .downcast_ref::<&str>()
-                .map(|reason| (*reason).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown reason".to_owned());
-            Err(TsError::Internal {
-                message: format!("the transformer panicked: {reason}"),
-            })
-        })
+        }
     })
+}
+
+/// The whole transform, on the current thread (a pool thread).
+fn transform_on_this_thread(source: &str, options: &TransformOptions) -> Result<String, TsError> {
+    check_nesting(source, options.max_nesting_depth)?;
+    CellWrapper::for_source(source).transform(source, options.max_nesting_depth)
 }
