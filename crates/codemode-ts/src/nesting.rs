@@ -29,11 +29,17 @@
 //! backtick can hide many lines. So the scanner does not guess. Wherever the
 //! lexing is ambiguous it follows *every* reading, the way swc could read it:
 //!
-//! - a `/` after an operand (identifier, keyword, literal, `)`, `]`, `}`,
-//!   postfix `++`/`--`, non-null `!`, a type's closing `>`) is division in one
-//!   reading and the start of a regular expression in another (unless the
-//!   regular expression would be unterminated on its line, which swc rejects
-//!   as a fatal error);
+//! - a `/` where both an operand may have ended and an expression may
+//!   start is division in one reading and the start of a regular expression
+//!   in the other: after a keyword or contextual keyword (`of`, `await`,
+//!   `yield`, `return`, …, or any word spelled with escapes), after the `)`
+//!   of `if (…)`, `while (…)`, `for (…)`, `with (…)`, after any `}`, after
+//!   `++`, `--`, `!` and `>`, and after *any* token when a line break comes
+//!   first (TypeScript's automatic semicolons: `let x: T` then `/re/`).
+//!   After an identifier, a literal, `)` or `]` on the same line only
+//!   division is possible, and after an operator only a regular expression.
+//!   A regular expression that would be unterminated on its line is not a
+//!   reading: swc's lexer fails the parse there;
 //! - `<!--` inside a run of operator characters is an HTML-like comment in
 //!   one reading and operators in the other.
 //!
@@ -171,12 +177,28 @@ struct Frame {
     floor: usize,
 }
 
+/// What a `/` can be after the previous significant token.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Slash {
+    /// Only the start of a regular expression: nothing to divide (after an
+    /// operator, `(`, `,`, `;`, …).
+    #[default]
+    Regex,
+    /// Only a division: an operand ended, and nothing can start an
+    /// expression right after it (an identifier, a literal, `)`, `]`). After
+    /// a line break, either (TypeScript's automatic semicolons).
+    Division,
+    /// Either: an operand may have ended, or a statement or expression may
+    /// start (`)` of `if (…)`, `}`, keywords such as `of`, postfix or prefix
+    /// `++`).
+    Either,
+}
+
 /// What the previous significant token allows next.
 #[derive(Clone, Copy, Debug, Default)]
 struct After {
-    /// It may end an operand: a `/` here may divide (or start a regular
-    /// expression); otherwise only a regular expression can start here.
-    slash_divides: bool,
+    /// What a `/` here can be.
+    slash: Slash,
     /// It is a complete operand: a line break and then a word (other than a
     /// continuation) start a new statement.
     operand_end: bool,
@@ -198,7 +220,11 @@ impl After {
     /// The more cautious of two states (used when readings join).
     fn join(self, other: After) -> After {
         After {
-            slash_divides: self.slash_divides || other.slash_divides,
+            slash: if self.slash == other.slash {
+                self.slash
+            } else {
+                Slash::Either
+            },
             operand_end: self.operand_end && other.operand_end,
             block_end: self.block_end && other.block_end,
             statement_start: self.statement_start || other.statement_start,
@@ -217,7 +243,7 @@ impl After {
     /// After a literal, a template or a regular expression.
     fn operand() -> After {
         After {
-            slash_divides: true,
+            slash: Slash::Division,
             operand_end: true,
             ..After::default()
         }
@@ -521,7 +547,13 @@ impl Reading {
             self.set_floor();
         }
         self.finish_token(After {
-            slash_divides: true,
+            // After `if (…)` a statement starts, which may be a regular
+            // expression.
+            slash: if header {
+                Slash::Either
+            } else {
+                Slash::Division
+            },
             operand_end: !header,
             statement_start: header,
             ..After::default()
@@ -539,7 +571,8 @@ impl Reading {
         // is still parsed, so it is still counted.
         let _ = self.pop(Opener::Brace);
         self.finish_token(After {
-            slash_divides: true,
+            // A block's `}` (a statement may follow) or an object's.
+            slash: Slash::Either,
             block_end: true,
             statement_start: true,
             ..After::default()
@@ -597,8 +630,16 @@ impl Reading {
         if prefix_end {
             self.set_floor();
         }
+        // A keyword such as `of`, `await`, `return` takes an expression; so
+        // may a word spelled with escapes. After any other word, only a
+        // division can follow on the same line.
+        let slash = if keyword || word.contains(&b'\\') {
+            Slash::Either
+        } else {
+            Slash::Division
+        };
         self.finish_token(After {
-            slash_divides: true,
+            slash,
             operand_end: !keyword,
             statement_start: prefix_end,
             label_candidate: (after.statement_start || restart) && !keyword && !number,
@@ -657,10 +698,16 @@ impl Reading {
         if label {
             self.set_floor();
         }
-        // Postfix `++`/`--`, non-null `!` and a type's `>` end an operand.
-        let slash_divides = [&b"++"[..], b"--", b"!", b">"]
+        // `++`, `--`, `!` and `>` may end an operand (postfix, non-null, the
+        // end of type arguments) or not (prefix, comparison).
+        let slash = if [&b"++"[..], b"--", b"!", b">"]
             .iter()
-            .any(|ending| run.ends_with(ending));
+            .any(|ending| run.ends_with(ending))
+        {
+            Slash::Either
+        } else {
+            Slash::Regex
+        };
         // `fork` was cloned before this run's fields were updated; its own
         // step re-reads the run's tail.
         if let Some(comment) = fork.as_deref_mut() {
@@ -669,7 +716,7 @@ impl Reading {
             comment.html_comment_is_code_at = None;
         }
         self.finish_token(After {
-            slash_divides,
+            slash,
             statement_start: label,
             dot: run.ends_with(b"."),
             ..After::expression_expected()
@@ -686,8 +733,13 @@ impl Reading {
     fn slash(&mut self, bytes: &[u8], limit: usize) -> Result<Step, usize> {
         let start = self.position;
         let regex_end = regex_end(bytes, start);
-        if !self.after.slash_divides {
-            // Only a regular expression can start here.
+        let slash = match self.after.slash {
+            // TypeScript ends a statement at a line break before a `/` that
+            // cannot continue it (`let x: T` then `/re/.test(s)`).
+            Slash::Division if self.line_break => Slash::Either,
+            slash => slash,
+        };
+        if slash == Slash::Regex {
             return Ok(match regex_end {
                 Some(end) => {
                     self.position = end;
@@ -697,10 +749,9 @@ impl Reading {
                 None => Step::Dead,
             });
         }
-        // Division here, but after a token that may end a statement (`)` of
-        // `if (…)`, `}` of a block, a keyword such as `of`, an operand before
-        // a line break in TypeScript) also a regular expression.
-        let fork = regex_end.map(|end| {
+        // Division; and where an expression may start too, a regular
+        // expression (unless it would be unterminated).
+        let fork = regex_end.filter(|_| slash == Slash::Either).map(|end| {
             let mut regex = self.clone();
             regex.position = end;
             regex.finish_token(After::operand());
@@ -970,9 +1021,9 @@ mod tests {
 
     #[test]
     fn too_many_readings_are_refused() {
-        // Every `/` may divide or start a regular expression that ends at a
-        // later one; the readings never meet again on one line.
-        let divisions = format!("x = a{}", " / (b".repeat(40));
+        // Every `/` after `of` may divide or start a regular expression that
+        // ends at a later one; the readings never meet again on one line.
+        let divisions = format!("x = of{}", " / (of".repeat(40));
         assert!(check_nesting(&divisions, 100_000).is_err());
     }
 }
