@@ -22,9 +22,6 @@ use std::task::{Context, Poll, Waker};
 
 use crate::TsError;
 
-/// Queued jobs per pool thread, on top of the ones running.
-pub(crate) const QUEUE_SLOTS_PER_THREAD: usize = 4;
-
 /// Work for a pool thread. It never panics (see [`job`]).
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
@@ -36,7 +33,7 @@ pub(crate) fn transform_pool() -> &'static Arc<TransformPool> {
         TransformPool::new(
             "codemode-ts",
             threads,
-            threads * QUEUE_SLOTS_PER_THREAD,
+            threads * crate::TRANSFORM_QUEUE_SLOTS_PER_THREAD,
             crate::DEFAULT_STACK_SIZE,
         )
     })
