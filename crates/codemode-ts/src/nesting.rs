@@ -427,7 +427,19 @@ impl Reading {
             b'}' => self.close_brace(bytes, limit)?,
             b';' => self.semicolon(),
             b',' => self.comma(),
-            _ if is_word_byte(byte) => self.word(bytes, limit)?,
+            _ if byte >= 0x80 => match character_at(bytes, self.position) {
+                // U+2028 and U+2029 end lines (and line comments) for swc.
+                Some(character @ ('\u{2028}' | '\u{2029}')) => {
+                    self.line_break = true;
+                    self.position += character.len_utf8();
+                }
+                Some(character) if character.is_alphanumeric() => self.word(bytes, limit)?,
+                // Unicode white space (or an identifier part such as a joiner,
+                // which splitting into two words only over-counts).
+                Some(character) => self.position += character.len_utf8(),
+                None => self.position += 1,
+            },
+            _ if starts_word(byte) => self.word(bytes, limit)?,
             _ if is_operator_byte(byte) => return self.operator_run(bytes, limit),
             // A stray byte (a control character): nothing to count.
             _ => self.position += 1,
@@ -610,7 +622,10 @@ impl Reading {
         let after = self.after;
         let number = word.first().is_some_and(u8::is_ascii_digit);
         let property = after.dot;
-        let keyword = !property && !number && PREFIX_WORDS.contains(&word);
+        // A keyword spelled with escapes is an error swc may recover from:
+        // count it as a keyword too.
+        let escaped = word.contains(&b'\\');
+        let keyword = !property && !number && (escaped || PREFIX_WORDS.contains(&word));
         let continuation = !property && CONTINUATION_WORDS.contains(&word);
         let restart = !property
             && !continuation
@@ -633,7 +648,7 @@ impl Reading {
         // A keyword such as `of`, `await`, `return` takes an expression; so
         // may a word spelled with escapes. After any other word, only a
         // division can follow on the same line.
-        let slash = if keyword || word.contains(&b'\\') {
+        let slash = if keyword {
             Slash::Either
         } else {
             Slash::Division
@@ -644,7 +659,7 @@ impl Reading {
             statement_start: prefix_end,
             label_candidate: (after.statement_start || restart) && !keyword && !number,
             word: true,
-            header_word: !property && HEADER_WORDS.contains(&word),
+            header_word: !property && (escaped || HEADER_WORDS.contains(&word)),
             ..After::default()
         });
         Ok(())
@@ -763,9 +778,10 @@ impl Reading {
         Ok(fork.map_or(Step::Continue, Step::Fork))
     }
 
+    /// To the end of the line (`\n`, `\r`, U+2028 or U+2029, as swc).
     fn skip_line_comment(&mut self, bytes: &[u8]) {
         while let Some(&byte) = bytes.get(self.position) {
-            if matches!(byte, b'\n' | b'\r') {
+            if matches!(byte, b'\n' | b'\r') || is_unicode_line_break(bytes, self.position) {
                 return;
             }
             self.position += 1;
@@ -779,7 +795,7 @@ impl Reading {
                 self.position += 2;
                 return;
             }
-            if matches!(byte, b'\n' | b'\r') {
+            if matches!(byte, b'\n' | b'\r') || is_unicode_line_break(bytes, self.position) {
                 self.line_break = true;
             }
             self.position += 1;
@@ -855,18 +871,65 @@ fn regex_end(bytes: &[u8], start: usize) -> Option<usize> {
             }
             b'[' => in_class = true,
             b']' => in_class = false,
-            b'/' if !in_class => return Some(skip_word(bytes, position + 1)),
+            b'/' if !in_class => return Some(skip_flags(bytes, position + 1)),
             _ => {}
         }
         position += 1;
     }
 }
 
+/// The end of the word starting at `position`: ASCII letters, digits, `_`,
+/// `$`, `\` (escapes) and alphanumeric Unicode characters; a leading `#`
+/// (private name) or `@`. Anything else ends it, so a keyword is never
+/// glued to its neighbour (swc may split where this does not only by
+/// over-counting).
 fn skip_word(bytes: &[u8], mut position: usize) -> usize {
-    while bytes.get(position).copied().is_some_and(is_word_byte) {
+    if matches!(bytes.get(position), Some(b'#' | b'@')) {
+        position += 1;
+    }
+    while let Some(&byte) = bytes.get(position) {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'$' | b'\\') {
+            position += 1;
+        } else if byte >= 0x80 {
+            match character_at(bytes, position) {
+                Some(character) if character.is_alphanumeric() => {
+                    position += character.len_utf8();
+                }
+                _ => break,
+            }
+        } else {
+            break;
+        }
+    }
+    position
+}
+
+/// The end of a regular expression's flags: ASCII letters and digits only
+/// (stopping early only makes the rest count as code).
+fn skip_flags(bytes: &[u8], mut position: usize) -> usize {
+    while bytes.get(position).is_some_and(u8::is_ascii_alphanumeric) {
         position += 1;
     }
     position
+}
+
+/// The character whose UTF-8 encoding starts at `position`, if one does.
+fn character_at(bytes: &[u8], position: usize) -> Option<char> {
+    let length = match *bytes.get(position)? {
+        0x00..=0x7f => 1,
+        0xc0..=0xdf => 2,
+        0xe0..=0xef => 3,
+        0xf0..=0xf7 => 4,
+        _ => return None,
+    };
+    let encoded = bytes.get(position..position + length)?;
+    std::str::from_utf8(encoded).ok()?.chars().next()
+}
+
+/// U+2028 or U+2029 at `position`: line terminators for swc.
+fn is_unicode_line_break(bytes: &[u8], position: usize) -> bool {
+    starts_with(bytes, position, "\u{2028}".as_bytes())
+        || starts_with(bytes, position, "\u{2029}".as_bytes())
 }
 
 fn starts_with(bytes: &[u8], position: usize, prefix: &[u8]) -> bool {
@@ -877,10 +940,8 @@ fn starts_with(bytes: &[u8], position: usize, prefix: &[u8]) -> bool {
 
 /// Identifier, number and escape bytes (any non-ASCII byte too: Unicode
 /// identifiers, and over-counting a Unicode space is harmless).
-fn is_word_byte(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric()
-        || matches!(byte, b'_' | b'$' | b'#' | b'@' | b'\\')
-        || byte >= 0x80
+fn starts_word(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'$' | b'#' | b'@' | b'\\')
 }
 
 /// Bytes of operator tokens, except `/` (handled on its own: it may start a
@@ -1010,6 +1071,27 @@ mod tests {
         ] {
             assert!(!depth_ok(&hostile, 64), "{hostile:.60}");
         }
+    }
+
+    #[test]
+    fn unicode_spaces_and_line_breaks_are_read_as_swc_reads_them() {
+        let chain = "-+".repeat(100);
+        for hostile in [
+            // No-break spaces between keywords: each still counts.
+            format!("x = {}y", "typeof\u{a0}".repeat(100)),
+            format!("x = {}y", "await\u{3000}".repeat(100)),
+            // U+2028 ends a line comment ...
+            format!("x = 1 // note\u{2028}{chain}1"),
+            // ... and is a line break before `-->`.
+            format!("x = 1\u{2028}--> `\n{chain}1\n`"),
+            format!("x = 1 /* \u{2029} */ --> `\n{chain}1\n`"),
+        ] {
+            assert!(!depth_ok(&hostile, 64), "{hostile:.60}");
+        }
+        assert!(depth_ok(
+            "const naïve = 'é' + `ü${ß}`; // …\u{2028}x = 1",
+            16
+        ));
     }
 
     #[test]
