@@ -259,6 +259,11 @@ enum Step {
     /// This reading is a fatal syntax error here (an unterminated regular
     /// expression): swc stops, so nothing after it matters for this reading.
     Dead,
+    /// A closer that matches no open bracket: a fatal syntax error in swc
+    /// if this is its reading. Nothing was closed; the caller drops this
+    /// reading if another one exists (a wrong guess about a `/` is far
+    /// likelier than broken code) and otherwise keeps going.
+    Mismatch,
     /// End of the text.
     Done,
 }
@@ -292,6 +297,13 @@ pub(crate) fn check_nesting(source: &str, limit: usize) -> Result<(), usize> {
     loop {
         match current.step(bytes, limit)? {
             Step::Continue => {}
+            Step::Mismatch if others.is_empty() => continue,
+            Step::Mismatch => {
+                if let Some(next) = take_furthest_behind(&mut others) {
+                    current = next;
+                }
+                continue;
+            }
             Step::Fork(other) => {
                 if others.len() + 2 > MAX_READINGS {
                     return Err(current.position);
@@ -423,8 +435,8 @@ impl Reading {
                 self.scan_template(bytes, limit)?;
             }
             b'(' | b'[' | b'{' => self.open(byte, limit)?,
-            b')' | b']' => self.close_group(byte),
-            b'}' => self.close_brace(bytes, limit)?,
+            b')' | b']' => return Ok(self.close_group(byte)),
+            b'}' => return self.close_brace(bytes, limit),
             b';' => self.semicolon(),
             b',' => self.comma(),
             _ if byte >= 0x80 => match character_at(bytes, self.position) {
@@ -545,7 +557,7 @@ impl Reading {
         Ok(())
     }
 
-    fn close_group(&mut self, byte: u8) {
+    fn close_group(&mut self, byte: u8) -> Step {
         self.position += 1;
         self.close_angles();
         let opener = if byte == b')' {
@@ -553,8 +565,11 @@ impl Reading {
         } else {
             Opener::Bracket
         };
-        // A closer that does not match is a syntax error: nothing to close.
-        let header = self.pop(opener).is_some_and(|frame| frame.header);
+        let Some(frame) = self.pop(opener) else {
+            self.finish_token(After::operand());
+            return Step::Mismatch;
+        };
+        let header = frame.header;
         if header {
             self.set_floor();
         }
@@ -570,18 +585,24 @@ impl Reading {
             statement_start: header,
             ..After::default()
         });
+        Step::Continue
     }
 
-    fn close_brace(&mut self, bytes: &[u8], limit: usize) -> Result<(), usize> {
+    fn close_brace(&mut self, bytes: &[u8], limit: usize) -> Result<Step, usize> {
         self.position += 1;
         self.close_angles();
         if self.pop(Opener::Substitution).is_some() {
             // Back inside the template literal.
-            return self.scan_template(bytes, limit);
+            self.scan_template(bytes, limit)?;
+            return Ok(Step::Continue);
         }
-        // An unmatched `}` may close the cell wrapper: the text after it
-        // is still parsed, so it is still counted.
-        let _ = self.pop(Opener::Brace);
+        // A `}` at the root may close the cell wrapper: the text after it is
+        // still parsed, so it is still counted.
+        let matched = self.pop(Opener::Brace).is_some()
+            || self
+                .frames
+                .last()
+                .is_some_and(|frame| frame.opener == Opener::Root);
         self.finish_token(After {
             // A block's `}` (a statement may follow) or an object's.
             slash: Slash::Either,
@@ -589,7 +610,11 @@ impl Reading {
             statement_start: true,
             ..After::default()
         });
-        Ok(())
+        Ok(if matched {
+            Step::Continue
+        } else {
+            Step::Mismatch
+        })
     }
 
     fn semicolon(&mut self) {
@@ -616,7 +641,11 @@ impl Reading {
 
     fn word(&mut self, bytes: &[u8], limit: usize) -> Result<(), usize> {
         let start = self.position;
-        self.position = skip_word(bytes, start);
+        self.position = if bytes.get(start).is_some_and(u8::is_ascii_digit) {
+            skip_number(bytes, start)
+        } else {
+            skip_word(bytes, start)
+        };
         let word = bytes.get(start..self.position).unwrap_or_default();
         let restore = self.restore.take();
         let after = self.after;
@@ -904,6 +933,53 @@ fn skip_word(bytes: &[u8], mut position: usize) -> usize {
     position
 }
 
+/// The end of the numeric literal starting at `position`, as swc lexes it:
+/// `1.` and `1.5e-3` are one token each (so `1./x/` divides), `1.e5.x` is a
+/// number and a member access.
+fn skip_number(bytes: &[u8], mut position: usize) -> usize {
+    let digits = |bytes: &[u8], mut position: usize| {
+        while bytes
+            .get(position)
+            .is_some_and(|&byte| byte.is_ascii_digit() || byte == b'_')
+        {
+            position += 1;
+        }
+        position
+    };
+    if bytes.get(position) == Some(&b'0')
+        && matches!(
+            bytes.get(position + 1),
+            Some(b'x' | b'X' | b'o' | b'O' | b'b' | b'B')
+        )
+    {
+        position += 2;
+        while bytes
+            .get(position)
+            .is_some_and(|&byte| byte.is_ascii_alphanumeric() || byte == b'_')
+        {
+            position += 1;
+        }
+        return position;
+    }
+    position = digits(bytes, position);
+    if bytes.get(position) == Some(&b'.') {
+        position = digits(bytes, position + 1);
+    }
+    if matches!(bytes.get(position), Some(b'e' | b'E')) {
+        let sign = usize::from(matches!(bytes.get(position + 1), Some(b'+' | b'-')));
+        if bytes
+            .get(position + 1 + sign)
+            .is_some_and(u8::is_ascii_digit)
+        {
+            position = digits(bytes, position + 1 + sign);
+        }
+    }
+    if bytes.get(position) == Some(&b'n') {
+        position += 1;
+    }
+    position
+}
+
 /// The end of a regular expression's flags: ASCII letters and digits only
 /// (stopping early only makes the rest count as code).
 fn skip_flags(bytes: &[u8], mut position: usize) -> usize {
@@ -1092,6 +1168,33 @@ mod tests {
             "const naïve = 'é' + `ü${ß}`; // …\u{2028}x = 1",
             16
         ));
+    }
+
+    #[test]
+    fn numbers_are_single_tokens() {
+        let chain = "-+".repeat(100);
+        for hostile in [
+            // `1.` is a number: the `/` after it divides.
+            format!("x = 1./ {chain}1 / 2"),
+            format!("x = 1./ 2;\n{chain}1"),
+            // The member access after a number still counts.
+            format!("x = 1.5e+3{}", ".a".repeat(100)),
+        ] {
+            assert!(!depth_ok(&hostile, 64), "{hostile:.60}");
+        }
+        assert!(depth_ok(
+            "x = [0x1F, 1_000n, .5, 1.e3, 2e-3, 0b1010, 1..toString()];",
+            16
+        ));
+    }
+
+    #[test]
+    fn a_wrong_guess_with_unbalanced_brackets_is_dropped() {
+        // The regular-expression reading of `a! / (` leaves a `(` open and
+        // closes `f(`; its `)` then matches nothing, so it is dropped
+        // instead of drifting (and multiplying) for the rest of the text.
+        let line = "y = f(a! / (n - 1 / 2));\n";
+        assert!(depth_ok(&line.repeat(200), 32));
     }
 
     #[test]
