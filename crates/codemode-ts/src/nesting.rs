@@ -41,21 +41,30 @@
 //!   A regular expression that would be unterminated on its line is not a
 //!   reading: swc's lexer fails the parse there;
 //! - `<!--` inside a run of operator characters is an HTML-like comment in
-//!   one reading and operators in the other.
+//!   one reading and operators in the other;
+//! - a `#!` line at the very start is a comment (module parse) and code
+//!   (inside the cell wrapper).
 //!
 //! Readings advance in lock-step by position. Two readings at the same place
 //! with the same brackets open become one whose chains are the larger of both
 //! and whose other state is the more cautious of both (for example "a `/` here
 //! may divide" if either says so), so every reading, and therefore the one
 //! swc takes, stays below the estimate. Ordinary code re-joins within a line;
-//! more than [`MAX_READINGS`] readings at once is refused like too deep a
-//! nesting, as is any reading that crosses the limit.
+//! a reading whose closing bracket matches nothing is dropped while another
+//! reading exists (swc fails the parse there if it is its reading). More than
+//! [`MAX_READINGS`] readings at once is refused like too deep a nesting, as
+//! is any reading that crosses the limit.
 //!
 //! Everything else the lexer does is followed exactly: strings (which end at
 //! an unescaped line break, as swc ends them), template literals and their
 //! substitutions, `//`, `/* */`, `<!--` at the start of a token and `-->`
-//! after a line break (HTML-like comments of script code), and regular
-//! expressions with their character classes.
+//! after a line break (HTML-like comments of script code), regular
+//! expressions with their character classes, numeric literals (`1.` is one
+//! token), and Unicode: U+2028 and U+2029 end lines and line comments, other
+//! non-alphanumeric characters (no-break and other Unicode spaces) separate
+//! words, so `typeof` `typeof` with a no-break space between still counts
+//! twice. Where swc could split a word this scanner keeps whole, it only
+//! counts more.
 
 /// Most readings of one text followed at once before it is refused.
 pub(crate) const MAX_READINGS: usize = 16;
@@ -294,6 +303,14 @@ pub(crate) fn check_nesting(source: &str, limit: usize) -> Result<(), usize> {
     let mut current = Reading::new();
     // The other readings; `current` is always one furthest behind.
     let mut others: Vec<Reading> = Vec::new();
+    if bytes.starts_with(b"#!") {
+        // A hashbang line is a comment where the text starts a module (the
+        // parse that finds type-only imports), and code inside the cell
+        // wrapper: both readings.
+        let mut hashbang = Reading::new();
+        hashbang.skip_line_comment(bytes);
+        others.push(hashbang);
+    }
     loop {
         match current.step(bytes, limit)? {
             Step::Continue => {}
@@ -1195,6 +1212,14 @@ mod tests {
         // instead of drifting (and multiplying) for the rest of the text.
         let line = "y = f(a! / (n - 1 / 2));\n";
         assert!(depth_ok(&line.repeat(200), 32));
+    }
+
+    #[test]
+    fn a_hashbang_line_is_read_both_ways() {
+        let chain = "-+".repeat(100);
+        assert!(!depth_ok(&format!("#!/usr/bin/env `\n{chain}1\n`"), 64));
+        assert!(!depth_ok(&format!("#!/bin/sh\nx = {chain}1"), 64));
+        assert!(depth_ok("#!/usr/bin/env node\nreturn 1;", 16));
     }
 
     #[test]
