@@ -63,8 +63,8 @@
 //! token), and Unicode: U+2028 and U+2029 end lines and line comments, other
 //! non-alphanumeric characters (no-break and other Unicode spaces) separate
 //! words, so `typeof` `typeof` with a no-break space between still counts
-//! twice. Where swc could split a word this scanner keeps whole, it only
-//! counts more.
+//! twice. Where this scanner splits a word that swc keeps whole (a joiner
+//! inside an identifier), it only counts more.
 
 /// Most readings of one text followed at once before it is refused.
 pub(crate) const MAX_READINGS: usize = 16;
