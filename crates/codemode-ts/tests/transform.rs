@@ -503,6 +503,29 @@ const EXPRESSION_LAYERS: &[Layer] = &[
     layer("1 + ", ""),
 ];
 
+/// Statement nestings, and Unicode spellings the lexer must read as swc does.
+const STATEMENT_LAYERS: &[Layer] = &[
+    layer("if (a) ", ""),
+    layer("if (a) x; else ", ""),
+    layer("if (a) {} else ", ""),
+    layer("l: ", ""),
+    layer("do ", " while (a)"),
+    layer("{ ", " }"),
+    layer("for (const x of y) ", ""),
+    layer("for await (const x of y) ", ""),
+    layer("while (a) ", ""),
+    layer("with (o) ", ""),
+    layer("try { ", " } finally {}"),
+    layer("switch (a) { case 1: ", " }"),
+    layer("(() => { ", " })();"),
+    layer("x, ", ""),
+    layer("x;\n", ""),
+    layer("typeof\u{a0}", ""),
+    layer("await\u{3000}", ""),
+    layer("1./ ", ""),
+    layer("a\u{2028}/`/.test(", ")"),
+];
+
 /// Type nestings.
 const TYPE_LAYERS: &[Layer] = &[
     layer("Array<", ">"),
@@ -553,6 +576,11 @@ const ORDINARY_STATEMENTS: &[&str] = &[
     "function f{i}<T extends object>(xs: readonly T[]): T | undefined { return xs[0]; }",
     "type T{i} = { [K in keyof U]?: U[K] extends string ? K : never };",
     "const e{i} = a < b && c > d ? a : b;",
+    "const g{i} = map.get(key)! / total; // see `docs` / notes",
+    "const h{i} = /[\"'`(]/g.test(text) && `${done / total}%`.length > 2",
+    "if (!ok) {\n  throw new Error(`bad: ${(a / b).toFixed(2)}`)\n}",
+    "const k{i} = items\n  .filter((i) => i.size / 2 > 1)\n  .map((i) => ({ ...i, ratio: i.a / i.b }))",
+    "label{i}: for (const x of [1, 2]) { if (x / 2 > 0) continue label{i}; }",
 ];
 
 proptest! {
@@ -563,6 +591,14 @@ proptest! {
     #[test]
     fn nested_expressions_never_overflow(layers in layer_stack(EXPRESSION_LAYERS)) {
         let cell = nested("let of = 2, a = 1, b = 2, s = '', t = String.raw, f = (x: unknown) => x;\nreturn ", &layers, "1", ";");
+        if let Err(error) = transform(&cell) {
+            prop_assert!(error.to_string().starts_with("typescript transform failed: "));
+        }
+    }
+
+    #[test]
+    fn nested_statements_never_overflow(layers in layer_stack(STATEMENT_LAYERS)) {
+        let cell = nested("let a = 1, x = 2, y = [1], o = {};\n", &layers, "-+1;", "\nreturn x;");
         if let Err(error) = transform(&cell) {
             prop_assert!(error.to_string().starts_with("typescript transform failed: "));
         }
