@@ -402,6 +402,24 @@ fn concurrent_transforms_share_a_bounded_pool() {
     assert!(pool_threads_alive() <= transform_pool_size());
 }
 
+#[test]
+fn the_async_transform_can_move_between_worker_threads() {
+    fn assert_send<T: Send>(value: T) -> T {
+        value
+    }
+    let future = assert_send(transform_async(
+        "return 1 as number;".to_owned(),
+        TransformOptions::default(),
+    ));
+    let output = std::thread::spawn(move || block_on_all(vec![future]))
+        .join()
+        .expect("polling thread");
+    assert!(
+        matches!(output.as_slice(), [Ok(js)] if js.trim() == "return 1;"),
+        "{output:?}"
+    );
+}
+
 /// Threads of this process named `codemode-ts-*`.
 #[cfg(target_os = "linux")]
 fn pool_threads_alive() -> usize {
