@@ -4,8 +4,10 @@
 //! per level of syntax nesting, and a Rust stack overflow aborts the process,
 //! so pathological input (100,000 `(`, `-+-+…x`, `a.b.c…`, `if (a) if (b) …`,
 //! `Array<Array<…>>`, `` x`a``b`… ``) must be refused *before* parsing. This
-//! scanner runs in O(n) time for a fixed limit and O(limit) memory, and
-//! refuses input whose estimated depth crosses the limit.
+//! scanner refuses input whose estimated depth crosses the limit. It runs in
+//! O(n) time (at most [`MAX_READINGS`] readings step over each byte; forking
+//! a reading is O(1)) and O(limit) memory (the open frames, shared between
+//! readings).
 //!
 //! # The estimate
 //!
@@ -65,6 +67,8 @@
 //! words, so `typeof` `typeof` with a no-break space between still counts
 //! twice. Where this scanner splits a word that swc keeps whole (a joiner
 //! inside an identifier), it only counts more.
+
+use std::rc::Rc;
 
 /// Most readings of one text followed at once before it is refused.
 pub(crate) const MAX_READINGS: usize = 16;
@@ -277,12 +281,144 @@ enum Step {
     Done,
 }
 
+/// The open frames, innermost first; the outermost is the root and is never
+/// closed.
+///
+/// Only the innermost frame ever changes, so it is kept inline and the ones
+/// around it form an immutable list shared between readings: a fork clones
+/// a reading in O(1), and comparing or joining two readings stops where
+/// they share frames (usually right below what changed since they forked).
+#[derive(Clone)]
+struct FrameStack {
+    top: Frame,
+    outer: Outer,
+    len: usize,
+}
+
+/// The frames around the innermost one.
+#[derive(Clone, Default)]
+struct Outer(Option<Rc<OuterNode>>);
+
+struct OuterNode {
+    frame: Frame,
+    outer: Outer,
+}
+
+impl Drop for OuterNode {
+    /// Iteratively: dropping a long list recursively could itself overflow
+    /// the stack.
+    fn drop(&mut self) {
+        let mut next = self.outer.0.take();
+        while let Some(node) = next {
+            next = match Rc::try_unwrap(node) {
+                Ok(mut node) => node.outer.0.take(),
+                // Still shared: the rest lives on.
+                Err(_) => None,
+            };
+        }
+    }
+}
+
+impl FrameStack {
+    fn new(root: Frame) -> FrameStack {
+        FrameStack {
+            top: root,
+            outer: Outer::default(),
+            len: 1,
+        }
+    }
+
+    fn top(&self) -> &Frame {
+        &self.top
+    }
+
+    fn top_mut(&mut self) -> &mut Frame {
+        &mut self.top
+    }
+
+    fn push(&mut self, frame: Frame) {
+        let below = std::mem::replace(&mut self.top, frame);
+        let outer = std::mem::take(&mut self.outer);
+        self.outer = Outer(Some(Rc::new(OuterNode {
+            frame: below,
+            outer,
+        })));
+        self.len += 1;
+    }
+
+    /// Close the innermost frame; never the root.
+    fn pop(&mut self) -> Option<Frame> {
+        let node = self.outer.0.take()?;
+        let (frame, outer) = match Rc::try_unwrap(node) {
+            Ok(mut node) => (node.frame, std::mem::take(&mut node.outer)),
+            Err(shared) => (shared.frame, shared.outer.clone()),
+        };
+        self.outer = outer;
+        self.len -= 1;
+        Some(std::mem::replace(&mut self.top, frame))
+    }
+
+    /// The same brackets are open in both.
+    fn same_openers(&self, other: &FrameStack) -> bool {
+        if self.len != other.len || self.top.opener != other.top.opener {
+            return false;
+        }
+        let (mut mine, mut theirs) = (&self.outer, &other.outer);
+        loop {
+            match (&mine.0, &theirs.0) {
+                (None, None) => return true,
+                (Some(a), Some(b)) if Rc::ptr_eq(a, b) => return true,
+                (Some(a), Some(b)) if a.frame.opener == b.frame.opener => {
+                    mine = &a.outer;
+                    theirs = &b.outer;
+                }
+                _ => return false,
+            }
+        }
+    }
+
+    /// Take the larger chain and floor of each frame of `other` (which has
+    /// the same openers); returns how much the sum of the chains grew.
+    fn join(&mut self, other: &FrameStack) -> usize {
+        let mut grown = join_frame(&mut self.top, &other.top);
+        let mut differing = Vec::new();
+        let (mut mine, mut theirs) = (&self.outer, &other.outer);
+        let shared = loop {
+            match (&mine.0, &theirs.0) {
+                (Some(a), Some(b)) if !Rc::ptr_eq(a, b) => {
+                    let mut frame = a.frame;
+                    grown += join_frame(&mut frame, &b.frame);
+                    differing.push(frame);
+                    mine = &a.outer;
+                    theirs = &b.outer;
+                }
+                _ => break mine.clone(),
+            }
+        };
+        let mut outer = shared;
+        for frame in differing.into_iter().rev() {
+            outer = Outer(Some(Rc::new(OuterNode { frame, outer })));
+        }
+        self.outer = outer;
+        grown
+    }
+}
+
+/// The larger chain and floor of two frames into `mine`; returns how much its
+/// chain grew.
+fn join_frame(mine: &mut Frame, theirs: &Frame) -> usize {
+    let grown = theirs.chain.saturating_sub(mine.chain);
+    mine.chain += grown;
+    mine.floor = mine.floor.max(theirs.floor);
+    mine.header |= theirs.header;
+    grown
+}
+
 /// One way of lexing the text, with its estimate.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 struct Reading {
     position: usize,
-    /// Open frames; the first is the root and never popped.
-    frames: Vec<Frame>,
+    frames: FrameStack,
     /// Current estimate: open frames (except the root) plus all chains.
     depth: usize,
     after: After,
@@ -372,12 +508,12 @@ impl Reading {
     fn new() -> Reading {
         Reading {
             position: 0,
-            frames: vec![Frame {
+            frames: FrameStack::new(Frame {
                 opener: Opener::Root,
                 header: false,
                 chain: 0,
                 floor: 0,
-            }],
+            }),
             depth: 0,
             after: After {
                 statement_start: true,
@@ -397,24 +533,12 @@ impl Reading {
         self.position == other.position
             && self.line_break == other.line_break
             && self.html_comment_is_code_at == other.html_comment_is_code_at
-            && self.frames.len() == other.frames.len()
-            && self
-                .frames
-                .iter()
-                .rev()
-                .zip(other.frames.iter().rev())
-                .all(|(mine, theirs)| mine.opener == theirs.opener)
+            && self.frames.same_openers(&other.frames)
     }
 
     /// Become the more cautious of `self` and `other` (see [`can_join`](Self::can_join)).
     fn join(&mut self, other: &Reading, limit: usize) -> Result<(), usize> {
-        for (mine, theirs) in self.frames.iter_mut().zip(&other.frames) {
-            mine.chain = mine.chain.max(theirs.chain);
-            mine.floor = mine.floor.max(theirs.floor);
-            mine.header |= theirs.header;
-        }
-        self.depth = self.frames.iter().map(|frame| frame.chain).sum::<usize>()
-            + self.frames.len().saturating_sub(1);
+        self.depth += self.frames.join(&other.frames);
         self.after = self.after.join(other.after);
         self.restore = self.restore.max(other.restore);
         if self.depth > limit {
@@ -476,10 +600,6 @@ impl Reading {
         Ok(Step::Continue)
     }
 
-    fn top(&mut self) -> Option<&mut Frame> {
-        self.frames.last_mut()
-    }
-
     /// Record the end of a significant token.
     fn finish_token(&mut self, after: After) {
         self.after = after;
@@ -489,9 +609,7 @@ impl Reading {
 
     /// Add `amount` to the current chain, failing at `offset` past the limit.
     fn extend(&mut self, amount: usize, offset: usize, limit: usize) -> Result<(), usize> {
-        if let Some(frame) = self.top() {
-            frame.chain += amount;
-        }
+        self.frames.top_mut().chain += amount;
         self.depth += amount;
         if self.depth > limit {
             Err(offset)
@@ -523,7 +641,7 @@ impl Reading {
 
     /// Close the innermost frame if it was opened by `opener`.
     fn pop(&mut self, opener: Opener) -> Option<Frame> {
-        if self.frames.last()?.opener != opener {
+        if self.frames.top().opener != opener {
             return None;
         }
         let frame = self.frames.pop()?;
@@ -540,18 +658,16 @@ impl Reading {
     /// The chain restarts: a new statement begins.
     fn restart_statement(&mut self) {
         self.close_angles();
-        if let Some(frame) = self.frames.last_mut() {
-            self.depth = self.depth.saturating_sub(frame.chain);
-            frame.chain = 0;
-            frame.floor = 0;
-        }
+        let frame = self.frames.top_mut();
+        self.depth = self.depth.saturating_sub(frame.chain);
+        frame.chain = 0;
+        frame.floor = 0;
     }
 
     /// What follows is inside the statement prefix so far: `,` returns here.
     fn set_floor(&mut self) {
-        if let Some(frame) = self.top() {
-            frame.floor = frame.chain;
-        }
+        let frame = self.frames.top_mut();
+        frame.floor = frame.chain;
     }
 
     fn open(&mut self, byte: u8, limit: usize) -> Result<(), usize> {
@@ -615,11 +731,7 @@ impl Reading {
         }
         // A `}` at the root may close the cell wrapper: the text after it is
         // still parsed, so it is still counted.
-        let matched = self.pop(Opener::Brace).is_some()
-            || self
-                .frames
-                .last()
-                .is_some_and(|frame| frame.opener == Opener::Root);
+        let matched = self.pop(Opener::Brace).is_some() || self.frames.top().opener == Opener::Root;
         self.finish_token(After {
             // A block's `}` (a statement may follow) or an object's.
             slash: Slash::Either,
@@ -637,7 +749,7 @@ impl Reading {
     fn semicolon(&mut self) {
         self.position += 1;
         self.close_angles();
-        let chain = self.frames.last().map_or(0, |frame| frame.chain);
+        let chain = self.frames.top().chain;
         self.restart_statement();
         self.finish_token(After {
             statement_start: true,
@@ -648,11 +760,10 @@ impl Reading {
 
     fn comma(&mut self) {
         self.position += 1;
-        if let Some(frame) = self.frames.last_mut() {
-            let floor = frame.floor.min(frame.chain);
-            self.depth = self.depth.saturating_sub(frame.chain - floor);
-            frame.chain = floor;
-        }
+        let frame = self.frames.top_mut();
+        let floor = frame.floor.min(frame.chain);
+        self.depth = self.depth.saturating_sub(frame.chain - floor);
+        frame.chain = floor;
         self.finish_token(After::expression_expected());
     }
 
@@ -681,7 +792,7 @@ impl Reading {
         }
         let takes_back = word == b"else" || word == b"while";
         if let (true, Some(chain)) = (takes_back, restore) {
-            let current = self.frames.last().map_or(0, |frame| frame.chain);
+            let current = self.frames.top().chain;
             self.extend(chain.saturating_sub(current), start, limit)?;
         }
         if keyword || after.word {
@@ -772,7 +883,7 @@ impl Reading {
         // `fork` was cloned before this run's fields were updated; its own
         // step re-reads the run's tail.
         if let Some(comment) = fork.as_deref_mut() {
-            comment.frames.clone_from(&self.frames);
+            comment.frames = self.frames.clone();
             comment.depth = self.depth;
             comment.html_comment_is_code_at = None;
         }
@@ -1227,6 +1338,14 @@ mod tests {
         let nested = format!("x = {}1{}", "`${".repeat(50), "}`".repeat(50));
         assert!(!depth_ok(&nested, 40));
         assert!(depth_ok("x = `a${`b${c}`}d`", 16));
+    }
+
+    #[test]
+    fn deep_frames_are_freed_without_recursion() {
+        // With an absurd limit, 300,000 open frames (and a fork sharing
+        // them) are built and dropped on this test thread's small stack.
+        let text = format!("{}}}/x/ + 1", "(".repeat(300_000));
+        assert!(check_nesting(&text, usize::MAX).is_ok());
     }
 
     #[test]
