@@ -403,6 +403,35 @@ fn concurrent_transforms_share_a_bounded_pool() {
 }
 
 #[test]
+fn a_larger_stack_than_the_pool_has_gets_a_thread_of_its_own() {
+    let options = TransformOptions {
+        stack_size: 2 * codemode_ts::DEFAULT_STACK_SIZE,
+        ..TransformOptions::default()
+    };
+    assert_eq!(
+        transform_with("return 1 as number;", &options).map(|js| normalise(&js)),
+        Ok("return 1;".to_owned())
+    );
+    let asynchronous = block_on_all(vec![transform_async(
+        "return 2 as number;".to_owned(),
+        options,
+    )]);
+    assert!(
+        matches!(asynchronous.as_slice(), [Ok(js)] if js.trim() == "return 2;"),
+        "{asynchronous:?}"
+    );
+}
+
+#[test]
+fn declaration_checks_are_bounded_too() {
+    let hostile = format!("declare const x: {}number;", "keyof\u{a0}".repeat(100_000));
+    assert!(matches!(
+        codemode_ts::check_declaration_file(&hostile),
+        Err(TsError::NestingTooDeep { .. })
+    ));
+}
+
+#[test]
 fn the_async_transform_can_move_between_worker_threads() {
     fn assert_send<T: Send>(value: T) -> T {
         value
