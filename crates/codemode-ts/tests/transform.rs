@@ -402,6 +402,29 @@ fn concurrent_transforms_share_a_bounded_pool() {
     assert!(pool_threads_alive() <= transform_pool_size());
 }
 
+/// swc 47 trips over one of its own assertions on this input (found by
+/// `arbitrary_token_soup_never_panics` with more cases; debug builds). The
+/// pool catches the panic as an error and its threads keep working.
+#[test]
+fn a_panic_inside_swc_is_an_error_and_the_pool_lives_on() {
+    let tripping = "enum ${ ${ / as ; / import type";
+    for _ in 0..2 * transform_pool_size() {
+        let result = transform(tripping);
+        assert!(
+            matches!(
+                result,
+                Err(TsError::Internal { .. } | TsError::Syntax { .. })
+            ),
+            "{result:?}"
+        );
+        assert_eq!(
+            transform("return 1 as number;").map(|js| normalise(&js)),
+            Ok("return 1;".to_owned())
+        );
+    }
+    assert!(transform_threads_started() <= transform_pool_size());
+}
+
 #[test]
 fn a_larger_stack_than_the_pool_has_gets_a_thread_of_its_own() {
     let options = TransformOptions {
