@@ -296,7 +296,14 @@ proptest! {
         let source = tokens.join(" ");
         if let Err(error) = transform(&source) {
             prop_assert!(error.to_string().starts_with("typescript transform failed: "));
-            prop_assert!(!matches!(error, TsError::Internal { .. }), "{}: {:?}", error, source);
+            // swc itself panics on rare soups (see
+            // `a_panic_inside_swc_is_an_error_and_the_pool_lives_on`): that
+            // is caught and reported. Any other internal error is a bug here.
+            let swc_panicked = error.to_string().contains("the transformer panicked");
+            prop_assert!(
+                swc_panicked || !matches!(error, TsError::Internal { .. }),
+                "{}: {:?}", error, source
+            );
         }
     }
 
