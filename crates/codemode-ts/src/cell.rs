@@ -64,8 +64,18 @@ impl CellWrapper {
 
     /// Transform one cell body: erase type-only imports, wrap, transpile,
     /// map diagnostics back to the user's positions, unwrap.
-    pub(crate) fn transform(&self, source: &str) -> Result<String, TsError> {
+    ///
+    /// `source` has passed the nesting bound; the body without its type-only
+    /// imports (which lexes differently around them) must pass it too.
+    pub(crate) fn transform(
+        &self,
+        source: &str,
+        max_nesting_depth: usize,
+    ) -> Result<String, TsError> {
         let body = erase_type_only_imports(source);
+        if let Cow::Owned(erased) = &body {
+            crate::check_nesting(erased, max_nesting_depth)?;
+        }
         let program = self.wrap(&body);
         let output = transpile_program(&program)
             .map_err(|diagnostics| self.syntax_error(source, &program, &diagnostics))?;

@@ -10,7 +10,8 @@ use crate::position::LineColumn;
 /// Parses `source` as a TypeScript declaration file (`.d.ts` mode, as a module) and returns the
 /// number of top-level statements. Any diagnostic, fatal or recovered, is an error with the
 /// line and column of `source`. The size and nesting guards of [`crate::TransformOptions`]
-/// apply first, so hostile text cannot overflow the parser's stack.
+/// apply first, and the parser runs on a transform pool thread (like [`crate::transform`]), so
+/// hostile text cannot overflow the parser's stack, nor the caller's.
 ///
 /// ```
 /// assert_eq!(codemode_ts::check_declaration_file("declare namespace MCP { function f(): void; }")?, 1);
@@ -20,20 +21,19 @@ use crate::position::LineColumn;
 /// ```
 pub fn check_declaration_file(source: &str) -> Result<usize, TsError> {
     let options = crate::TransformOptions::default();
-    if source.len() > options.max_source_bytes {
-        return Err(TsError::SourceTooLarge {
-            actual: source.len(),
-            limit: options.max_source_bytes,
-        });
-    }
-    if let Err(offset) = crate::nesting::check_nesting(source, options.max_nesting_depth) {
-        let position = LineColumn::of_offset(source, offset);
-        return Err(TsError::NestingTooDeep {
-            limit: options.max_nesting_depth,
-            line: position.line,
-            column: position.column,
-        });
-    }
+    crate::check_size(source, &options)?;
+    let source = source.to_owned();
+    crate::pool::transform_pool().run_blocking(move || {
+        crate::check_nesting(&source, options.max_nesting_depth)?;
+        parse_declaration_file(&source, &options)
+    })
+}
+
+/// [`check_declaration_file`] on the current thread (a pool thread), after the guards.
+fn parse_declaration_file(
+    source: &str,
+    options: &crate::TransformOptions,
+) -> Result<usize, TsError> {
     const BASE: u32 = 1;
     let end = u32::try_from(source.len())
         .ok()

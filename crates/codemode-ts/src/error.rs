@@ -31,7 +31,8 @@ pub enum TsError {
         limit: usize,
     },
     /// The source nests deeper than [`TransformOptions::max_nesting_depth`](crate::TransformOptions)
-    /// (brackets plus unbracketed operator chains, estimated before parsing).
+    /// (brackets plus unbracketed operator chains, bounded before parsing), or
+    /// its lexing is too ambiguous to bound (rare; see that option).
     #[error("typescript transform failed: nesting deeper than {limit} levels at {line}:{column}")]
     NestingTooDeep {
         /// The configured limit.

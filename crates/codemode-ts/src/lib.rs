@@ -10,8 +10,16 @@
 //! Errors read `typescript transform failed: <parser message> at <line>:<col>`
 //! with the user's own 1-based line and column. Oversized input and
 //! pathologically nested input are rejected *before* parsing (see
-//! [`TransformOptions`]), and the parser runs on its own thread with a large
-//! stack, so hostile input cannot overflow the caller's stack.
+//! [`TransformOptions`]): the nesting bound is an upper bound of how deep swc
+//! recurses, whatever the input, so hostile input gets an error, never a
+//! stack overflow (which would abort the process).
+//!
+//! What runs is apart from where it runs: the parser and transform run on a
+//! small pool of long-lived threads with large stacks (see
+//! [`transform_pool_size`]), never on the caller's stack. [`transform`] and
+//! [`transform_with`] block their caller until the result is back;
+//! [`transform_async`] is the same for async callers and never blocks their
+//! thread.
 //!
 //! This crate is the only one in the workspace that knows swc. It knows
 //! nothing about the sandbox, the catalog, MCP or the host: it turns text into
@@ -32,6 +40,7 @@ mod cell;
 mod declarations;
 mod error;
 mod nesting;
+mod pool;
 mod position;
 mod transpile;
 
@@ -51,11 +60,16 @@ pub const DEFAULT_MAX_SOURCE_BYTES: usize = 1024 * 1024;
 /// brackets, or long operator chains (500 `+` terms in one expression).
 pub const DEFAULT_MAX_NESTING_DEPTH: usize = 512;
 
-/// Default [`TransformOptions::stack_size`]: 64 MiB of address space for the
-/// transform thread (pages are only committed when touched). Measured: an
-/// unoptimized build survives 4,000 levels of every construct the nesting
-/// estimate counts on this stack, an optimized one far more.
+/// Default [`TransformOptions::stack_size`], and the stack of every transform
+/// pool thread: 64 MiB of address space (pages are only committed when
+/// touched). Measured: an unoptimized build survives 4,000 levels of every
+/// construct the nesting estimate counts on this stack, an optimized one far
+/// more, so the default limit of 512 leaves a wide margin.
 pub const DEFAULT_STACK_SIZE: usize = 64 * 1024 * 1024;
+
+/// Queue slots of the transform pool per pool thread: transforms waiting for
+/// a thread, on top of the ones running (see [`transform_pool_size`]).
+pub const TRANSFORM_QUEUE_SLOTS_PER_THREAD: usize = 4;
 
 /// Limits of one transform. `Default` gives the documented defaults.
 ///
@@ -73,17 +87,34 @@ pub struct TransformOptions {
     /// can grow, e.g. by indentation of deeply nested blocks).
     pub max_source_bytes: usize,
     /// Largest accepted *estimated* nesting depth, checked by a linear
-    /// pre-parse scan: one per open bracket (`(`, `[`, `{`, `${`) plus the
-    /// length of the operator/keyword chain inside each (`!!!x`, `a.b.c`,
-    /// `if (a) if (b)`, `Array<Array<…>>`), restarted at `;`, `,` and at line
-    /// breaks that start a new statement. It bounds how deep the parser and
-    /// the transform recurse. It is an estimate: crafted input that misleads
-    /// its regular-expression heuristic can hide nesting on one line, which
-    /// is why [`stack_size`](Self::stack_size) is generous too.
+    /// pre-parse scan (O(n) time, O(limit) memory) on the transform thread:
+    /// one per open bracket (`(`, `[`, `{`, `${`, and every `<`) plus the
+    /// length of the chain inside each: every operator character (`-+-+x`
+    /// is four), keyword (`typeof`, `new`, `await`, `if`, `else`, …), template
+    /// literal and bracketed group (`a.b.c`, `f()()`, `if (a) if (b)`,
+    /// `Array<Array<…>>`). A chain shrinks only where the parser has certainly
+    /// returned: at `;`, at `,` (back to the statement prefix), and where a
+    /// word starts a new statement after a `}` or a line break.
+    ///
+    /// The estimate is never below how deep swc's parser, the transform and
+    /// the printer recurse, whatever the input: where lexing is ambiguous
+    /// (is this `/` a division or a regular expression, is this `<!--` a
+    /// comment?) the scan follows every reading and keeps the deepest, so
+    /// no regular expression, string or comment it guessed wrong can hide
+    /// brackets or operators. The price is rare false refusals of weird but
+    /// legal code, reported as [`TsError::NestingTooDeep`]: more than 16
+    /// such readings open at once (e.g. a long line of `of / (of / (…`), or
+    /// an estimate above the limit for code that is less deep than it looks.
+    ///
+    /// The guarantee that nothing overflows holds for limits the stack can
+    /// take: the default limit on the default stack, or a higher limit with
+    /// a proportionally larger [`stack_size`](Self::stack_size).
     pub max_nesting_depth: usize,
-    /// Stack size, in bytes, of the thread the parser and transform run on.
-    /// The caller's own stack (e.g. a 2 MiB async worker) is never used for
-    /// parsing.
+    /// Stack size, in bytes, the parser and transform need. Up to
+    /// [`DEFAULT_STACK_SIZE`] they run on the transform pool, whose threads
+    /// have that stack; a larger request runs on a thread of its own, started
+    /// for the call (named `ts-large-stack`). The caller's own stack (e.g. a
+    /// 2 MiB async worker) is never used for parsing.
     pub stack_size: usize,
 }
 
@@ -99,8 +130,8 @@ impl Default for TransformOptions {
 
 static TRANSFORM_CALLS: AtomicU64 = AtomicU64::new(0);
 
-/// Process-wide number of calls to [`transform`] and [`transform_with`]
-/// (successful or not). Lets the core prove that JavaScript cells never reach
+/// Process-wide number of calls to [`transform`], [`transform_with`] and
+/// [`transform_async`] (successful or not). Lets the core prove that JavaScript cells never reach
 /// this crate: the count does not move across a JavaScript `exec`.
 ///
 /// ```
@@ -124,8 +155,10 @@ pub fn transform_count() -> u64 {
 /// Import declarations other than type-only ones, and `export`, are errors:
 /// a cell is a function body, not a module.
 ///
-/// Each call runs the parser on a fresh thread with
-/// [`TransformOptions::stack_size`] of stack (a few tens of microseconds).
+/// The work runs on a transform pool thread (see [`transform_pool_size`]);
+/// this call blocks its thread until the result is back, first waiting for a
+/// free queue slot if the queue is full. On an async runtime, use
+/// [`transform_async`] instead.
 ///
 /// ```
 /// let js = codemode_ts::transform("const xs: number[] = [1, 2];\nreturn xs.length;")?;
@@ -150,38 +183,113 @@ pub fn transform(source: &str) -> Result<String, TsError> {
 /// ```
 pub fn transform_with(source: &str, options: &TransformOptions) -> Result<String, TsError> {
     TRANSFORM_CALLS.fetch_add(1, Ordering::Relaxed);
+    check_size(source, options)?;
+    let source = source.to_owned();
+    let options = options.clone();
+    let stack_size = options.stack_size;
+    let work = move || transform_on_this_thread(&source, &options);
+    if stack_size <= DEFAULT_STACK_SIZE {
+        pool::transform_pool().run_blocking(work)
+    } else {
+        pool::run_on_own_thread_blocking(stack_size, work)
+    }
+}
+
+/// [`transform_with`] for callers on an async runtime: the caller's thread is
+/// never blocked, neither by the transform nor by back-pressure.
+///
+/// The returned future is pending while the transform queue is full (it is
+/// woken when a slot frees up) and while a pool thread transforms the cell;
+/// nothing is dropped. Dropping the future abandons the result, not the work
+/// already queued. The future is runtime-agnostic (no tokio needed).
+///
+/// ```
+/// # fn block_on<F: std::future::Future>(future: F) -> F::Output {
+/// #     use std::task::{Context, Poll, Wake, Waker};
+/// #     struct Unpark(std::thread::Thread);
+/// #     impl Wake for Unpark { fn wake(self: std::sync::Arc<Self>) { self.0.unpark(); } }
+/// #     let waker = Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+/// #     let mut context = Context::from_waker(&waker);
+/// #     let mut future = std::pin::pin!(future);
+/// #     loop {
+/// #         if let Poll::Ready(output) = future.as_mut().poll(&mut context) { return output; }
+/// #         std::thread::park();
+/// #     }
+/// # }
+/// use codemode_ts::{TransformOptions, transform_async};
+///
+/// let js = block_on(transform_async("return 1 as number;".to_owned(), TransformOptions::default()))?;
+/// assert_eq!(js.trim(), "return 1;");
+/// # Ok::<(), codemode_ts::TsError>(())
+/// ```
+pub async fn transform_async(source: String, options: TransformOptions) -> Result<String, TsError> {
+    TRANSFORM_CALLS.fetch_add(1, Ordering::Relaxed);
+    check_size(&source, &options)?;
+    let stack_size = options.stack_size;
+    let work = move || transform_on_this_thread(&source, &options);
+    if stack_size <= DEFAULT_STACK_SIZE {
+        pool::transform_pool().run_async(work).await
+    } else {
+        pool::run_on_own_thread(stack_size, work).await
+    }
+}
+
+/// Threads of the transform pool: the number of cores
+/// ([`std::thread::available_parallelism`]), at least two.
+///
+/// The pool threads are named `codemode-ts-0`, `codemode-ts-1`, …, have
+/// [`DEFAULT_STACK_SIZE`] of stack each, are started one at a time (the first
+/// by the first transform, another only when a transform finds every started
+/// thread busy), and live as long as the process. A panic inside swc is
+/// caught on the pool thread and reported as [`TsError::Internal`]; the thread
+/// lives on.
+///
+/// Transforms wait in a queue of [`TRANSFORM_QUEUE_SLOTS_PER_THREAD`] `×`
+/// the pool size. When it is full, a
+/// new transform waits for a free slot: [`transform`] and [`transform_with`]
+/// block their thread, the future of [`transform_async`] stays pending until
+/// a pool thread takes a queued job. Nothing is dropped and nothing fails
+/// because the pool is busy.
+///
+/// ```
+/// assert!(codemode_ts::transform_pool_size() >= 2);
+/// ```
+pub fn transform_pool_size() -> usize {
+    pool::pool_size()
+}
+
+/// Pool threads started so far in this process (never more than
+/// [`transform_pool_size`]). For tests.
+#[doc(hidden)]
+pub fn transform_threads_started() -> usize {
+    pool::transform_pool().threads_started()
+}
+
+fn check_size(source: &str, options: &TransformOptions) -> Result<(), TsError> {
     if source.len() > options.max_source_bytes {
         return Err(TsError::SourceTooLarge {
             actual: source.len(),
             limit: options.max_source_bytes,
         });
     }
-    if let Err(offset) = nesting::check_nesting(source, options.max_nesting_depth) {
+    Ok(())
+}
+
+/// The nesting bound of `source`, as a [`TsError::NestingTooDeep`] at the
+/// user's position.
+fn check_nesting(source: &str, limit: usize) -> Result<(), TsError> {
+    nesting::check_nesting(source, limit).map_err(|offset| {
         let position = LineColumn::of_offset(source, offset);
-        return Err(TsError::NestingTooDeep {
-            limit: options.max_nesting_depth,
+        TsError::NestingTooDeep {
+            limit,
             line: position.line,
             column: position.column,
-        });
-    }
-    let wrapper = CellWrapper::for_source(source);
-    std::thread::scope(|scope| {
-        let worker = std::thread::Builder::new()
-            .name("codemode-ts".to_owned())
-            .stack_size(options.stack_size)
-            .spawn_scoped(scope, || wrapper.transform(source))
-            .map_err(|error| TsError::Internal {
-                message: format!("cannot start the transform thread: {error}"),
-            })?;
-        worker.join().unwrap_or_else(|panic| {
-            let reason = panic
-                .downcast_ref::<&str>()
-                .map(|reason| (*reason).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown reason".to_owned());
-            Err(TsError::Internal {
-                message: format!("the transformer panicked: {reason}"),
-            })
-        })
+        }
     })
+}
+
+/// The whole transform, on the current thread (a pool thread).
+fn transform_on_this_thread(source: &str, options: &TransformOptions) -> Result<String, TsError> {
+    check_nesting(source, options.max_nesting_depth)?;
+    CellWrapper::for_source(source).transform(source, options.max_nesting_depth)
 }

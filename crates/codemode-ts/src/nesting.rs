@@ -1,509 +1,1173 @@
-//! A cheap, single-pass estimate of how deeply the parser would recurse.
+//! A single-pass upper bound of how deeply swc recurses over a cell.
 //!
-//! swc's parser and visitors recurse once per level of syntax nesting, so a
-//! pathological cell (100,000 `(`, `!!!!…x`, `a.b.c…`, `if (a) if (b) …`,
-//! `Array<Array<…>>`) would overflow the stack and abort the process. This
-//! scanner runs before the parser, in O(n) time and O(limit) memory, and
-//! rejects input whose estimated depth crosses the limit.
+//! swc's parser, the fast-strip transform and the code generator recurse once
+//! per level of syntax nesting, and a Rust stack overflow aborts the process,
+//! so pathological input (100,000 `(`, `-+-+…x`, `a.b.c…`, `if (a) if (b) …`,
+//! `Array<Array<…>>`, `` x`a``b`… ``) must be refused *before* parsing. This
+//! scanner refuses input whose estimated depth crosses the limit. It runs in
+//! O(n) time (at most [`MAX_READINGS`] readings step over each byte; forking
+//! a reading is O(1)) and O(limit) memory (the open frames, shared between
+//! readings).
 //!
-//! The estimate is the sum, over the currently open brackets (`(`, `[`, `{`,
-//! `${`), of one per bracket plus the length of the operator/keyword *chain*
-//! in it: every operator run, every nesting keyword (`if`, `else`, `typeof`,
-//! `new`, …) and every bracketed group adds one, and the chain restarts at
-//! `;`, `,` and at a line break that starts a new statement. Strings,
-//! templates, comments and regular expressions are skipped with the usual
-//! previous-token heuristic for `/`.
+//! # The estimate
 //!
-//! `/` is read as a regular expression after an operator, a keyword, the
-//! `)` of an `if`/`for`/`while`/`with` header and the `}` of a block (a `{`
-//! after `;`, `{`, `}`, `)`, `=>`, `:`, `else`, `do`, `try`, `finally`),
-//! and as division otherwise. If that guess is wrong in the regex direction,
-//! the brackets inside the would-be regex still count.
+//! The estimate is, over the open brackets (`(`, `[`, `{`, `${`, and every
+//! `<`, which may open type arguments), one per bracket plus the *chain* in
+//! it: every operator byte (`-+-+` is four, `===` is three), every template
+//! literal, every bracketed group, every keyword that takes an operand
+//! (`typeof`, `new`, `await`, `if`, `else`, …) and every word that directly
+//! follows another word. A chain only shrinks where the parser has certainly
+//! returned: at `;` (but `else` and `while` after it take the chain back), at
+//! `,` (down to the statement prefix: `if (…)`, `else`, `do`, a label), after
+//! a block's `}` followed by a word, and at a line break between a complete
+//! operand and a word that cannot continue it. Closers only close what they
+//! match; a `>` closes an open `<`, a stray one closes nothing.
 //!
-//! Limitation: this is not the parser. Input crafted to make the guess wrong
-//! in the division direction (an identifier that the scanner takes for a
-//! keyword, such as a variable named `of` followed by a regex-looking
-//! string) can hide nesting from this estimate. That is why the transform
-//! also runs on its own large stack (see `TransformOptions::stack_size`);
-//! a host that must survive deliberately hostile TypeScript should also run
-//! transforms in a separate process.
+//! # Why it cannot be fooled by the lexer
+//!
+//! Estimates from a mis-lexed text are worthless: a `/` taken for a regular
+//! expression can hide a whole line of code, a quote inside a real regular
+//! expression can start a "string" that hides the rest of the line, a
+//! backtick can hide many lines. So the scanner does not guess. Wherever the
+//! lexing is ambiguous it follows *every* reading, the way swc could read it:
+//!
+//! - a `/` where both an operand may have ended and an expression may
+//!   start is division in one reading and the start of a regular expression
+//!   in the other: after a keyword or contextual keyword (`of`, `await`,
+//!   `yield`, `return`, …, or any word spelled with escapes), after the `)`
+//!   of `if (…)`, `while (…)`, `for (…)`, `with (…)`, after any `}`, after
+//!   `++`, `--`, `!` and `>`, and after *any* token when a line break comes
+//!   first (TypeScript's automatic semicolons: `let x: T` then `/re/`).
+//!   After an identifier, a literal, `)` or `]` on the same line only
+//!   division is possible, and after an operator only a regular expression.
+//!   A regular expression that would be unterminated on its line is not a
+//!   reading: swc's lexer fails the parse there;
+//! - `<!--` inside a run of operator characters is an HTML-like comment in
+//!   one reading and operators in the other;
+//! - a `#!` line at the very start is a comment (module parse) and code
+//!   (inside the cell wrapper).
+//!
+//! Readings advance in lock-step by position. Two readings at the same place
+//! with the same brackets open become one whose chains are the larger of both
+//! and whose other state is the more cautious of both (for example "a `/` here
+//! may divide" if either says so), so every reading, and therefore the one
+//! swc takes, stays below the estimate. Ordinary code re-joins within a line;
+//! a reading whose closing bracket matches nothing is dropped while another
+//! reading exists (swc fails the parse there if it is its reading). More than
+//! [`MAX_READINGS`] readings at once is refused like too deep a nesting, as
+//! is any reading that crosses the limit.
+//!
+//! Everything else the lexer does is followed exactly: strings (which end at
+//! an unescaped line break, as swc ends them), template literals and their
+//! substitutions, `//`, `/* */`, `<!--` at the start of a token and `-->`
+//! after a line break (HTML-like comments of script code), regular
+//! expressions with their character classes, numeric literals (`1.` is one
+//! token), and Unicode: U+2028 and U+2029 end lines and line comments, other
+//! non-alphanumeric characters (no-break and other Unicode spaces) separate
+//! words, so `typeof` `typeof` with a no-break space between still counts
+//! twice. Where this scanner splits a word that swc keeps whole (a joiner
+//! inside an identifier), it only counts more.
 
-/// Words that nest the next construct inside themselves and expect an
-/// expression (or statement) after them: they extend the chain and a `/` after
-/// them starts a regular expression.
-const NESTING_KEYWORDS: &[&[u8]] = &[
-    b"if",
-    b"else",
-    b"for",
-    b"while",
-    b"do",
-    b"with",
-    b"typeof",
-    b"void",
-    b"delete",
+use std::rc::Rc;
+
+/// Most readings of one text followed at once before it is refused.
+pub(crate) const MAX_READINGS: usize = 16;
+
+/// Words that take an operand or a statement: each one nests what follows
+/// (so it counts), and a line break after it does not end the statement.
+const PREFIX_WORDS: &[&[u8]] = &[
+    b"abstract",
+    b"accessor",
+    b"as",
+    b"assert",
+    b"asserts",
+    b"async",
     b"await",
-    b"new",
-    b"yield",
-    b"in",
-    b"instanceof",
-    b"return",
-    b"throw",
     b"case",
-    b"as",
-    b"satisfies",
-    b"keyof",
+    b"class",
+    b"const",
+    b"declare",
+    b"default",
+    b"delete",
+    b"do",
+    b"else",
+    b"enum",
+    b"export",
     b"extends",
+    b"for",
+    b"function",
+    b"get",
+    b"global",
+    b"if",
+    b"implements",
+    b"import",
+    b"in",
+    b"infer",
+    b"instanceof",
+    b"interface",
+    b"is",
+    b"keyof",
+    b"let",
+    b"module",
+    b"namespace",
+    b"new",
     b"of",
+    b"out",
+    b"override",
+    b"private",
+    b"protected",
+    b"public",
+    b"readonly",
+    b"return",
+    b"satisfies",
+    b"set",
+    b"static",
+    b"switch",
+    b"throw",
+    b"type",
+    b"typeof",
+    b"unique",
+    b"using",
+    b"var",
+    b"void",
+    b"while",
+    b"with",
+    b"yield",
 ];
 
-/// Words that, after a `}` and a line break, still continue the previous
-/// statement or expression.
-const CONTINUATION_KEYWORDS: &[&[u8]] = &[
-    b"else",
+/// Words that can continue the statement before them, even after a line
+/// break or a `}`.
+const CONTINUATION_WORDS: &[&[u8]] = &[
+    b"as",
     b"catch",
+    b"else",
+    b"extends",
     b"finally",
-    b"while",
+    b"from",
+    b"implements",
     b"in",
     b"instanceof",
-    b"as",
-    b"satisfies",
+    b"is",
+    b"keyof",
     b"of",
+    b"satisfies",
+    b"while",
 ];
 
-/// Words after which a `{` opens a block.
-const BLOCK_KEYWORDS: &[&[u8]] = &[b"else", b"do", b"try", b"finally"];
+/// Words whose parenthesised header is followed by a statement (`await` for
+/// `for await (…)`).
+const HEADER_WORDS: &[&[u8]] = &[
+    b"await", b"catch", b"for", b"if", b"switch", b"while", b"with",
+];
 
-/// Words whose parenthesised header is followed by a statement.
-const HEADER_KEYWORDS: &[&[u8]] = &[b"if", b"while", b"for", b"with"];
+/// What opened a frame.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Opener {
+    /// The whole text; never closed.
+    Root,
+    /// `(`.
+    Paren,
+    /// `[`.
+    Bracket,
+    /// `{`.
+    Brace,
+    /// `${` of a template literal.
+    Substitution,
+    /// `<`, which may open type arguments; closed by `>` or at the end of
+    /// what contains it.
+    Angle,
+}
+
+/// One open bracket and the chain inside it.
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    opener: Opener,
+    /// A `(` after `if`, `while`, `for`, … : a statement follows its `)`.
+    header: bool,
+    /// Length of the current chain.
+    chain: usize,
+    /// Where `,` takes the chain back to: the statement prefix.
+    floor: usize,
+}
+
+/// What a `/` can be after the previous significant token.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Slash {
+    /// Only the start of a regular expression: nothing to divide (after an
+    /// operator, `(`, `,`, `;`, …).
+    #[default]
+    Regex,
+    /// Only a division: an operand ended, and nothing can start an
+    /// expression right after it (an identifier, a literal, `)`, `]`). After
+    /// a line break, either (TypeScript's automatic semicolons).
+    Division,
+    /// Either: an operand may have ended, or a statement or expression may
+    /// start (`)` of `if (…)`, `}`, keywords such as `of`, postfix or prefix
+    /// `++`).
+    Either,
+}
 
 /// What the previous significant token allows next.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Previous {
-    /// An expression or statement may start here (start, operator, `(`,
-    /// `,`, `;`, a keyword, the `)` of an `if`/`for`/`while`/`with` header):
-    /// a `/` begins a regular expression.
-    ExpressionExpected,
-    /// An operand ended here (identifier, literal, `)`, `]`, the `}` of an
-    /// object literal): a `/` divides.
-    Operand,
-    /// The `}` of a block: a `/` begins a regular expression and, after a
-    /// line break, a new statement starts unless `else`, `catch`, … follows.
-    BlockEnd,
+#[derive(Clone, Copy, Debug, Default)]
+struct After {
+    /// What a `/` here can be.
+    slash: Slash,
+    /// It is a complete operand: a line break and then a word (other than a
+    /// continuation) start a new statement.
+    operand_end: bool,
+    /// It is a `}`: a word other than a continuation starts a new statement.
+    block_end: bool,
+    /// A statement starts here (for labels).
+    statement_start: bool,
+    /// It is a word at the start of a statement: a `:` now ends a label.
+    label_candidate: bool,
+    /// It is a word (or number): another word directly after it counts.
+    word: bool,
+    /// It is a `.` or `?.`: a word now is a property name.
+    dot: bool,
+    /// It is `if`, `while`, … : a `(` now opens a statement header.
+    header_word: bool,
 }
 
-/// The last significant token, as far as telling a block `{` from an object
-/// literal `{` needs.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Last {
-    /// Start of input, `;`, `{`, `}`, `)`, `=>`, `:` or one of `else`, `do`,
-    /// `try`, `finally`: a `{` here opens a block. (`:` is ambiguous, a label
-    /// or a property; taking it as a block errs towards regular expressions,
-    /// whose misreading is confined to one line.)
-    BlockIntro,
-    /// `if`, `while`, `for` or `with`: a `(` here opens a statement header.
-    HeaderKeyword,
-    /// Anything else: a `{` here is an object literal.
-    Other,
-}
-
-/// One open bracket.
-struct Frame {
-    /// The byte that opened it; `$` for a template substitution `${`.
-    opener: u8,
-    /// A `(` after `if`/`while`/`for`/`with`, or a block `{`.
-    statement: bool,
-    /// Length of the current operator/keyword chain inside it.
-    chain: usize,
-}
-
-/// The scanner's state over one source text.
-struct NestingScan<'a> {
-    bytes: &'a [u8],
-    position: usize,
-    limit: usize,
-    /// Open frames; the first is the root and never popped.
-    frames: Vec<Frame>,
-    /// Current estimate: open frames (excluding the root) plus all chains.
-    depth: usize,
-    previous: Previous,
-    last: Last,
-    /// A line break was seen since the previous significant token.
-    line_break: bool,
-}
-
-/// Estimate the nesting depth of `source`; `Err(byte offset)` where the
-/// estimate first exceeds `limit`.
-pub(crate) fn check_nesting(source: &str, limit: usize) -> Result<(), usize> {
-    let mut scan = NestingScan {
-        bytes: source.as_bytes(),
-        position: 0,
-        limit,
-        frames: vec![Frame {
-            opener: 0,
-            statement: true,
-            chain: 0,
-        }],
-        depth: 0,
-        previous: Previous::ExpressionExpected,
-        last: Last::BlockIntro,
-        line_break: false,
-    };
-    scan.run()
-}
-
-impl NestingScan<'_> {
-    fn peek(&self, ahead: usize) -> Option<u8> {
-        self.bytes.get(self.position + ahead).copied()
+impl After {
+    /// The more cautious of two states (used when readings join).
+    fn join(self, other: After) -> After {
+        After {
+            slash: if self.slash == other.slash {
+                self.slash
+            } else {
+                Slash::Either
+            },
+            operand_end: self.operand_end && other.operand_end,
+            block_end: self.block_end && other.block_end,
+            statement_start: self.statement_start || other.statement_start,
+            label_candidate: self.label_candidate || other.label_candidate,
+            word: self.word || other.word,
+            dot: self.dot && other.dot,
+            header_word: self.header_word || other.header_word,
+        }
     }
 
-    fn run(&mut self) -> Result<(), usize> {
-        while let Some(byte) = self.peek(0) {
-            match byte {
-                b'\n' | b'\r' => {
-                    self.line_break = true;
-                    self.position += 1;
+    /// After an operator, `(`, `,` and the like.
+    fn expression_expected() -> After {
+        After::default()
+    }
+
+    /// After a literal, a template or a regular expression.
+    fn operand() -> After {
+        After {
+            slash: Slash::Division,
+            operand_end: true,
+            ..After::default()
+        }
+    }
+}
+
+/// What one step of a reading found.
+enum Step {
+    /// Keep going.
+    Continue,
+    /// Keep going; the text also has this other reading from here.
+    Fork(Box<Reading>),
+    /// This reading is a fatal syntax error here (an unterminated regular
+    /// expression): swc stops, so nothing after it matters for this reading.
+    Dead,
+    /// A closer that matches no open bracket: a fatal syntax error in swc
+    /// if this is its reading. Nothing was closed; the caller drops this
+    /// reading if another one exists (a wrong guess about a `/` is far
+    /// likelier than broken code) and otherwise keeps going.
+    Mismatch,
+    /// End of the text.
+    Done,
+}
+
+/// The open frames, innermost first; the outermost is the root and is never
+/// closed.
+///
+/// Only the innermost frame ever changes, so it is kept inline and the ones
+/// around it form an immutable list shared between readings: a fork clones
+/// a reading in O(1), and comparing or joining two readings stops where
+/// they share frames (usually right below what changed since they forked).
+#[derive(Clone)]
+struct FrameStack {
+    top: Frame,
+    outer: Outer,
+    len: usize,
+}
+
+/// The frames around the innermost one.
+#[derive(Clone, Default)]
+struct Outer(Option<Rc<OuterNode>>);
+
+struct OuterNode {
+    frame: Frame,
+    outer: Outer,
+}
+
+impl Drop for OuterNode {
+    /// Iteratively: dropping a long list recursively could itself overflow
+    /// the stack.
+    fn drop(&mut self) {
+        let mut next = self.outer.0.take();
+        while let Some(node) = next {
+            next = match Rc::try_unwrap(node) {
+                Ok(mut node) => node.outer.0.take(),
+                // Still shared: the rest lives on.
+                Err(_) => None,
+            };
+        }
+    }
+}
+
+impl FrameStack {
+    fn new(root: Frame) -> FrameStack {
+        FrameStack {
+            top: root,
+            outer: Outer::default(),
+            len: 1,
+        }
+    }
+
+    fn top(&self) -> &Frame {
+        &self.top
+    }
+
+    fn top_mut(&mut self) -> &mut Frame {
+        &mut self.top
+    }
+
+    fn push(&mut self, frame: Frame) {
+        let below = std::mem::replace(&mut self.top, frame);
+        let outer = std::mem::take(&mut self.outer);
+        self.outer = Outer(Some(Rc::new(OuterNode {
+            frame: below,
+            outer,
+        })));
+        self.len += 1;
+    }
+
+    /// Close the innermost frame; never the root.
+    fn pop(&mut self) -> Option<Frame> {
+        let node = self.outer.0.take()?;
+        let (frame, outer) = match Rc::try_unwrap(node) {
+            Ok(mut node) => (node.frame, std::mem::take(&mut node.outer)),
+            Err(shared) => (shared.frame, shared.outer.clone()),
+        };
+        self.outer = outer;
+        self.len -= 1;
+        Some(std::mem::replace(&mut self.top, frame))
+    }
+
+    /// The same brackets are open in both.
+    fn same_openers(&self, other: &FrameStack) -> bool {
+        if self.len != other.len || self.top.opener != other.top.opener {
+            return false;
+        }
+        let (mut mine, mut theirs) = (&self.outer, &other.outer);
+        loop {
+            match (&mine.0, &theirs.0) {
+                (None, None) => return true,
+                (Some(a), Some(b)) if Rc::ptr_eq(a, b) => return true,
+                (Some(a), Some(b)) if a.frame.opener == b.frame.opener => {
+                    mine = &a.outer;
+                    theirs = &b.outer;
                 }
-                b' ' | b'\t' | 0x0b | 0x0c => self.position += 1,
-                b'/' if self.peek(1) == Some(b'/') => self.skip_line_comment(),
-                b'/' if self.peek(1) == Some(b'*') => self.skip_block_comment(),
-                b'/' if self.previous != Previous::Operand => {
-                    self.scan_regex()?;
-                    self.significant(Previous::Operand, Last::Other);
-                }
-                b'\'' | b'"' => {
-                    self.statement_start_reset(false);
-                    self.skip_string(byte);
-                    self.significant(Previous::Operand, Last::Other);
-                }
-                b'`' => {
-                    self.position += 1;
-                    self.scan_template()?;
-                }
-                b'(' | b'[' | b'{' => {
-                    self.position += 1;
-                    let statement = match byte {
-                        b'(' => self.last == Last::HeaderKeyword,
-                        b'{' => self.last == Last::BlockIntro,
-                        _ => false,
-                    };
-                    self.open(byte, statement)?;
-                }
-                b')' | b']' => {
-                    self.position += 1;
-                    match self.close() {
-                        // After `if (…)` a statement follows, which may be a
-                        // regular expression or another nested `if`.
-                        Some((b'(', true)) => {
-                            self.significant(Previous::ExpressionExpected, Last::BlockIntro);
-                        }
-                        _ if byte == b')' => self.significant(Previous::Operand, Last::BlockIntro),
-                        _ => self.significant(Previous::Operand, Last::Other),
-                    }
-                }
-                b'}' => {
-                    self.position += 1;
-                    match self.close() {
-                        // End of a template substitution: back into the template.
-                        Some((b'$', _)) => self.scan_template()?,
-                        Some((_, true)) | None => {
-                            self.significant(Previous::BlockEnd, Last::BlockIntro);
-                        }
-                        Some(_) => self.significant(Previous::Operand, Last::Other),
-                    }
-                }
-                b';' | b',' => {
-                    self.position += 1;
-                    self.reset_chain();
-                    let last = if byte == b';' {
-                        Last::BlockIntro
-                    } else {
-                        Last::Other
-                    };
-                    self.significant(Previous::ExpressionExpected, last);
-                }
-                b'0'..=b'9' => {
-                    self.statement_start_reset(false);
-                    self.skip_word();
-                    self.significant(Previous::Operand, Last::Other);
-                }
-                _ if is_word_byte(byte) => self.word()?,
-                _ => self.operator_run()?,
+                _ => return false,
             }
         }
-        Ok(())
     }
 
-    /// Record a significant token.
-    fn significant(&mut self, previous: Previous, last: Last) {
-        self.previous = previous;
-        self.last = last;
+    /// Take the larger chain and floor of each frame of `other` (which has
+    /// the same openers); returns how much the sum of the chains grew.
+    fn join(&mut self, other: &FrameStack) -> usize {
+        let mut grown = join_frame(&mut self.top, &other.top);
+        let mut differing = Vec::new();
+        let (mut mine, mut theirs) = (&self.outer, &other.outer);
+        let shared = loop {
+            match (&mine.0, &theirs.0) {
+                (Some(a), Some(b)) if !Rc::ptr_eq(a, b) => {
+                    let mut frame = a.frame;
+                    grown += join_frame(&mut frame, &b.frame);
+                    differing.push(frame);
+                    mine = &a.outer;
+                    theirs = &b.outer;
+                }
+                _ => break mine.clone(),
+            }
+        };
+        let mut outer = shared;
+        for frame in differing.into_iter().rev() {
+            outer = Outer(Some(Rc::new(OuterNode { frame, outer })));
+        }
+        self.outer = outer;
+        grown
+    }
+}
+
+/// The larger chain and floor of two frames into `mine`; returns how much its
+/// chain grew.
+fn join_frame(mine: &mut Frame, theirs: &Frame) -> usize {
+    let grown = theirs.chain.saturating_sub(mine.chain);
+    mine.chain += grown;
+    mine.floor = mine.floor.max(theirs.floor);
+    mine.header |= theirs.header;
+    grown
+}
+
+/// One way of lexing the text, with its estimate.
+#[derive(Clone)]
+struct Reading {
+    position: usize,
+    frames: FrameStack,
+    /// Current estimate: open frames (except the root) plus all chains.
+    depth: usize,
+    after: After,
+    /// A line break since the previous significant token.
+    line_break: bool,
+    /// The chain before the last `;`, for an `else` or `while` right after.
+    restore: Option<usize>,
+    /// The `<!--` at this offset is operators, not a comment (the other
+    /// reading took it as a comment).
+    html_comment_is_code_at: Option<usize>,
+}
+
+/// Estimate the nesting depth of `source` over all its readings;
+/// `Err(byte offset)` where the estimate first exceeds `limit` (or where the
+/// text has more than [`MAX_READINGS`] readings at once).
+pub(crate) fn check_nesting(source: &str, limit: usize) -> Result<(), usize> {
+    let bytes = source.as_bytes();
+    let mut current = Reading::new();
+    // The other readings; `current` is always one furthest behind.
+    let mut others: Vec<Reading> = Vec::new();
+    if bytes.starts_with(b"#!") {
+        // A hashbang line is a comment where the text starts a module (the
+        // parse that finds type-only imports), and code inside the cell
+        // wrapper: both readings.
+        let mut hashbang = Reading::new();
+        hashbang.skip_line_comment(bytes);
+        others.push(hashbang);
+    }
+    loop {
+        match current.step(bytes, limit)? {
+            Step::Continue => {}
+            Step::Mismatch if others.is_empty() => continue,
+            Step::Mismatch => {
+                if let Some(next) = take_furthest_behind(&mut others) {
+                    current = next;
+                }
+                continue;
+            }
+            Step::Fork(other) => {
+                if others.len() + 2 > MAX_READINGS {
+                    return Err(current.position);
+                }
+                others.push(*other);
+            }
+            Step::Dead => match take_furthest_behind(&mut others) {
+                Some(next) => {
+                    current = next;
+                    continue;
+                }
+                None => return Ok(()),
+            },
+            // `current` is furthest behind: every reading is done.
+            Step::Done => return Ok(()),
+        }
+        if others.is_empty() {
+            continue;
+        }
+        let mut index = 0;
+        while let Some(other) = others.get(index) {
+            if current.can_join(other) {
+                let other = others.swap_remove(index);
+                current.join(&other, limit)?;
+            } else {
+                index += 1;
+            }
+        }
+        if let Some(behind) = others
+            .iter_mut()
+            .filter(|other| other.position < current.position)
+            .min_by_key(|other| other.position)
+        {
+            std::mem::swap(&mut current, behind);
+        }
+    }
+}
+
+fn take_furthest_behind(readings: &mut Vec<Reading>) -> Option<Reading> {
+    let index = readings
+        .iter()
+        .enumerate()
+        .min_by_key(|(_, reading)| reading.position)
+        .map(|(index, _)| index)?;
+    Some(readings.swap_remove(index))
+}
+
+impl Reading {
+    fn new() -> Reading {
+        Reading {
+            position: 0,
+            frames: FrameStack::new(Frame {
+                opener: Opener::Root,
+                header: false,
+                chain: 0,
+                floor: 0,
+            }),
+            depth: 0,
+            after: After {
+                statement_start: true,
+                ..After::default()
+            },
+            // swc starts the first token "after a line break" (and the cell
+            // wrapper's header ends with one).
+            line_break: true,
+            restore: None,
+            html_comment_is_code_at: None,
+        }
+    }
+
+    /// Same place, same lexer state, same brackets open: the two readings
+    /// continue identically, up to their chains.
+    fn can_join(&self, other: &Reading) -> bool {
+        self.position == other.position
+            && self.line_break == other.line_break
+            && self.html_comment_is_code_at == other.html_comment_is_code_at
+            && self.frames.same_openers(&other.frames)
+    }
+
+    /// Become the more cautious of `self` and `other` (see [`can_join`](Self::can_join)).
+    fn join(&mut self, other: &Reading, limit: usize) -> Result<(), usize> {
+        self.depth += self.frames.join(&other.frames);
+        self.after = self.after.join(other.after);
+        self.restore = self.restore.max(other.restore);
+        if self.depth > limit {
+            Err(self.position)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn step(&mut self, bytes: &[u8], limit: usize) -> Result<Step, usize> {
+        let Some(&byte) = bytes.get(self.position) else {
+            return Ok(Step::Done);
+        };
+        match byte {
+            b'\n' | b'\r' => {
+                self.line_break = true;
+                self.position += 1;
+            }
+            b' ' | b'\t' | 0x0b | 0x0c => self.position += 1,
+            b'/' => match bytes.get(self.position + 1) {
+                Some(b'/') => self.skip_line_comment(bytes),
+                Some(b'*') => self.skip_block_comment(bytes),
+                _ => return self.slash(bytes, limit),
+            },
+            b'\'' | b'"' => {
+                self.skip_string(bytes, byte);
+                self.finish_token(After::operand());
+            }
+            b'`' => {
+                let start = self.position;
+                self.position += 1;
+                self.restore = None;
+                // Tagged templates chain: x`a``b``c` nests once per literal.
+                self.extend(1, start, limit)?;
+                self.scan_template(bytes, limit)?;
+            }
+            b'(' | b'[' | b'{' => self.open(byte, limit)?,
+            b')' | b']' => return Ok(self.close_group(byte)),
+            b'}' => return self.close_brace(bytes, limit),
+            b';' => self.semicolon(),
+            b',' => self.comma(),
+            _ if byte >= 0x80 => match character_at(bytes, self.position) {
+                // U+2028 and U+2029 end lines (and line comments) for swc.
+                Some(character @ ('\u{2028}' | '\u{2029}')) => {
+                    self.line_break = true;
+                    self.position += character.len_utf8();
+                }
+                Some(character) if character.is_alphanumeric() => self.word(bytes, limit)?,
+                // Unicode white space (or an identifier part such as a joiner,
+                // which splitting into two words only over-counts).
+                Some(character) => self.position += character.len_utf8(),
+                None => self.position += 1,
+            },
+            _ if starts_word(byte) => self.word(bytes, limit)?,
+            _ if is_operator_byte(byte) => return self.operator_run(bytes, limit),
+            // A stray byte (a control character): nothing to count.
+            _ => self.position += 1,
+        }
+        Ok(Step::Continue)
+    }
+
+    /// Record the end of a significant token.
+    fn finish_token(&mut self, after: After) {
+        self.after = after;
         self.line_break = false;
-    }
-
-    /// At a line break between an operand (or a block) and a new word, a new
-    /// statement starts (automatic semicolon insertion): restart the chain.
-    fn statement_start_reset(&mut self, continuation: bool) {
-        if self.line_break && !continuation && self.previous != Previous::ExpressionExpected {
-            self.reset_chain();
-        }
-    }
-
-    fn reset_chain(&mut self) {
-        if let Some(frame) = self.frames.last_mut() {
-            self.depth = self.depth.saturating_sub(frame.chain);
-            frame.chain = 0;
-        }
+        self.restore = None;
     }
 
     /// Add `amount` to the current chain, failing at `offset` past the limit.
-    fn extend_chain(&mut self, amount: usize, offset: usize) -> Result<(), usize> {
-        if let Some(frame) = self.frames.last_mut() {
-            frame.chain += amount;
-        }
+    fn extend(&mut self, amount: usize, offset: usize, limit: usize) -> Result<(), usize> {
+        self.frames.top_mut().chain += amount;
         self.depth += amount;
-        if self.depth > self.limit {
+        if self.depth > limit {
             Err(offset)
         } else {
             Ok(())
         }
     }
 
-    fn open(&mut self, opener: u8, statement: bool) -> Result<(), usize> {
-        let offset = self.position.saturating_sub(1);
-        self.statement_start_reset(false);
-        // The group is one element of the enclosing chain ...
-        self.extend_chain(1, offset)?;
-        // ... and one level of its own.
+    fn push(
+        &mut self,
+        opener: Opener,
+        header: bool,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(), usize> {
         self.frames.push(Frame {
             opener,
-            statement,
+            header,
             chain: 0,
+            floor: 0,
         });
         self.depth += 1;
-        let last = if opener == b'{' && statement {
-            Last::BlockIntro
-        } else {
-            Last::Other
-        };
-        self.significant(Previous::ExpressionExpected, last);
-        if self.depth > self.limit {
+        if self.depth > limit {
             Err(offset)
         } else {
             Ok(())
         }
     }
 
-    /// Close the innermost frame (never the root); returns its opener and
-    /// whether it was a statement header or block.
-    fn close(&mut self) -> Option<(u8, bool)> {
-        if self.frames.len() <= 1 {
+    /// Close the innermost frame if it was opened by `opener`.
+    fn pop(&mut self, opener: Opener) -> Option<Frame> {
+        if self.frames.top().opener != opener {
             return None;
         }
         let frame = self.frames.pop()?;
         self.depth = self.depth.saturating_sub(frame.chain + 1);
-        Some((frame.opener, frame.statement))
+        Some(frame)
     }
 
-    fn word(&mut self) -> Result<(), usize> {
+    /// Close every `<` that is still open in the innermost real bracket: type
+    /// arguments cannot span what ends here.
+    fn close_angles(&mut self) {
+        while self.pop(Opener::Angle).is_some() {}
+    }
+
+    /// The chain restarts: a new statement begins.
+    fn restart_statement(&mut self) {
+        self.close_angles();
+        let frame = self.frames.top_mut();
+        self.depth = self.depth.saturating_sub(frame.chain);
+        frame.chain = 0;
+        frame.floor = 0;
+    }
+
+    /// What follows is inside the statement prefix so far: `,` returns here.
+    fn set_floor(&mut self) {
+        let frame = self.frames.top_mut();
+        frame.floor = frame.chain;
+    }
+
+    fn open(&mut self, byte: u8, limit: usize) -> Result<(), usize> {
         let start = self.position;
-        self.skip_word();
-        let word = self.bytes.get(start..self.position).unwrap_or_default();
-        let after_dot = start > 0 && self.bytes.get(start - 1) == Some(&b'.');
-        if after_dot {
-            // A property name, whatever its spelling.
-            self.significant(Previous::Operand, Last::Other);
-            return Ok(());
-        }
-        let continuation = if self.previous == Previous::BlockEnd {
-            CONTINUATION_KEYWORDS.contains(&word)
-        } else {
-            NESTING_KEYWORDS.contains(&word)
+        self.position += 1;
+        let header = byte == b'(' && self.after.header_word;
+        let opener = match byte {
+            b'(' => Opener::Paren,
+            b'[' => Opener::Bracket,
+            _ => Opener::Brace,
         };
-        self.statement_start_reset(continuation);
-        let last = if HEADER_KEYWORDS.contains(&word) {
-            Last::HeaderKeyword
-        } else if BLOCK_KEYWORDS.contains(&word) {
-            Last::BlockIntro
-        } else {
-            Last::Other
-        };
-        if NESTING_KEYWORDS.contains(&word) {
-            self.extend_chain(1, start)?;
-            self.significant(Previous::ExpressionExpected, last);
-        } else {
-            self.significant(Previous::Operand, last);
-        }
+        // The group is one element of the enclosing chain ...
+        self.extend(1, start, limit)?;
+        // ... and one level of its own.
+        self.push(opener, header, start, limit)?;
+        self.finish_token(After {
+            statement_start: byte == b'{',
+            ..After::expression_expected()
+        });
         Ok(())
     }
 
-    /// A run of operator bytes: `!` and `~` count one each (they are only
-    /// prefix operators); other bytes one per three, so `===` counts once.
-    fn operator_run(&mut self) -> Result<(), usize> {
-        let start = self.position;
-        let mut unary = 0usize;
-        let mut other = 0usize;
-        while let Some(byte) = self.peek(0) {
-            let is_operator = matches!(
-                byte,
-                b'!' | b'~'
-                    | b'+'
-                    | b'-'
-                    | b'*'
-                    | b'%'
-                    | b'&'
-                    | b'|'
-                    | b'^'
-                    | b'<'
-                    | b'>'
-                    | b'='
-                    | b'?'
-                    | b':'
-                    | b'.'
-            ) || byte == b'/' && !matches!(self.peek(1), Some(b'/' | b'*'));
-            if !is_operator {
-                break;
-            }
-            if matches!(byte, b'!' | b'~') {
-                unary += 1;
-            } else {
-                other += 1;
-            }
-            self.position += 1;
-        }
-        if self.position == start {
-            // Any other byte (`\`, a stray control character): skip it.
-            self.position += 1;
-            return Ok(());
-        }
-        self.extend_chain(unary + other.div_ceil(3), start)?;
-        let run = self.bytes.get(start..self.position).unwrap_or_default();
-        let last = if run.ends_with(b"=>") || run == b":" {
-            Last::BlockIntro
+    fn close_group(&mut self, byte: u8) -> Step {
+        self.position += 1;
+        self.close_angles();
+        let opener = if byte == b')' {
+            Opener::Paren
         } else {
-            Last::Other
+            Opener::Bracket
         };
-        self.significant(Previous::ExpressionExpected, last);
+        let Some(frame) = self.pop(opener) else {
+            self.finish_token(After::operand());
+            return Step::Mismatch;
+        };
+        let header = frame.header;
+        if header {
+            self.set_floor();
+        }
+        self.finish_token(After {
+            // After `if (…)` a statement starts, which may be a regular
+            // expression.
+            slash: if header {
+                Slash::Either
+            } else {
+                Slash::Division
+            },
+            operand_end: !header,
+            statement_start: header,
+            ..After::default()
+        });
+        Step::Continue
+    }
+
+    fn close_brace(&mut self, bytes: &[u8], limit: usize) -> Result<Step, usize> {
+        self.position += 1;
+        self.close_angles();
+        if self.pop(Opener::Substitution).is_some() {
+            // Back inside the template literal.
+            self.scan_template(bytes, limit)?;
+            return Ok(Step::Continue);
+        }
+        // A `}` at the root may close the cell wrapper: the text after it is
+        // still parsed, so it is still counted.
+        let matched = self.pop(Opener::Brace).is_some() || self.frames.top().opener == Opener::Root;
+        self.finish_token(After {
+            // A block's `}` (a statement may follow) or an object's.
+            slash: Slash::Either,
+            block_end: true,
+            statement_start: true,
+            ..After::default()
+        });
+        Ok(if matched {
+            Step::Continue
+        } else {
+            Step::Mismatch
+        })
+    }
+
+    fn semicolon(&mut self) {
+        self.position += 1;
+        self.close_angles();
+        let chain = self.frames.top().chain;
+        self.restart_statement();
+        self.finish_token(After {
+            statement_start: true,
+            ..After::expression_expected()
+        });
+        self.restore = Some(chain);
+    }
+
+    fn comma(&mut self) {
+        self.position += 1;
+        let frame = self.frames.top_mut();
+        let floor = frame.floor.min(frame.chain);
+        self.depth = self.depth.saturating_sub(frame.chain - floor);
+        frame.chain = floor;
+        self.finish_token(After::expression_expected());
+    }
+
+    fn word(&mut self, bytes: &[u8], limit: usize) -> Result<(), usize> {
+        let start = self.position;
+        self.position = if bytes.get(start).is_some_and(u8::is_ascii_digit) {
+            skip_number(bytes, start)
+        } else {
+            skip_word(bytes, start)
+        };
+        let word = bytes.get(start..self.position).unwrap_or_default();
+        let restore = self.restore.take();
+        let after = self.after;
+        let number = word.first().is_some_and(u8::is_ascii_digit);
+        let property = after.dot;
+        // A keyword spelled with escapes is an error swc may recover from:
+        // count it as a keyword too.
+        let escaped = word.contains(&b'\\');
+        let keyword = !property && !number && (escaped || PREFIX_WORDS.contains(&word));
+        let continuation = !property && CONTINUATION_WORDS.contains(&word);
+        let restart = !property
+            && !continuation
+            && (after.block_end || (self.line_break && after.operand_end));
+        if restart {
+            self.restart_statement();
+        }
+        let takes_back = word == b"else" || word == b"while";
+        if let (true, Some(chain)) = (takes_back, restore) {
+            let current = self.frames.top().chain;
+            self.extend(chain.saturating_sub(current), start, limit)?;
+        }
+        if keyword || after.word {
+            self.extend(1, start, limit)?;
+        }
+        let prefix_end = !property && (word == b"else" || word == b"do");
+        if prefix_end {
+            self.set_floor();
+        }
+        // A keyword such as `of`, `await`, `return` takes an expression; so
+        // may a word spelled with escapes. After any other word, only a
+        // division can follow on the same line.
+        let slash = if keyword {
+            Slash::Either
+        } else {
+            Slash::Division
+        };
+        self.finish_token(After {
+            slash,
+            operand_end: !keyword,
+            statement_start: prefix_end,
+            label_candidate: (after.statement_start || restart) && !keyword && !number,
+            word: true,
+            header_word: !property && (escaped || HEADER_WORDS.contains(&word)),
+            ..After::default()
+        });
         Ok(())
     }
 
-    fn skip_word(&mut self) {
-        while let Some(byte) = self.peek(0) {
-            if is_word_byte(byte) || byte.is_ascii_digit() {
-                self.position += 1;
-            } else {
+    /// A run of operator bytes: each counts one (`-+-+x` nests four times,
+    /// `===` is over-counted as three); each `<` may open type arguments,
+    /// each `>` not after `=` may close them.
+    fn operator_run(&mut self, bytes: &[u8], limit: usize) -> Result<Step, usize> {
+        let start = self.position;
+        let html_comment_is_code = self.html_comment_is_code_at.take() == Some(start);
+        if (starts_with(bytes, start, b"<!--") && !html_comment_is_code)
+            || (self.line_break && starts_with(bytes, start, b"-->"))
+        {
+            // An HTML-like comment of script code: to the end of the line.
+            self.skip_line_comment(bytes);
+            return Ok(Step::Continue);
+        }
+        let mut end = start;
+        let mut fork = None;
+        while let Some(&byte) = bytes.get(end) {
+            if !is_operator_byte(byte) {
                 break;
             }
+            if end > start && starts_with(bytes, end, b"<!--") {
+                // Whether `<!--` starts a token here depends on how the
+                // lexer splits the run: follow both readings.
+                let mut comment = self.clone();
+                comment.position = end;
+                fork = Some(Box::new(comment));
+                self.html_comment_is_code_at = Some(end);
+                break;
+            }
+            end += 1;
         }
+        let run = bytes.get(start..end).unwrap_or_default();
+        let mut previous = 0u8;
+        for (offset, &byte) in (start..end).zip(run) {
+            self.extend(1, offset, limit)?;
+            match byte {
+                b'<' => self.push(Opener::Angle, false, offset, limit)?,
+                b'>' if previous != b'=' => {
+                    let _ = self.pop(Opener::Angle);
+                }
+                _ => {}
+            }
+            previous = byte;
+        }
+        self.position = end;
+        let label = run == b":" && self.after.label_candidate;
+        if label {
+            self.set_floor();
+        }
+        // `++`, `--`, `!` and `>` may end an operand (postfix, non-null, the
+        // end of type arguments) or not (prefix, comparison).
+        let slash = if [&b"++"[..], b"--", b"!", b">"]
+            .iter()
+            .any(|ending| run.ends_with(ending))
+        {
+            Slash::Either
+        } else {
+            Slash::Regex
+        };
+        // `fork` was cloned before this run's fields were updated; its own
+        // step re-reads the run's tail.
+        if let Some(comment) = fork.as_deref_mut() {
+            comment.frames = self.frames.clone();
+            comment.depth = self.depth;
+            comment.html_comment_is_code_at = None;
+        }
+        self.finish_token(After {
+            slash,
+            statement_start: label,
+            dot: run.ends_with(b"."),
+            ..After::expression_expected()
+        });
+        if let Some(comment) = fork.as_deref_mut() {
+            comment.after = self.after;
+            comment.line_break = false;
+            comment.restore = None;
+        }
+        Ok(fork.map_or(Step::Continue, Step::Fork))
     }
 
-    fn skip_line_comment(&mut self) {
-        while let Some(byte) = self.peek(0) {
-            if matches!(byte, b'\n' | b'\r') {
+    /// A `/` that is not a comment.
+    fn slash(&mut self, bytes: &[u8], limit: usize) -> Result<Step, usize> {
+        let start = self.position;
+        let regex_end = regex_end(bytes, start);
+        let slash = match self.after.slash {
+            // TypeScript ends a statement at a line break before a `/` that
+            // cannot continue it (`let x: T` then `/re/.test(s)`).
+            Slash::Division if self.line_break => Slash::Either,
+            slash => slash,
+        };
+        if slash == Slash::Regex {
+            return Ok(match regex_end {
+                Some(end) => {
+                    self.position = end;
+                    self.finish_token(After::operand());
+                    Step::Continue
+                }
+                None => Step::Dead,
+            });
+        }
+        // Division; and where an expression may start too, a regular
+        // expression (unless it would be unterminated).
+        let fork = regex_end.filter(|_| slash == Slash::Either).map(|end| {
+            let mut regex = self.clone();
+            regex.position = end;
+            regex.finish_token(After::operand());
+            Box::new(regex)
+        });
+        self.position += 1;
+        self.extend(1, start, limit)?;
+        self.finish_token(After::expression_expected());
+        Ok(fork.map_or(Step::Continue, Step::Fork))
+    }
+
+    /// To the end of the line (`\n`, `\r`, U+2028 or U+2029, as swc).
+    fn skip_line_comment(&mut self, bytes: &[u8]) {
+        while let Some(&byte) = bytes.get(self.position) {
+            if matches!(byte, b'\n' | b'\r') || is_unicode_line_break(bytes, self.position) {
                 return;
             }
             self.position += 1;
         }
     }
 
-    fn skip_block_comment(&mut self) {
+    fn skip_block_comment(&mut self, bytes: &[u8]) {
         self.position += 2;
-        while let Some(byte) = self.peek(0) {
-            if byte == b'*' && self.peek(1) == Some(b'/') {
+        while let Some(&byte) = bytes.get(self.position) {
+            if byte == b'*' && bytes.get(self.position + 1) == Some(&b'/') {
                 self.position += 2;
                 return;
             }
-            if matches!(byte, b'\n' | b'\r') {
+            if matches!(byte, b'\n' | b'\r') || is_unicode_line_break(bytes, self.position) {
                 self.line_break = true;
             }
             self.position += 1;
         }
     }
 
-    /// A quoted string; ends at the closing quote or an unescaped line break.
-    fn skip_string(&mut self, quote: u8) {
+    /// A quoted string; ends at the closing quote or at an unescaped line
+    /// break (swc reports the unterminated string and goes on from there).
+    fn skip_string(&mut self, bytes: &[u8], quote: u8) {
         self.position += 1;
-        while let Some(byte) = self.peek(0) {
+        while let Some(&byte) = bytes.get(self.position) {
             self.position += 1;
             match byte {
                 b'\\' => {
-                    if self.peek(0) == Some(b'\r') && self.peek(1) == Some(b'\n') {
+                    if bytes.get(self.position) == Some(&b'\r')
+                        && bytes.get(self.position + 1) == Some(&b'\n')
+                    {
                         self.position += 1;
                     }
                     self.position += 1;
                 }
-                b'\n' | b'\r' => return,
+                b'\n' | b'\r' => {
+                    self.position -= 1;
+                    return;
+                }
                 _ if byte == quote => return,
                 _ => {}
             }
         }
     }
 
-    /// A regular expression literal; ends at the closing `/` outside a
-    /// character class, or at a line break. Flags are skipped as a word.
-    ///
-    /// Should the heuristic be wrong and the parser read this as code, the
-    /// brackets and `!`/`~` inside still count (temporarily) against the limit.
-    fn scan_regex(&mut self) -> Result<(), usize> {
-        let start = self.position;
-        self.position += 1;
-        let mut in_class = false;
-        let mut open = 0usize;
-        let mut deepest = 0usize;
-        let mut unary = 0usize;
-        while let Some(byte) = self.peek(0) {
-            match byte {
-                b'\n' | b'\r' => break,
-                b'\\' => self.position += 1,
-                b'(' | b'[' | b'{' => {
-                    open += 1;
-                    deepest = deepest.max(open);
-                    in_class |= byte == b'[';
-                }
-                b')' | b']' | b'}' => {
-                    open = open.saturating_sub(1);
-                    in_class &= byte != b']';
-                }
-                b'!' | b'~' => unary += 1,
-                b'/' if !in_class => {
-                    self.position += 1;
-                    self.skip_word();
-                    break;
-                }
-                _ => {}
-            }
-            self.position += 1;
-        }
-        if self.depth + 2 * deepest + unary > self.limit {
-            Err(start)
-        } else {
-            Ok(())
-        }
-    }
-
     /// Inside a template literal (after the opening backtick or after the `}`
     /// of a substitution): up to the closing backtick, or into a `${`.
-    fn scan_template(&mut self) -> Result<(), usize> {
-        while let Some(byte) = self.peek(0) {
+    fn scan_template(&mut self, bytes: &[u8], limit: usize) -> Result<(), usize> {
+        while let Some(&byte) = bytes.get(self.position) {
             match byte {
                 b'\\' => self.position += 2,
                 b'`' => {
                     self.position += 1;
-                    self.significant(Previous::Operand, Last::Other);
+                    self.finish_token(After::operand());
                     return Ok(());
                 }
-                b'$' if self.peek(1) == Some(b'{') => {
+                b'$' if bytes.get(self.position + 1) == Some(&b'{') => {
+                    let start = self.position;
                     self.position += 2;
-                    return self.open(b'$', false);
+                    self.extend(1, start, limit)?;
+                    self.push(Opener::Substitution, false, start, limit)?;
+                    self.finish_token(After::expression_expected());
+                    return Ok(());
                 }
                 _ => self.position += 1,
             }
         }
+        // Unterminated: the end of the text.
         Ok(())
     }
 }
 
-fn is_word_byte(byte: u8) -> bool {
-    byte.is_ascii_alphabetic() || matches!(byte, b'_' | b'$' | b'#' | b'@') || byte >= 0x80
+/// Where the regular expression starting with the `/` at `start` ends (after
+/// its flags), or `None` if a line break or the end of the text comes first
+/// (swc's lexer then fails the parse).
+fn regex_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut position = start + 1;
+    let mut in_class = false;
+    loop {
+        match *bytes.get(position)? {
+            b'\n' | b'\r' => return None,
+            b'\\' => {
+                position += 1;
+                if matches!(bytes.get(position), None | Some(b'\n' | b'\r')) {
+                    return None;
+                }
+            }
+            b'[' => in_class = true,
+            b']' => in_class = false,
+            b'/' if !in_class => return Some(skip_flags(bytes, position + 1)),
+            _ => {}
+        }
+        position += 1;
+    }
+}
+
+/// The end of the word starting at `position`: ASCII letters, digits, `_`,
+/// `$`, `\` (escapes) and alphanumeric Unicode characters; a leading `#`
+/// (private name) or `@`. Anything else ends it, so a keyword is never
+/// glued to its neighbour (swc may split where this does not only by
+/// over-counting).
+fn skip_word(bytes: &[u8], mut position: usize) -> usize {
+    if matches!(bytes.get(position), Some(b'#' | b'@')) {
+        position += 1;
+    }
+    while let Some(&byte) = bytes.get(position) {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'$' | b'\\') {
+            position += 1;
+        } else if byte >= 0x80 {
+            match character_at(bytes, position) {
+                Some(character) if character.is_alphanumeric() => {
+                    position += character.len_utf8();
+                }
+                _ => break,
+            }
+        } else {
+            break;
+        }
+    }
+    position
+}
+
+/// The end of the numeric literal starting at `position`, as swc lexes it:
+/// `1.` and `1.5e-3` are one token each (so `1./x/` divides), `1.e5.x` is a
+/// number and a member access.
+fn skip_number(bytes: &[u8], mut position: usize) -> usize {
+    let digits = |bytes: &[u8], mut position: usize| {
+        while bytes
+            .get(position)
+            .is_some_and(|&byte| byte.is_ascii_digit() || byte == b'_')
+        {
+            position += 1;
+        }
+        position
+    };
+    if bytes.get(position) == Some(&b'0')
+        && matches!(
+            bytes.get(position + 1),
+            Some(b'x' | b'X' | b'o' | b'O' | b'b' | b'B')
+        )
+    {
+        position += 2;
+        while bytes
+            .get(position)
+            .is_some_and(|&byte| byte.is_ascii_alphanumeric() || byte == b'_')
+        {
+            position += 1;
+        }
+        return position;
+    }
+    position = digits(bytes, position);
+    if bytes.get(position) == Some(&b'.') {
+        position = digits(bytes, position + 1);
+    }
+    if matches!(bytes.get(position), Some(b'e' | b'E')) {
+        let sign = usize::from(matches!(bytes.get(position + 1), Some(b'+' | b'-')));
+        if bytes
+            .get(position + 1 + sign)
+            .is_some_and(u8::is_ascii_digit)
+        {
+            position = digits(bytes, position + 1 + sign);
+        }
+    }
+    if bytes.get(position) == Some(&b'n') {
+        position += 1;
+    }
+    position
+}
+
+/// The end of a regular expression's flags: ASCII letters and digits only
+/// (stopping early only makes the rest count as code).
+fn skip_flags(bytes: &[u8], mut position: usize) -> usize {
+    while bytes.get(position).is_some_and(u8::is_ascii_alphanumeric) {
+        position += 1;
+    }
+    position
+}
+
+/// The character whose UTF-8 encoding starts at `position`, if one does.
+fn character_at(bytes: &[u8], position: usize) -> Option<char> {
+    let length = match *bytes.get(position)? {
+        0x00..=0x7f => 1,
+        0xc0..=0xdf => 2,
+        0xe0..=0xef => 3,
+        0xf0..=0xf7 => 4,
+        _ => return None,
+    };
+    let encoded = bytes.get(position..position + length)?;
+    std::str::from_utf8(encoded).ok()?.chars().next()
+}
+
+/// U+2028 or U+2029 at `position`: line terminators for swc.
+fn is_unicode_line_break(bytes: &[u8], position: usize) -> bool {
+    starts_with(bytes, position, "\u{2028}".as_bytes())
+        || starts_with(bytes, position, "\u{2029}".as_bytes())
+}
+
+fn starts_with(bytes: &[u8], position: usize, prefix: &[u8]) -> bool {
+    bytes
+        .get(position..)
+        .is_some_and(|rest| rest.starts_with(prefix))
+}
+
+/// Identifier, number and escape bytes (any non-ASCII byte too: Unicode
+/// identifiers, and over-counting a Unicode space is harmless).
+fn starts_word(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'$' | b'#' | b'@' | b'\\')
+}
+
+/// Bytes of operator tokens, except `/` (handled on its own: it may start a
+/// regular expression or a comment).
+fn is_operator_byte(byte: u8) -> bool {
+    matches!(
+        byte,
+        b'!' | b'~'
+            | b'+'
+            | b'-'
+            | b'*'
+            | b'%'
+            | b'&'
+            | b'|'
+            | b'^'
+            | b'<'
+            | b'>'
+            | b'='
+            | b'?'
+            | b':'
+            | b'.'
+    )
 }
 
 #[cfg(test)]
@@ -517,7 +1181,9 @@ mod tests {
     #[test]
     fn ordinary_code_is_far_below_the_default() {
         let cell = "const r = await tools.call('a:b:c', { q: [1, 2, 3], s: `x${y.z}` });\n\
-                    if (r.ok) { return r.items.map((i) => i.name).join(', '); }\n";
+                    if (r.ok) { return r.items.map((i) => i.name).join(', '); }\n\
+                    const half = r.total / 2; // a / b\n\
+                    const re = /a\\/b[/]/g.test(s) ? a / b / c : (x + y) / 2;\n";
         assert!(depth_ok(cell, 40));
     }
 
@@ -535,6 +1201,7 @@ mod tests {
     fn unbracketed_chains_are_counted() {
         for hostile in [
             format!("x = {}y", "!".repeat(100)),
+            format!("x = {}y", "-+".repeat(50)),
             format!("x = 1{}", "+1".repeat(100)),
             format!("a{}", ".b".repeat(100)),
             format!("a{}", "()".repeat(100)),
@@ -542,6 +1209,12 @@ mod tests {
             format!("let x: {}number", "Array<".repeat(100)),
             format!("x = {}0", "a => ".repeat(100)),
             format!("x = {}y", "typeof ".repeat(100)),
+            format!("x = {}y", "await ".repeat(100)),
+            format!("x = {}y", "new ".repeat(100)),
+            format!("x = a{}", " ? b".repeat(100)),
+            format!("x = a{}", "`t`".repeat(100)),
+            format!("if (a) x;{}", " else if (b) x;".repeat(100)),
+            format!("{}x", "l: ".repeat(100)),
         ] {
             assert!(!depth_ok(&hostile, 64), "{hostile:.40}");
         }
@@ -552,9 +1225,23 @@ mod tests {
         let with_semicolons = "x = a + b;\n".repeat(200);
         let without = "x = a + b\n".repeat(200);
         let calls = "log(a, b, c)\n".repeat(200);
-        assert!(depth_ok(&with_semicolons, 16));
-        assert!(depth_ok(&without, 16));
-        assert!(depth_ok(&calls, 16));
+        let blocks = "if (a) { b() } else { c() }\n".repeat(200);
+        let comparisons = "ok = a < b\n".repeat(200);
+        let array = format!("[{}]", "1, ".repeat(1000));
+        for text in [with_semicolons, without, calls, blocks, comparisons, array] {
+            assert!(depth_ok(&text, 16), "{text:.40}");
+        }
+    }
+
+    #[test]
+    fn commas_keep_the_statement_prefix() {
+        let prefix = "if (a) ".repeat(20);
+        let chain = "-".repeat(30);
+        assert!(!depth_ok(&format!("{prefix}x, {chain}y"), 64));
+        assert!(!depth_ok(
+            &format!("{}x{}", "A<".repeat(20), ", A<".repeat(30)),
+            64
+        ));
     }
 
     #[test]
@@ -567,21 +1254,83 @@ mod tests {
     }
 
     #[test]
-    fn regex_after_a_statement_header_or_block_does_not_hide_code() {
-        let parens = "(".repeat(100);
+    fn an_ambiguous_slash_is_read_both_ways() {
+        let chain = "-+".repeat(100);
         for hostile in [
-            format!("if (a) /\"/.test(s) + {parens}"),
-            format!("while (a) /`/.test(s)\n{parens}"),
-            format!("function f() {{}}\n/'/.test(s); {parens}"),
-            // Division the scanner takes for a regex: its brackets still count.
-            format!("x = function () {{}} / {parens} / 2"),
+            // Division taken for a regular expression would hide the chain.
+            format!("let of = 2;\nreturn of / {chain}1 / 1;"),
+            format!("return {{ a: {{}} / {chain}1 / 1 }};"),
+            format!("x = a++ / {chain}1 / 1"),
+            format!("x = a! / {chain}1 / 1"),
+            // A regular expression taken for division: its quote would start
+            // a "string" that hides the chain.
+            format!("if (a) /\"/.test(s) + {chain}1"),
+            format!("function f() {{}}\n/'/.test(s); {chain}1"),
+            format!("for (x of /`/g) {chain}1"),
+            format!("x = y\n/`/.test(s) + {chain}1"),
+            // HTML-like comments, or not.
+            format!("x = a <!-- `\n{chain}1\n`"),
+            format!("x = a =<!-- `\n{chain}1\n`"),
+            format!("x = 1\n--> `\n{chain}1\n`"),
         ] {
-            assert!(!depth_ok(&hostile, 64), "{hostile:.40}");
+            assert!(!depth_ok(&hostile, 64), "{hostile:.60}");
+        }
+    }
+
+    #[test]
+    fn unicode_spaces_and_line_breaks_are_read_as_swc_reads_them() {
+        let chain = "-+".repeat(100);
+        for hostile in [
+            // No-break spaces between keywords: each still counts.
+            format!("x = {}y", "typeof\u{a0}".repeat(100)),
+            format!("x = {}y", "await\u{3000}".repeat(100)),
+            // U+2028 ends a line comment ...
+            format!("x = 1 // note\u{2028}{chain}1"),
+            // ... and is a line break before `-->`.
+            format!("x = 1\u{2028}--> `\n{chain}1\n`"),
+            format!("x = 1 /* \u{2029} */ --> `\n{chain}1\n`"),
+        ] {
+            assert!(!depth_ok(&hostile, 64), "{hostile:.60}");
         }
         assert!(depth_ok(
-            "if (ok) /\\(/.test(s); else { x = {a: 1}.a / 2 / 3; }",
+            "const naïve = 'é' + `ü${ß}`; // …\u{2028}x = 1",
             16
         ));
+    }
+
+    #[test]
+    fn numbers_are_single_tokens() {
+        let chain = "-+".repeat(100);
+        for hostile in [
+            // `1.` is a number: the `/` after it divides.
+            format!("x = 1./ {chain}1 / 2"),
+            format!("x = 1./ 2;\n{chain}1"),
+            // The member access after a number still counts.
+            format!("x = 1.5e+3{}", ".a".repeat(100)),
+        ] {
+            assert!(!depth_ok(&hostile, 64), "{hostile:.60}");
+        }
+        assert!(depth_ok(
+            "x = [0x1F, 1_000n, .5, 1.e3, 2e-3, 0b1010, 1..toString()];",
+            16
+        ));
+    }
+
+    #[test]
+    fn a_wrong_guess_with_unbalanced_brackets_is_dropped() {
+        // The regular-expression reading of `a! / (` leaves a `(` open and
+        // closes `f(`; its `)` then matches nothing, so it is dropped
+        // instead of drifting (and multiplying) for the rest of the text.
+        let line = "y = f(a! / (n - 1 / 2));\n";
+        assert!(depth_ok(&line.repeat(200), 32));
+    }
+
+    #[test]
+    fn a_hashbang_line_is_read_both_ways() {
+        let chain = "-+".repeat(100);
+        assert!(!depth_ok(&format!("#!/usr/bin/env `\n{chain}1\n`"), 64));
+        assert!(!depth_ok(&format!("#!/bin/sh\nx = {chain}1"), 64));
+        assert!(depth_ok("#!/usr/bin/env node\nreturn 1;", 16));
     }
 
     #[test]
@@ -589,5 +1338,21 @@ mod tests {
         let nested = format!("x = {}1{}", "`${".repeat(50), "}`".repeat(50));
         assert!(!depth_ok(&nested, 40));
         assert!(depth_ok("x = `a${`b${c}`}d`", 16));
+    }
+
+    #[test]
+    fn deep_frames_are_freed_without_recursion() {
+        // With an absurd limit, 300,000 open frames (and a fork sharing
+        // them) are built and dropped on this test thread's small stack.
+        let text = format!("{}}}/x/ + 1", "(".repeat(300_000));
+        assert!(check_nesting(&text, usize::MAX).is_ok());
+    }
+
+    #[test]
+    fn too_many_readings_are_refused() {
+        // Every `/` after `of` may divide or start a regular expression that
+        // ends at a later one; the readings never meet again on one line.
+        let divisions = format!("x = of{}", " / (of".repeat(40));
+        assert!(check_nesting(&divisions, 100_000).is_err());
     }
 }
