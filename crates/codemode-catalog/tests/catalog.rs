@@ -686,3 +686,31 @@ fn mcp_capability_ids_never_equal_catalog_ids() {
         assert_eq!(McpCapability::parse_id(other), None, "{other}");
     }
 }
+
+// Direct-only tools come back as given, control names included, so that core can refuse to
+// activate with one (a core `wait` is a control tool and is dropped).
+#[test]
+fn direct_only_tools_named_like_control_tools_are_handed_back() {
+    let direct = |origin: ToolOrigin, name: &str| ToolDescriptor {
+        direct_only: true,
+        ..tool(origin, name, "")
+    };
+    let catalog = Catalog::build([
+        direct(ToolOrigin::Core, "exec"),
+        direct(ToolOrigin::Core, "wait"),
+        direct(ToolOrigin::Client("app".into()), "wait"),
+    ]);
+    let names: Vec<(&ToolOrigin, &str)> = catalog
+        .direct_only()
+        .iter()
+        .map(|tool| (&tool.origin, tool.name.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            (&ToolOrigin::Core, "exec"),
+            (&ToolOrigin::Client("app".into()), "wait")
+        ]
+    );
+    assert_eq!(catalog.excluded_controls(), ["openclaw:core:wait"]);
+}
