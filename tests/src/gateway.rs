@@ -200,7 +200,7 @@ impl ToolExecutor for GatewayExecutor {
         input: Value,
         _context: ToolCallContext,
     ) -> Result<Value, ToolError> {
-        if catalog_id.starts_with("mcp:") {
+        if catalog_id.starts_with("mcp:") || catalog_id.starts_with("mcp-capability:") {
             let hub = self
                 .hub
                 .as_ref()

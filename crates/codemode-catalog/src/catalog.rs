@@ -590,6 +590,11 @@ impl Catalog {
 
     /// The direct-only tools, which stay visible to the model and are never
     /// catalogued, in catalog order (not de-duplicated).
+    ///
+    /// Handed back as given, whatever their names: one named like a code-mode
+    /// control tool (`exec`, or a `wait` that is not core's) is here too, and
+    /// `codemode-core` refuses to activate with it rather than show the model
+    /// two tools of one name. A core `wait` is a control tool and never here.
     pub fn direct_only(&self) -> &[ToolDescriptor] {
         &self.direct_only
     }

@@ -7,7 +7,9 @@
 //! MCP entries (`ALL_TOOLS`, `tools.search/describe/call`), safe convenience
 //! names, search scoring and limits, and per-source counts for telemetry.
 //! Control tools are left out and direct-only tools are handed back to stay
-//! model-visible.
+//! model-visible. It also owns the id shape of the one kind of nested call
+//! that is not a catalog entry, MCP resources and prompts ([`McpCapability`]),
+//! so that no id of that kind can ever equal a catalog id.
 //!
 //! It knows nothing about QuickJS, TypeScript, the MCP protocol, plugin
 //! namespaces, async runtimes or how a tool is executed: it is plain data in,
@@ -35,6 +37,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod capability;
 mod catalog;
 mod descriptor;
 mod entry;
@@ -42,6 +45,7 @@ mod error;
 mod exact;
 mod search;
 
+pub use capability::{MCP_CAPABILITY_SOURCE, McpCapability};
 pub use catalog::{
     Catalog, CatalogBuilder, RESERVED_CONVENIENCE_NAMES, SourceCounts, TOOL_SEARCH_CONTROL_NAMES,
 };

@@ -636,3 +636,81 @@ fn catalog_can_be_shared_across_threads() {
         Some(Ok("openclaw:core:read".to_owned()))
     );
 }
+
+// MCP resources and prompts are their own kind of nested call: their ids can never be catalog
+// ids, so an MCP tool named like a capability stays a tool.
+#[test]
+fn mcp_capability_ids_never_equal_catalog_ids() {
+    use codemode_catalog::{MCP_CAPABILITY_SOURCE, McpCapability};
+    let names: Vec<&str> = McpCapability::ALL.iter().map(|c| c.method()).collect();
+    assert_eq!(
+        names,
+        [
+            "resources/list",
+            "resources/read",
+            "prompts/list",
+            "prompts/get"
+        ]
+    );
+    let catalog = Catalog::build(
+        names
+            .iter()
+            .map(|name| tool(ToolOrigin::Mcp("docs".into()), name, "")),
+    );
+    for (capability, entry) in McpCapability::ALL.into_iter().zip(catalog.entries()) {
+        let id = capability.id("docs");
+        assert_eq!(id, format!("mcp-capability:docs:{}", capability.method()));
+        assert!(id.starts_with(&format!("{MCP_CAPABILITY_SOURCE}:")));
+        assert!(catalog.get(&id).is_none(), "{id}");
+        assert_eq!(entry.id, format!("mcp:docs:{}", entry.name));
+        assert_eq!(McpCapability::parse_id(&entry.id), None, "{}", entry.id);
+        assert_eq!(McpCapability::parse_id(&id), Some(("docs", capability)));
+        assert!(capability.read_only());
+        assert_eq!(
+            McpCapability::from_method(capability.method()),
+            Some(capability)
+        );
+    }
+    // Server names may hold a `:`; anything else is not a capability id.
+    assert_eq!(
+        McpCapability::parse_id("mcp-capability:a:b:prompts/get"),
+        Some(("a:b", McpCapability::PromptsGet))
+    );
+    for other in [
+        "mcp-capability::prompts/get",
+        "mcp-capability:docs:tools/call",
+        "mcp-capability:docs",
+        "mcp-capabilitydocs:prompts/get",
+        "openclaw:core:resources/list",
+    ] {
+        assert_eq!(McpCapability::parse_id(other), None, "{other}");
+    }
+}
+
+// Direct-only tools come back as given, control names included, so that core can refuse to
+// activate with one (a core `wait` is a control tool and is dropped).
+#[test]
+fn direct_only_tools_named_like_control_tools_are_handed_back() {
+    let direct = |origin: ToolOrigin, name: &str| ToolDescriptor {
+        direct_only: true,
+        ..tool(origin, name, "")
+    };
+    let catalog = Catalog::build([
+        direct(ToolOrigin::Core, "exec"),
+        direct(ToolOrigin::Core, "wait"),
+        direct(ToolOrigin::Client("app".into()), "wait"),
+    ]);
+    let names: Vec<(&ToolOrigin, &str)> = catalog
+        .direct_only()
+        .iter()
+        .map(|tool| (&tool.origin, tool.name.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            (&ToolOrigin::Core, "exec"),
+            (&ToolOrigin::Client("app".into()), "wait")
+        ]
+    );
+    assert_eq!(catalog.excluded_controls(), ["openclaw:core:wait"]);
+}

@@ -40,7 +40,7 @@ impl ToolExecutor for Executor {
         input: Value,
         context: ToolCallContext,
     ) -> Result<Value, ToolError> {
-        if catalog_id.starts_with("mcp:") {
+        if catalog_id.starts_with("mcp:") || catalog_id.starts_with("mcp-capability:") {
             return match self.mcp.execute(catalog_id, input).await {
                 // The hub's error is already the guest's message (no stderr, paths or rmcp
                 // details); the full error went to the host log.

@@ -112,7 +112,8 @@ pub enum ConfigError {
     /// `enabled` is not a boolean.
     #[error("tools.codeMode.enabled must be a boolean.")]
     EnabledNotBool,
-    /// A numeric field is not a positive integer.
+    /// A numeric field is not a positive integer (`null`, a string, a fraction, zero or a
+    /// negative number; an integral float such as `5.0` or `1e3` is an integer).
     #[error("tools.codeMode.{0} must be a positive integer.")]
     NotPositiveInteger(&'static str),
     /// A numeric field that may be zero is not a non-negative integer.
@@ -209,8 +210,7 @@ impl CodeModeConfig {
                         .iter()
                         .find(|field| field.name == other)
                         .ok_or_else(|| ConfigError::UnknownKey(other.to_owned()))?;
-                    let given = field_value
-                        .as_u64()
+                    let given = integer(field_value)
                         .filter(|n| *n > 0 || field.min == 0)
                         .ok_or(if field.min == 0 {
                             ConfigError::NotNonNegativeInteger(field.name)
@@ -235,10 +235,24 @@ impl CodeModeConfig {
         self.languages.contains(&language)
     }
 
-    /// The JSON Schema of `tools.codeMode` (generated with schemars).
+    /// The JSON Schema of `tools.codeMode` (generated with schemars), published as
+    /// `docs/config.schema.json`. Fields are optional, never `null`; integer fields are JSON
+    /// Schema `integer`s, which, like [`CodeModeConfig::from_json`], accept `5.0` and `1e3`.
     pub fn json_schema() -> Value {
         serde_json::to_value(schemars::schema_for!(CodeModeConfigWire)).unwrap_or(Value::Null)
     }
+}
+
+/// A JSON number that is a whole number at least zero: `5`, and also `5.0` or `1e3` (JSON does
+/// not tell integers from floats, and JSON Schema's `integer` accepts them). Beyond `u64` it
+/// saturates (every field is clamped below that anyway). `5.5`, `-1`, `null`, strings: `None`.
+fn integer(value: &Value) -> Option<u64> {
+    if let Some(n) = value.as_u64() {
+        return Some(n);
+    }
+    let float = value.as_f64()?;
+    // `as` saturates at u64::MAX; the checks leave only finite whole numbers >= 0 (or -0.0).
+    (float.is_finite() && float.fract() == 0.0 && float >= 0.0).then_some(float as u64)
 }
 
 fn parse_languages(value: &Value) -> Result<Vec<Language>, ConfigError> {
@@ -271,40 +285,90 @@ enum CodeModeConfigWire {
     Settings(CodeModeSettings),
 }
 
+// Every field is optional and none is nullable: the parser refuses `null`, so the schema does
+// too. The fields are not `Option`s (schemars would add `"null"` to their types); their serde
+// defaults only put each field's `default` into the schema.
 #[derive(JsonSchema, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[allow(dead_code, reason = "exists for its JSON Schema only")]
 struct CodeModeSettings {
     /// The activation switch; other fields never enable code mode.
-    enabled: Option<bool>,
-    /// Wall-clock budget of each exec/wait call in ms (clamped to 100..=60000; default 10000).
+    #[serde(default)]
+    enabled: bool,
+    /// Wall-clock budget of each exec/wait call in ms (clamped to 100..=60000).
+    #[serde(default = "defaults::timeout_ms")]
     #[schemars(range(min = 1))]
-    timeout_ms: Option<u64>,
-    /// Guest VM memory limit in bytes (clamped to 1 MiB..=1 GiB; default 64 MiB).
+    timeout_ms: u64,
+    /// Guest VM memory limit in bytes (clamped to 1 MiB..=1 GiB).
+    #[serde(default = "defaults::memory_limit_bytes")]
     #[schemars(range(min = 1))]
-    memory_limit_bytes: Option<u64>,
-    /// Output plus final value limit in UTF-8 JSON bytes (clamped to 1024..=10 MiB; default 65536).
+    memory_limit_bytes: u64,
+    /// Output plus final value limit in UTF-8 JSON bytes (clamped to 1024..=10 MiB).
+    #[serde(default = "defaults::max_output_bytes")]
     #[schemars(range(min = 1))]
-    max_output_bytes: Option<u64>,
-    /// Parked run memory limit in bytes (clamped to 1024..=256 MiB; default 10 MiB).
+    max_output_bytes: u64,
+    /// Parked run memory limit in bytes (clamped to 1024..=256 MiB).
+    #[serde(default = "defaults::max_snapshot_bytes")]
     #[schemars(range(min = 1))]
-    max_snapshot_bytes: Option<u64>,
-    /// Nested calls in flight per run (clamped to 1..=128; default 16).
+    max_snapshot_bytes: u64,
+    /// Nested calls in flight per run (clamped to 1..=128).
+    #[serde(default = "defaults::max_pending_tool_calls")]
     #[schemars(range(min = 1))]
-    max_pending_tool_calls: Option<u64>,
-    /// Nested calls waiting in FIFO order behind maxPendingToolCalls (clamped to 0..=100000;
-    /// default 1024).
+    max_pending_tool_calls: u64,
+    /// Nested calls waiting in FIFO order behind maxPendingToolCalls (clamped to 0..=100000).
+    #[serde(default = "defaults::max_queued_tool_calls")]
     #[schemars(range(min = 0))]
-    max_queued_tool_calls: Option<u64>,
-    /// Parked run lifetime in seconds (clamped to 1..=86400; default 900).
+    max_queued_tool_calls: u64,
+    /// Parked run lifetime in seconds (clamped to 1..=86400).
+    #[serde(default = "defaults::snapshot_ttl_seconds")]
     #[schemars(range(min = 1))]
-    snapshot_ttl_seconds: Option<u64>,
-    /// Default tools.search limit (clamped to 1..=maxSearchLimit; default 8).
+    snapshot_ttl_seconds: u64,
+    /// Default tools.search limit (clamped to 1..=maxSearchLimit).
+    #[serde(default = "defaults::search_default_limit")]
     #[schemars(range(min = 1))]
-    search_default_limit: Option<u64>,
-    /// Largest tools.search limit (clamped to 1..=50; default 50).
+    search_default_limit: u64,
+    /// Largest tools.search limit (clamped to 1..=50).
+    #[serde(default = "defaults::max_search_limit")]
     #[schemars(range(min = 1))]
-    max_search_limit: Option<u64>,
-    /// Accepted cell languages (default both).
-    languages: Option<Vec<Language>>,
+    max_search_limit: u64,
+    /// Accepted cell languages, a non-empty subset (duplicates are ignored).
+    #[serde(default = "defaults::languages")]
+    #[schemars(length(min = 1))]
+    languages: Vec<Language>,
+}
+
+/// The schema's `default`s: [`CodeModeConfig::default`]'s values, so they cannot drift.
+mod defaults {
+    use super::{CodeModeConfig, Language};
+
+    pub(super) fn timeout_ms() -> u64 {
+        CodeModeConfig::default().timeout_ms
+    }
+    pub(super) fn memory_limit_bytes() -> u64 {
+        CodeModeConfig::default().memory_limit_bytes
+    }
+    pub(super) fn max_output_bytes() -> u64 {
+        CodeModeConfig::default().max_output_bytes
+    }
+    pub(super) fn max_snapshot_bytes() -> u64 {
+        CodeModeConfig::default().max_snapshot_bytes
+    }
+    pub(super) fn max_pending_tool_calls() -> u64 {
+        CodeModeConfig::default().max_pending_tool_calls
+    }
+    pub(super) fn max_queued_tool_calls() -> u64 {
+        CodeModeConfig::default().max_queued_tool_calls
+    }
+    pub(super) fn snapshot_ttl_seconds() -> u64 {
+        CodeModeConfig::default().snapshot_ttl_seconds
+    }
+    pub(super) fn search_default_limit() -> u64 {
+        CodeModeConfig::default().search_default_limit
+    }
+    pub(super) fn max_search_limit() -> u64 {
+        CodeModeConfig::default().max_search_limit
+    }
+    pub(super) fn languages() -> Vec<Language> {
+        CodeModeConfig::default().languages
+    }
 }

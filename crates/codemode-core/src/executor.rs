@@ -79,9 +79,16 @@ impl ToolError {
 /// The host's normal tool path. Policy, approvals and `before_tool_call` hooks live behind it;
 /// an approval that takes hours is simply a call that has not finished yet (the run parks).
 ///
-/// `catalog_id` is always an exact catalog id (`openclaw:core:echo`, `mcp:github:create_issue`).
-/// MCP resources and prompts use the capability ids `mcp:<server>:resources/list`,
-/// `mcp:<server>:resources/read`, `mcp:<server>:prompts/list` and `mcp:<server>:prompts/get`.
+/// `catalog_id` is an exact catalog id (`openclaw:core:echo`, `mcp:github:create_issue`), or, for
+/// the one kind of nested call that is not a catalog entry, MCP resources and prompts, a
+/// capability id `mcp-capability:<server>:resources/list`, `…:resources/read` (`{ uri }`),
+/// `…:prompts/list` or `…:prompts/get` (`{ name, arguments? }`); see
+/// [`codemode_catalog::McpCapability`]. The two shapes never overlap: an MCP tool named
+/// `resources/list` arrives as `mcp:<server>:resources/list` and is a tool call. Capability
+/// calls are offered only for the servers the host flagged in
+/// [`ActivationRequest::mcp_capabilities`](crate::ActivationRequest::mcp_capabilities) that also
+/// have a visible tool, count as read-only for `restartSafe`, and go through this executor like
+/// every other call, so host policy sees them.
 ///
 /// The returned value is what the guest sees: the `details` of a host tool, the full MCP result
 /// (`{content, structuredContent?, isError?}`) of an MCP tool.

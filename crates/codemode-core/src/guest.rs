@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use codemode_catalog::McpCapability;
 use codemode_namespaces::NamespaceRuntime;
 use codemode_sandbox::{Callable, GuestPath, GuestSetup, LocalFn};
 use serde_json::Value;
@@ -110,21 +111,22 @@ pub(crate) fn setup(session: &SessionShared, counters: &Arc<Counters>) -> GuestS
             setup
                 .callables
                 .push((path(&["MCP", &server.ident, "$api"]), api));
-            let capabilities = [
-                (server.has_resources, "resources", ["list", "read"]),
-                (server.has_prompts, "prompts", ["list", "get"]),
-            ];
-            for (offered, group, verbs) in capabilities {
+            for capability in McpCapability::ALL {
+                let (offered, group) = if capability.is_resources() {
+                    (server.has_resources, "resources")
+                } else {
+                    (server.has_prompts, "prompts")
+                };
                 if !offered {
                     continue;
                 }
-                for verb in verbs {
-                    let id = format!("mcp:{}:{group}/{verb}", server.name);
-                    let target = path(&["MCP", &server.ident, group, verb]);
-                    setup
-                        .callables
-                        .push((target, bridge(MCP_CAPABILITY, vec![Value::String(id)])));
-                }
+                // `resources/list` -> `MCP.<server>.resources.list`.
+                let verb = capability.method().rsplit('/').next().unwrap_or_default();
+                let target = path(&["MCP", &server.ident, group, verb]);
+                let id = Value::String(capability.id(&server.name));
+                setup
+                    .callables
+                    .push((target, bridge(MCP_CAPABILITY, vec![id])));
             }
         }
     } else {

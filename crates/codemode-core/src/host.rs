@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use codemode_catalog::McpCapability;
 use codemode_sandbox::{BridgeHost, BridgeRequest, PendingCall};
 use futures::FutureExt;
 use serde_json::Value;
@@ -20,7 +21,8 @@ use crate::session::SessionShared;
 pub(crate) const TOOLS_CALL: &str = "tools.call";
 /// Bridge method of `MCP.<server>.<tool>(input)` (`[catalog id, ...guest args]`).
 pub(crate) const MCP_CALL: &str = "mcp.call";
-/// Bridge method of `MCP.<server>.resources.*` / `prompts.*` (`[capability id, ...guest args]`).
+/// Bridge method of `MCP.<server>.resources.*` / `prompts.*` (`[capability id, ...guest args]`,
+/// the id an `mcp-capability:<server>:<method>` of [`codemode_catalog::McpCapability`]).
 pub(crate) const MCP_CAPABILITY: &str = "mcp.capability";
 /// Bridge method of a namespace verb (`[namespace id, path, ...guest args]`).
 pub(crate) const NAMESPACE_CALL: &str = "namespace.call";
@@ -86,9 +88,7 @@ impl RunHost {
                     .catalog
                     .lookup(&id)
                     .map_err(|e| e.to_string())?;
-                if self.restart_safe && !entry.read_only {
-                    return Err(RESTART_SAFE_TOOLS.into());
-                }
+                self.check_restart_safe(entry.read_only)?;
                 Ok((entry.id.clone(), take_object_arg(&mut args, 1)))
             }
             MCP_CALL => {
@@ -104,20 +104,22 @@ impl RunHost {
                     .catalog
                     .get(id)
                     .ok_or_else(|| format!("Unknown tool id: {id}"))?;
-                if self.restart_safe && !entry.read_only {
-                    return Err(RESTART_SAFE_TOOLS.into());
-                }
+                self.check_restart_safe(entry.read_only)?;
                 let input = decls
                     .prepare_call(id, args.get(1..).unwrap_or_default())
                     .map_err(|e| e.to_string())?;
                 Ok((entry.id.clone(), input))
             }
             MCP_CAPABILITY => {
+                // A kind of its own, not a catalog entry: only the ids activation derived from
+                // the host's capability flags of a visible server, through the same restart-safe
+                // check as tools (they only read, so they pass it).
                 let id = text_arg(&args, 0).ok_or("malformed MCP call.")?;
-                if !self.session.mcp_capability_ids.contains(&id) {
-                    return Err(format!("Unknown tool id: {id}"));
-                }
-                // Listing and reading resources and prompts only reads: allowed when restart-safe.
+                let capability = McpCapability::parse_id(&id)
+                    .filter(|_| self.session.mcp_capability_ids.contains(&id))
+                    .map(|(_, capability)| capability)
+                    .ok_or_else(|| format!("Unknown tool id: {id}"))?;
+                self.check_restart_safe(capability.read_only())?;
                 let input = take_object_arg(&mut args, 1);
                 if !input.is_object() {
                     return Err("MCP resources and prompts take one object argument.".into());
@@ -141,6 +143,15 @@ impl RunHost {
             }
             other => Err(format!("unknown code mode bridge method `{other}`.")),
         }
+    }
+
+    /// The one restart-safe rule (SPEC §8), for every kind of nested call: a restart-safe run
+    /// may only make calls that only read.
+    fn check_restart_safe(&self, read_only: bool) -> Result<(), String> {
+        if self.restart_safe && !read_only {
+            return Err(RESTART_SAFE_TOOLS.into());
+        }
+        Ok(())
     }
 
     fn track(&self, request_id: u64, call: Option<(String, String)>) {

@@ -41,7 +41,8 @@ pub struct PendingToolCall {
     pub id: String,
     /// The bridge method (`tools.call`, `mcp.call`, `namespace.call`, ...).
     pub method: String,
-    /// The exact catalog id, when the call targets a catalog tool.
+    /// The exact catalog id, when the call targets a catalog tool, or the
+    /// `mcp-capability:<server>:<method>` id of an MCP resource or prompt call.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_id: Option<String>,
 }
@@ -55,6 +56,10 @@ pub struct SourceTelemetry {
     pub mcp: usize,
     /// Client tools.
     pub client: usize,
+    /// MCP resource and prompt operations the guest may call (`MCP.<server>.resources.*` /
+    /// `prompts.*`). Not catalog entries, so not counted in `catalogSize`.
+    #[serde(rename = "mcpCapabilities")]
+    pub mcp_capabilities: usize,
 }
 
 /// What every result reports. Never holds secrets, environment values or tool inputs.

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use codemode_catalog::{Catalog, SearchLimits, Source, ToolDescriptor, ToolOrigin};
+use codemode_catalog::{Catalog, McpCapability, SearchLimits, Source, ToolDescriptor, ToolOrigin};
 use codemode_mcp_decls::{DeclCache, McpDecls, McpServer, McpTool};
 use codemode_namespaces::{
-    CancellationState, CatalogTool, NamespaceRegistry, NamespaceRuntime, ScopeContext,
+    CancellationState, CatalogTool, NamespaceRegistry, NamespaceRuntime, ScopeContext, ToolOwner,
 };
 use codemode_sandbox::{JsonText, Limits, Run, RunScope, SnapshotStore, Step, StoreError};
 use serde_json::Value;
@@ -150,6 +150,17 @@ pub enum ActivationError {
     /// A visible namespace could not create or serialize its scope.
     #[error("code mode namespaces failed: {0}")]
     Namespaces(String),
+    /// A direct-only tool (which stays model-visible) has the name of a code-mode control tool
+    /// (`exec` or `wait`): the model would see two tools of that name.
+    #[error(
+        "a direct-only tool named `{name}` ({id}) would collide with the code mode control tool `{name}`."
+    )]
+    ControlNameCollision {
+        /// The colliding name, `exec` or `wait`.
+        name: String,
+        /// The tool's id, `<source>:<owner>:<name>`.
+        id: String,
+    },
 }
 
 impl CodeMode {
@@ -178,6 +189,7 @@ impl CodeMode {
             tracing::debug_span!(target: "codemode", "activate", tools = request.tools.len())
                 .entered();
         let catalog = Catalog::build(request.tools);
+        check_control_names(&catalog)?;
         let cancelled = Arc::new(AtomicBool::new(false));
         let scope_context = ScopeContext {
             agent_id: request.run.agent_id.clone(),
@@ -194,7 +206,7 @@ impl CodeMode {
                 catalog.entries().iter().map(|entry| CatalogTool {
                     id: &entry.id,
                     name: &entry.name,
-                    source_name: entry.source_name.as_deref(),
+                    owner: tool_owner(&entry.origin),
                 }),
                 &scope_context,
             )
@@ -209,18 +221,18 @@ impl CodeMode {
                     .get(&server.name)
                     .cloned()
                     .unwrap_or_default();
-                let mut ids = Vec::new();
-                if caps.resources {
-                    ids.push(format!("mcp:{}:resources/list", server.name));
-                    ids.push(format!("mcp:{}:resources/read", server.name));
-                }
-                if caps.prompts {
-                    ids.push(format!("mcp:{}:prompts/list", server.name));
-                    ids.push(format!("mcp:{}:prompts/get", server.name));
-                }
-                ids
+                McpCapability::ALL
+                    .into_iter()
+                    .filter(move |capability| {
+                        if capability.is_resources() {
+                            caps.resources
+                        } else {
+                            caps.prompts
+                        }
+                    })
+                    .map(|capability| capability.id(&server.name))
             })
-            .collect();
+            .collect::<Vec<String>>();
         let server_names: Vec<String> = servers.iter().map(|s| s.name.clone()).collect();
         let namespace_prompt = namespaces.prompt_text();
         let description = surface::exec_description(&DescriptionParts {
@@ -251,6 +263,7 @@ impl CodeMode {
                 openclaw: counts.openclaw,
                 mcp: counts.mcp,
                 client: counts.client,
+                mcp_capabilities: mcp_capability_ids.len(),
             },
             visible_tools: model_tools.iter().map(|tool| tool.name.clone()).collect(),
             ..Telemetry::default()
@@ -299,6 +312,42 @@ impl CodeMode {
     /// Measured VM memory of all suspended runs, in bytes.
     pub fn suspended_memory_bytes(&self) -> usize {
         self.shared.store.memory_bytes()
+    }
+}
+
+/// Fails activation when a direct-only tool, which stays model-visible, has the name of a
+/// control tool: the model must see exactly one `exec` and one `wait` (a core `wait` is the
+/// host's copy of code mode's own and never reaches [`Catalog::direct_only`]).
+fn check_control_names(catalog: &Catalog) -> Result<(), ActivationError> {
+    let control = [surface::EXEC_TOOL, surface::WAIT_TOOL];
+    match catalog
+        .direct_only()
+        .iter()
+        .find(|tool| control.contains(&tool.name.as_str()))
+    {
+        Some(tool) => Err(ActivationError::ControlNameCollision {
+            name: tool.name.clone(),
+            id: format!(
+                "{}:{}:{}",
+                tool.origin.source(),
+                tool.origin.owner(),
+                tool.name
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// A catalog origin as namespace ownership sees it: only bundled and installed plugins own
+/// namespace tools.
+fn tool_owner(origin: &ToolOrigin) -> ToolOwner<'_> {
+    match origin {
+        ToolOrigin::BundledPlugin(plugin) | ToolOrigin::ExternalPlugin(plugin) => {
+            ToolOwner::Plugin(plugin)
+        }
+        ToolOrigin::Mcp(server) => ToolOwner::McpServer(server),
+        ToolOrigin::Client(owner) => ToolOwner::Client(owner),
+        ToolOrigin::Core => ToolOwner::Core,
     }
 }
 
@@ -354,6 +403,7 @@ pub(crate) struct SessionShared {
     /// `ALL_TOOLS` as JSON text, made once: the catalog never changes within a session.
     pub(crate) all_tools: JsonText,
     pub(crate) mcp: Option<Arc<McpDecls>>,
+    /// The `mcp-capability:<server>:<method>` ids the guest may call ([`McpCapability::id`]).
     pub(crate) mcp_capability_ids: Vec<String>,
     pub(crate) namespaces: Arc<NamespaceRuntime>,
     pub(crate) model_tools: Vec<ModelTool>,

@@ -104,9 +104,113 @@ fn languages_subset() {
     );
 }
 
+/// `docs/config.schema.json` is exactly `CodeModeConfig::json_schema()` (pretty JSON, trailing
+/// newline), so the published schema cannot drift. `CODEMODE_UPDATE_SCHEMA=1 cargo test -p
+/// codemode-core --test config` rewrites the file.
 #[test]
-fn json_schema_is_published() {
-    insta::assert_json_snapshot!("code_mode_config_schema", CodeModeConfig::json_schema());
+fn json_schema_is_published_in_docs() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/config.schema.json");
+    let expected = serde_json::to_string_pretty(&CodeModeConfig::json_schema()).unwrap() + "\n";
+    if std::env::var_os("CODEMODE_UPDATE_SCHEMA").is_some() {
+        std::fs::write(path, &expected).unwrap();
+    }
+    let published = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        published == expected,
+        "docs/config.schema.json is stale; run `CODEMODE_UPDATE_SCHEMA=1 cargo test -p codemode-core --test config`"
+    );
+}
+
+/// The schema says what the parser does: fields optional, never nullable; integers with their
+/// floors; languages a non-empty array.
+#[test]
+fn schema_and_parser_agree() {
+    let schema = CodeModeConfig::json_schema();
+    let settings = &schema["$defs"]["CodeModeSettings"];
+    assert_eq!(settings["additionalProperties"], json!(false));
+    assert!(settings.get("required").is_none(), "{settings:#}");
+    let properties = settings["properties"].as_object().unwrap();
+    assert_eq!(properties.len(), 11);
+    for (name, property) in properties {
+        let kind = property["type"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{name}: {property}"));
+        // Every field refuses null, in the schema as in the parser.
+        let parsed = CodeModeConfig::from_json(&json!({ name.as_str(): null }));
+        assert!(parsed.is_err(), "{name}: null accepted");
+        let floor = match kind {
+            "integer" => property["minimum"].as_u64().unwrap(),
+            "boolean" | "array" => continue,
+            other => panic!("{name}: unexpected type {other}"),
+        };
+        // The floor is accepted, below it is not.
+        assert!(
+            CodeModeConfig::from_json(&json!({ name.as_str(): floor })).is_ok(),
+            "{name}"
+        );
+        if floor > 0 {
+            assert!(
+                CodeModeConfig::from_json(&json!({ name.as_str(): floor - 1 })).is_err(),
+                "{name}"
+            );
+        }
+    }
+    assert_eq!(properties["maxQueuedToolCalls"]["minimum"], json!(0));
+    assert_eq!(properties["languages"]["minItems"], json!(1));
+    assert_eq!(properties["timeoutMs"]["default"], json!(10000));
+}
+
+#[test]
+fn integral_floats_are_integers_and_fractions_are_not() {
+    let parse = |field: &str, value: Value| CodeModeConfig::from_json(&json!({ field: value }));
+    assert_eq!(parse("timeoutMs", json!(500.0)).unwrap().timeout_ms, 500);
+    let thousand: Value = serde_json::from_str("1e3").unwrap();
+    assert!(thousand.is_f64());
+    assert_eq!(parse("timeoutMs", thousand).unwrap().timeout_ms, 1000);
+    assert_eq!(
+        parse("maxSearchLimit", json!(5.0))
+            .unwrap()
+            .max_search_limit,
+        5
+    );
+    // Huge integral floats are clamped like huge integers.
+    assert_eq!(parse("timeoutMs", json!(1e300)).unwrap().timeout_ms, 60_000);
+    assert_eq!(
+        parse("maxQueuedToolCalls", json!(0.0))
+            .unwrap()
+            .max_queued_tool_calls,
+        0
+    );
+    for bad in [
+        json!(5.5),
+        json!(-5.0),
+        json!(-1),
+        json!(0.0),
+        json!("5"),
+        json!(null),
+        json!(1e-3),
+    ] {
+        check(
+            json!({ "timeoutMs": bad }),
+            Err("tools.codeMode.timeoutMs must be a positive integer."),
+        );
+    }
+    for bad in [json!(0.5), json!(-1.0), json!("0"), json!(null)] {
+        check(
+            json!({ "maxQueuedToolCalls": bad }),
+            Err("tools.codeMode.maxQueuedToolCalls must be a non-negative integer."),
+        );
+    }
+    check(
+        json!({ "enabled": null }),
+        Err("tools.codeMode.enabled must be a boolean."),
+    );
+    check(
+        json!({ "languages": null }),
+        Err(
+            "tools.codeMode.languages must be a non-empty array of \"javascript\" and \"typescript\".",
+        ),
+    );
 }
 
 #[test]

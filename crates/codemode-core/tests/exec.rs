@@ -157,7 +157,7 @@ async fn search_describe_call_work_with_openclaw_plugin_and_client_tools() {
     );
     assert_eq!(
         result["telemetry"]["sources"],
-        json!({ "openclaw": 8, "mcp": 1, "client": 1 })
+        json!({ "openclaw": 8, "mcp": 1, "client": 1, "mcpCapabilities": 0 })
     );
 }
 
@@ -1114,4 +1114,210 @@ async fn a_final_value_over_the_output_limit_completes_truncated() {
         "{truncated}"
     );
     assert!(kept <= 2048);
+}
+
+// The model must see exactly one `exec` and one `wait`: a direct-only tool (which stays visible)
+// named like a control tool fails activation, closed, naming the tool.
+#[tokio::test]
+async fn direct_only_tools_named_like_a_control_tool_fail_activation() {
+    let code_mode = CodeMode::builder(CodeModeConfig::enabled(), TestExecutor::new()).build();
+    let cases = [
+        (ToolOrigin::Core, "exec", "openclaw:core:exec"),
+        (ToolOrigin::Client("app".into()), "exec", "client:app:exec"),
+        (
+            ToolOrigin::BundledPlugin("timer".into()),
+            "wait",
+            "openclaw:timer:wait",
+        ),
+        (ToolOrigin::Mcp("clock".into()), "wait", "mcp:clock:wait"),
+        (ToolOrigin::Client("app".into()), "wait", "client:app:wait"),
+    ];
+    for (origin, name, id) in cases {
+        let mut direct = tool(origin, name, true);
+        direct.direct_only = true;
+        let mut tools = support::tools();
+        tools.push(direct);
+        let error = match code_mode.activate(ActivationRequest::new(tools)) {
+            Err(error) => error,
+            Ok(_) => panic!("{id} activated beside the control tool"),
+        };
+        assert_eq!(
+            error,
+            ActivationError::ControlNameCollision {
+                name: name.into(),
+                id: id.into()
+            }
+        );
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "a direct-only tool named `{name}` ({id}) would collide with the code mode control tool `{name}`."
+            )
+        );
+    }
+    // Catalogued (not direct-only) tools of those names stay hidden behind `exec`, and a core
+    // `wait` is the host's copy of code mode's own control tool: both still activate.
+    let mut tools = support::tools();
+    tools.push(tool(ToolOrigin::Client("app".into()), "wait", true));
+    let mut core_wait = tool(ToolOrigin::Core, "wait", true);
+    core_wait.direct_only = true;
+    tools.push(core_wait);
+    let Ok(Activation::Active(session)) = code_mode.activate(ActivationRequest::new(tools)) else {
+        panic!("did not activate")
+    };
+    assert_eq!(names(session.model_tools()), ["exec", "wait", "computer"]);
+    assert!(session.catalog().get("client:app:wait").is_some());
+}
+
+// MCP resources and prompts are a kind of nested call of their own (not catalog entries): they
+// reach the executor as `mcp-capability:<server>:<method>`, pass the same restart-safe check as
+// tools (they only read), show in telemetry, and never shadow a real tool named like them.
+#[tokio::test]
+async fn mcp_capabilities_are_their_own_kind_and_never_shadow_a_tool() {
+    let executor = TestExecutor::new();
+    let code_mode = CodeMode::builder(CodeModeConfig::enabled(), executor.clone()).build();
+    let mut tools = support::tools();
+    // A real MCP tool named like a capability, with side effects.
+    tools.push(tool(
+        ToolOrigin::Mcp("github".into()),
+        "resources/list",
+        false,
+    ));
+    let mut request = ActivationRequest::new(tools).with_run(run_context("s"));
+    request.mcp_capabilities.insert(
+        "github".into(),
+        McpServerCapabilities {
+            resources: true,
+            prompts: true,
+        },
+    );
+    // A server without visible tools gets no capability calls, whatever its flags say.
+    request.mcp_capabilities.insert(
+        "hidden".into(),
+        McpServerCapabilities {
+            resources: true,
+            prompts: true,
+        },
+    );
+    let Ok(Activation::Active(session)) = code_mode.activate(request) else {
+        panic!("did not activate")
+    };
+    let code = r#"
+        const attempt = async (f) => { try { await f(); return "ok" } catch (e) { return e.message } };
+        return {
+            list: await attempt(() => MCP.github.resources.list()),
+            read: await attempt(() => MCP.github.resources.read({ uri: "file:///a" })),
+            prompts: await attempt(() => MCP.github.prompts.list()),
+            get: await attempt(() => MCP.github.prompts.get({ name: "p" })),
+            tool: await attempt(() => MCP.github.resourcesList({})),
+            forged: await attempt(() => tools.call("mcp-capability:github:resources/list", {})),
+            hidden: typeof MCP.hidden,
+        };
+    "#;
+    let result = session.exec("c1", &json!({ "code": code })).await.to_json();
+    assert_eq!(result["status"], "completed", "{result:#}");
+    let value = &result["value"];
+    assert_eq!(value["tool"], "no such tool mcp:github:resources/list");
+    assert_eq!(
+        value["forged"],
+        "Unknown tool id: mcp-capability:github:resources/list"
+    );
+    assert_eq!(value["hidden"], "undefined");
+    assert_eq!(result["telemetry"]["sources"]["mcpCapabilities"], 4);
+    assert_eq!(
+        executor.calls(),
+        [
+            "mcp-capability:github:resources/list",
+            "mcp-capability:github:resources/read",
+            "mcp-capability:github:prompts/list",
+            "mcp-capability:github:prompts/get",
+            "mcp:github:resources/list",
+        ]
+    );
+    // Restart-safe: the capability calls only read and pass; the side-effecting tool named
+    // `resources/list` is refused before it reaches the executor.
+    let result = session
+        .exec("c2", &json!({ "code": code, "restartSafe": true }))
+        .await
+        .to_json();
+    assert_eq!(result["status"], "completed", "{result:#}");
+    assert_eq!(
+        result["value"]["tool"],
+        "restart-safe code mode cannot call side-effecting tools."
+    );
+    assert_eq!(executor.calls().len(), 9, "{:?}", executor.calls());
+    assert!(
+        executor
+            .calls()
+            .iter()
+            .skip(5)
+            .all(|id| id.starts_with("mcp-capability:github:"))
+    );
+}
+
+// Only a plugin's own tools make its namespace visible: an MCP server or a client owner named
+// exactly like the plugin cannot stand in for a denied plugin tool.
+#[tokio::test]
+async fn an_mcp_server_or_client_named_like_a_plugin_does_not_expose_its_namespace() {
+    let registry = Arc::new(NamespaceRegistry::new());
+    registry
+        .register_for_plugin(
+            "demo",
+            Registration::new("demo-issues", "Issues", |_| {
+                Ok(ScopeValue::object([(
+                    "list",
+                    NamespaceTool::new("issues_list").into(),
+                )]))
+            })
+            .with_required_tools(["issues_list"]),
+        )
+        .unwrap();
+    let code_mode = CodeMode::builder(CodeModeConfig::enabled(), TestExecutor::new())
+        .namespaces(registry)
+        .build();
+    let visible = |origin: ToolOrigin| {
+        let mut tools = support::tools();
+        tools.push(tool(origin, "issues_list", true));
+        let Ok(Activation::Active(session)) = code_mode.activate(ActivationRequest::new(tools))
+        else {
+            panic!("did not activate")
+        };
+        session.model_tools()[0].description.contains("Issues")
+    };
+    assert!(visible(ToolOrigin::BundledPlugin("demo".into())));
+    assert!(visible(ToolOrigin::ExternalPlugin("demo".into())));
+    assert!(!visible(ToolOrigin::Mcp("demo".into())));
+    assert!(!visible(ToolOrigin::Client("demo".into())));
+    assert!(!visible(ToolOrigin::BundledPlugin("other".into())));
+}
+
+// The namespace global-name guard knows every global of the real guest VM, built-ins, sandbox
+// globals and the members the global object inherits from Object.prototype, so the list in
+// codemode-namespaces cannot drift from the VM.
+#[tokio::test]
+async fn every_guest_vm_global_is_refused_as_a_namespace_global_name() {
+    let h = harness();
+    let names = h
+        .value(
+            "return Object.getOwnPropertyNames(globalThis).concat(Object.getOwnPropertyNames(Object.prototype))",
+        )
+        .await;
+    let names: Vec<&str> = names
+        .as_array()
+        .expect("an array of names")
+        .iter()
+        .map(|name| name.as_str().expect("a name"))
+        .collect();
+    for expected in ["atob", "btoa", "DOMException", "toString", "__proto__"] {
+        assert!(names.contains(&expected), "{expected} not in {names:?}");
+    }
+    let accepted: Vec<&&str> = names
+        .iter()
+        .filter(|name| codemode_namespaces::check_global_name(name).is_ok())
+        .collect();
+    assert!(accepted.is_empty(), "accepted VM globals: {accepted:?}");
+    // And the other way: every global code mode says it installs is really there.
+    for global in codemode_namespaces::CODE_MODE_GLOBALS {
+        assert!(names.contains(global), "{global} not installed");
+    }
 }

@@ -2,59 +2,6 @@
 
 use std::collections::HashSet;
 
-/// Words that cannot name a function or namespace in a `.d.ts` file (ECMAScript reserved words,
-/// strict-mode reserved words, and the strict-mode restricted bindings `arguments` / `eval`).
-const JS_RESERVED: &[&str] = &[
-    "arguments",
-    "await",
-    "break",
-    "case",
-    "catch",
-    "class",
-    "const",
-    "continue",
-    "debugger",
-    "default",
-    "delete",
-    "do",
-    "else",
-    "enum",
-    "eval",
-    "export",
-    "extends",
-    "false",
-    "finally",
-    "for",
-    "function",
-    "if",
-    "implements",
-    "import",
-    "in",
-    "instanceof",
-    "interface",
-    "let",
-    "new",
-    "null",
-    "package",
-    "private",
-    "protected",
-    "public",
-    "return",
-    "static",
-    "super",
-    "switch",
-    "this",
-    "throw",
-    "true",
-    "try",
-    "typeof",
-    "var",
-    "void",
-    "while",
-    "with",
-    "yield",
-];
-
 /// Property names that would break or poison a guest object, in every scope. `then` is on the list
 /// because an object with a `then` function is a thenable: `await MCP.server` would call it.
 const OBJECT_RESERVED: &[&str] = &["__proto__", "constructor", "prototype", "then"];
@@ -62,22 +9,10 @@ const OBJECT_RESERVED: &[&str] = &["__proto__", "constructor", "prototype", "the
 /// Names a tool identifier may not take: the members every `MCP.<server>` object already has.
 const TOOL_RESERVED: &[&str] = &["$api", "resources", "prompts"];
 
-/// Names a server identifier may not take: the guest's reserved globals (SPEC §7), and `index`,
-/// whose declaration file would collide with `mcp/index.d.ts`.
-const SERVER_RESERVED: &[&str] = &[
-    "ALL_TOOLS",
-    "API",
-    "MCP",
-    "index",
-    "json",
-    "namespaces",
-    "text",
-    "tools",
-    "yield_control",
-];
-
-/// Prefix of the sandbox's internal bridge names; no server identifier may start with it.
-const INTERNAL_PREFIX: &str = "__openclaw";
+/// Names a server identifier may not take besides the guest's own globals
+/// ([`codemode_guest_names::CODE_MODE_GLOBALS`] and the internal prefix): `index`, whose
+/// declaration file would collide with `mcp/index.d.ts`.
+const SERVER_RESERVED: &[&str] = &["index"];
 
 /// The kind of scope an identifier is claimed in; decides the reserved names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,11 +32,14 @@ impl IdentKind {
     }
 
     fn is_reserved(self, ident: &str) -> bool {
-        JS_RESERVED.contains(&ident)
+        // One reserved-word list for the workspace: ECMAScript's reserved words, the strict-mode
+        // ones and the restricted bindings `arguments` / `eval` (a `.d.ts` cannot declare them).
+        codemode_guest_names::is_reserved_word(ident)
             || OBJECT_RESERVED.contains(&ident)
             || match self {
                 IdentKind::Server => {
-                    SERVER_RESERVED.contains(&ident) || ident.starts_with(INTERNAL_PREFIX)
+                    SERVER_RESERVED.contains(&ident)
+                        || codemode_guest_names::is_code_mode_global(ident)
                 }
                 IdentKind::Tool => TOOL_RESERVED.contains(&ident),
             }

@@ -5,7 +5,9 @@
 //!
 //! Plain data in, plain data out. This crate knows nothing about QuickJS, rmcp, MCP transports,
 //! the catalog or the executor: the core hands it [`McpServer`]s and installs what it returns.
-//! It does no I/O; the files are never written to disk. No feature flags.
+//! It does no I/O; the files are never written to disk. Identifiers avoid the workspace's one
+//! list of JavaScript reserved words and code-mode globals (`codemode-guest-names`). No feature
+//! flags.
 //!
 //! Property order: a declaration lists an object's required properties first, in the order of
 //! the schema's `required` array, then its optional properties sorted by name. The author's order

@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use codemode_catalog::{ToolDescriptor, ToolOrigin};
+use codemode_catalog::{McpCapability, ToolDescriptor, ToolOrigin};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, GetPromptRequestParams,
     Implementation, JsonObject, PaginatedRequestParams, ReadResourceRequestParams, Tool,
@@ -291,11 +291,13 @@ impl McpHub {
         to_json(server, &operation, &result)
     }
 
-    /// Runs one nested call addressed by its exact code-mode catalog id: `mcp:<server>:<tool>`
-    /// calls the tool with `input`; the capability ids `mcp:<server>:resources/list`,
-    /// `resources/read` (`{ uri }`), `prompts/list` and `prompts/get` (`{ name, arguments? }`)
-    /// reach resources and prompts. Returns `None` when `catalog_id` is not an MCP id, so a host
-    /// executor can route every other id elsewhere.
+    /// Runs one nested call addressed by the id code mode gave it, routed on the id's kind,
+    /// never on a tool's name: a catalog id `mcp:<server>:<tool>` always calls the tool `<tool>`
+    /// with `input` (even one named `resources/list`), and an MCP capability id
+    /// ([`McpCapability::id`]) `mcp-capability:<server>:resources/list`, `…:resources/read`
+    /// (`{ uri }`), `…:prompts/list` or `…:prompts/get` (`{ name, arguments? }`) reaches the
+    /// server's resources and prompts. Returns `None` for any other id, so a host executor can
+    /// route it elsewhere.
     ///
     /// This is the guest's way in, so its error is the guest's message
     /// ([`McpError::guest_message`]): the server's name and a short reason, never the server's
@@ -309,6 +311,8 @@ impl McpHub {
     /// let hub = codemode_mcp::McpHub::default();
     /// assert!(hub.execute("openclaw:core:echo", serde_json::json!({})).await.is_none());
     /// let error = hub.execute("mcp:github:search", serde_json::json!({})).await;
+    /// assert_eq!(error, Some(Err("unknown MCP server `github`".to_owned())));
+    /// let error = hub.execute("mcp-capability:github:prompts/list", serde_json::json!({})).await;
     /// assert_eq!(error, Some(Err("unknown MCP server `github`".to_owned())));
     /// # });
     /// ```
@@ -335,7 +339,6 @@ impl McpHub {
         catalog_id: &str,
         input: Value,
     ) -> Option<Result<Value, McpError>> {
-        let (server, name) = catalog_id.strip_prefix("mcp:")?.split_once(':')?;
         let text = |key: &str| {
             input
                 .get(key)
@@ -343,16 +346,19 @@ impl McpHub {
                 .unwrap_or_default()
                 .to_owned()
         };
-        Some(match name {
-            "resources/list" => self.list_resources(server).await,
-            "resources/read" => self.read_resource(server, &text("uri")).await,
-            "prompts/list" => self.list_prompts(server).await,
-            "prompts/get" => {
-                let arguments = input.get("arguments").cloned();
-                self.get_prompt(server, &text("name"), arguments).await
-            }
-            tool => self.call_tool(server, tool, input).await,
-        })
+        if let Some((server, capability)) = McpCapability::parse_id(catalog_id) {
+            return Some(match capability {
+                McpCapability::ResourcesList => self.list_resources(server).await,
+                McpCapability::ResourcesRead => self.read_resource(server, &text("uri")).await,
+                McpCapability::PromptsList => self.list_prompts(server).await,
+                McpCapability::PromptsGet => {
+                    let arguments = input.get("arguments").cloned();
+                    self.get_prompt(server, &text("name"), arguments).await
+                }
+            });
+        }
+        let (server, tool) = catalog_id.strip_prefix("mcp:")?.split_once(':')?;
+        Some(self.call_tool(server, tool, input).await)
     }
 
     /// Shuts every server down and waits for them to exit (each bounded by

@@ -381,7 +381,7 @@ async fn execute_routes_catalog_ids_to_tools_resources_and_prompts() {
     assert!(first_text(&echoed).contains("hi"), "{echoed}");
     let read = ok(hub
         .execute(
-            "mcp:test:resources/read",
+            "mcp-capability:test:resources/read",
             json!({ "uri": "test://greeting" }),
         )
         .await);
@@ -391,7 +391,7 @@ async fn execute_routes_catalog_ids_to_tools_resources_and_prompts() {
     );
     let prompt = ok(hub
         .execute(
-            "mcp:test:prompts/get",
+            "mcp-capability:test:prompts/get",
             json!({ "name": "greet", "arguments": { "name": "Ada" } }),
         )
         .await);
@@ -401,8 +401,24 @@ async fn execute_routes_catalog_ids_to_tools_resources_and_prompts() {
             .await
             .unwrap()
     );
-    assert!(ok(hub.execute("mcp:test:resources/list", json!({})).await)["resources"].is_array());
-    assert!(ok(hub.execute("mcp:test:prompts/list", json!({})).await)["prompts"].is_array());
+    assert!(
+        ok(hub
+            .execute("mcp-capability:test:resources/list", json!({}))
+            .await)["resources"]
+            .is_array()
+    );
+    assert!(
+        ok(hub
+            .execute("mcp-capability:test:prompts/list", json!({}))
+            .await)["prompts"]
+            .is_array()
+    );
+    // Without the capability id, `resources/list` is a tool name: this server has no such tool.
+    let not_a_tool = hub
+        .execute("mcp:test:resources/list", json!({}))
+        .await
+        .expect("an MCP id");
+    assert!(not_a_tool.is_err(), "{not_a_tool:?}");
     assert!(
         hub.execute("openclaw:core:echo", json!({})).await.is_none(),
         "not an MCP id"
@@ -413,6 +429,50 @@ async fn execute_routes_catalog_ids_to_tools_resources_and_prompts() {
         .await
         .expect("an MCP id");
     assert_eq!(unknown, Err("unknown MCP server `elsewhere`".to_owned()));
+    hub.shutdown().await;
+}
+
+/// A real MCP tool named like an MCP method is a tool: `execute` routes on the id's kind
+/// (`mcp:` catalog id or `mcp-capability:` id), never on the tool's name.
+#[tokio::test]
+async fn tools_named_like_mcp_methods_are_called_as_tools() {
+    let hub = start_ok(
+        vec![("test", test_server(&["--capability-named-tools"]))],
+        HubOptions::default(),
+    )
+    .await;
+    let descriptors = hub.descriptors();
+    for name in ["resources/list", "prompts/get"] {
+        assert!(
+            descriptors.iter().any(|tool| tool.name == name),
+            "{name} listed"
+        );
+        let called = hub
+            .execute(&format!("mcp:test:{name}"), json!({}))
+            .await
+            .expect("an MCP id")
+            .expect("the tool answers");
+        assert_eq!(
+            called["structuredContent"],
+            json!({ "tool": name }),
+            "{called}"
+        );
+    }
+    let listed = hub
+        .execute("mcp-capability:test:resources/list", json!({}))
+        .await
+        .expect("an MCP capability id")
+        .expect("resources listed");
+    assert_eq!(listed["resources"][0]["uri"], "test://greeting");
+    let prompt = hub
+        .execute(
+            "mcp-capability:test:prompts/get",
+            json!({ "name": "greet", "arguments": { "name": "Ada" } }),
+        )
+        .await
+        .expect("an MCP capability id")
+        .expect("prompt");
+    assert!(prompt["messages"].is_array(), "{prompt}");
     hub.shutdown().await;
 }
 

@@ -5,7 +5,8 @@
 //! `Issues.list({ state: "open" })` into an exact catalog id and tool input.
 //!
 //! This crate knows nothing about QuickJS, the catalog crate, MCP or tool
-//! execution: plain data comes in ([`CatalogTool`], [`ScopeContext`]), a
+//! execution: plain data comes in ([`CatalogTool`] with its [`ToolOwner`],
+//! [`ScopeContext`]), a
 //! descriptor ([`GuestNamespace`]) and a [`DispatchTarget`] come out. The core
 //! installs the descriptor in the sandbox, sends each call back through
 //! [`NamespaceRuntime::dispatch`] and runs the target through the host's tool
@@ -13,12 +14,17 @@
 //! and suspend/resume as `tools.call`. Host functions and objects never reach
 //! the guest: a scope is made of JSON and [`NamespaceTool`] markers only.
 //!
+//! Only a plugin's own tools ([`ToolOwner::Plugin`]) make its namespaces
+//! visible. Global names are checked against the workspace's one list of
+//! reserved words and code-mode globals (`codemode-guest-names`, its only
+//! workspace dependency) and against the guest VM's built-ins.
+//!
 //! No feature flags.
 //!
 //! ```
 //! use codemode_namespaces::{
 //!     CatalogTool, NamespaceRegistry, NamespaceRuntime, NamespaceTool, Registration,
-//!     ScopeContext, ScopeValue,
+//!     ScopeContext, ScopeValue, ToolOwner,
 //! };
 //! use serde_json::json;
 //!
@@ -46,9 +52,9 @@
 //!
 //! let catalog = [
 //!     CatalogTool::new("openclaw:github:github_list_issues", "github_list_issues")
-//!         .with_source_name("github"),
+//!         .with_owner(ToolOwner::Plugin("github")),
 //!     CatalogTool::new("openclaw:github:github_update_issue", "github_update_issue")
-//!         .with_source_name("github"),
+//!         .with_owner(ToolOwner::Plugin("github")),
 //! ];
 //! let ctx = ScopeContext { config: json!({ "owner": "octo" }), ..ScopeContext::default() };
 //! let runtime = registry.prepare_run(catalog, &ctx)?;
@@ -76,10 +82,10 @@ mod scope;
 
 pub use error::NamespaceError;
 pub use registration::{
-    CODE_MODE_GLOBALS, CreateScope, JS_BUILTIN_GLOBALS, RESERVED_GLOBAL_PREFIX, Registration,
-    check_global_name,
+    CODE_MODE_GLOBALS, CreateScope, JS_BUILTIN_GLOBALS, OBJECT_PROTOTYPE_MEMBERS,
+    RESERVED_GLOBAL_PREFIX, Registration, check_global_name,
 };
-pub use registry::{CatalogTool, NamespaceRegistry};
+pub use registry::{CatalogTool, NamespaceRegistry, ToolOwner};
 pub use runtime::{DispatchTarget, GuestNamespace, NamespaceRuntime};
 pub use scope::{
     CancellationState, DEFAULT_MAX_SCOPE_DEPTH, DEFAULT_MAX_SCOPE_NODES, InputMapper,

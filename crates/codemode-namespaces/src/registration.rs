@@ -131,30 +131,43 @@ impl fmt::Debug for Registration {
     }
 }
 
-/// Globals that code mode itself installs in the guest (SPEC §7).
-pub const CODE_MODE_GLOBALS: &[&str] = &[
-    "tools",
-    "namespaces",
-    "text",
-    "json",
-    "yield_control",
-    "MCP",
-    "API",
-    "ALL_TOOLS",
-];
+/// Globals that code mode itself installs in the guest (SPEC §7); the workspace's one list,
+/// from `codemode-guest-names`.
+pub const CODE_MODE_GLOBALS: &[&str] = codemode_guest_names::CODE_MODE_GLOBALS;
 
 /// Prefix of code mode's internal bridge globals; compared ASCII-case-insensitively.
-pub const RESERVED_GLOBAL_PREFIX: &str = "__openclaw";
+pub const RESERVED_GLOBAL_PREFIX: &str = codemode_guest_names::INTERNAL_GLOBAL_PREFIX;
 
-/// Globals of the JavaScript language, of QuickJS, and of common hosts, which
-/// a namespace must not shadow (a guest program would stop working as expected).
+/// The members every object inherits from `Object.prototype`, the global object included: a
+/// namespace global of one of these names would shadow it for the whole program (`toString`,
+/// `valueOf`, `__proto__` would even change how the global object itself behaves).
+pub const OBJECT_PROTOTYPE_MEMBERS: &[&str] = &[
+    "__defineGetter__",
+    "__defineSetter__",
+    "__lookupGetter__",
+    "__lookupSetter__",
+    "__proto__",
+    "constructor",
+    "hasOwnProperty",
+    "isPrototypeOf",
+    "propertyIsEnumerable",
+    "toLocaleString",
+    "toString",
+    "valueOf",
+];
+
+/// Globals of the JavaScript language, of QuickJS, of the sandbox (`atob`, `btoa`,
+/// `DOMException`, `performance`), and of common hosts, which a namespace must not shadow (a
+/// guest program would stop working as expected). `codemode-core`'s tests check that every own
+/// property of the guest VM's global object is rejected by [`check_global_name`], so a global
+/// the VM gains cannot be missed here.
 pub const JS_BUILTIN_GLOBALS: &[&str] = &[
     // Value properties and functions of the global object.
     "globalThis",
     "Infinity",
     "NaN",
     "undefined",
-    "eval",
+    // `eval` is a reserved word here (a restricted binding), rejected before this list is read.
     "isFinite",
     "isNaN",
     "parseFloat",
@@ -218,6 +231,12 @@ pub const JS_BUILTIN_GLOBALS: &[&str] = &[
     "WeakRef",
     "WeakSet",
     "WebAssembly",
+    // Web platform globals the sandbox provides.
+    "DOMException",
+    "atob",
+    "btoa",
+    "TextEncoder",
+    "TextDecoder",
     // Host globals a guest program may expect, or that module checks look for.
     "console",
     "print",
@@ -237,58 +256,6 @@ pub const JS_BUILTIN_GLOBALS: &[&str] = &[
     "self",
 ];
 
-/// Reserved words (including strict-mode and contextual ones that cannot name
-/// a binding in an async function body, such as `await`, `yield`, `arguments`).
-const JS_RESERVED_WORDS: &[&str] = &[
-    "arguments",
-    "await",
-    "break",
-    "case",
-    "catch",
-    "class",
-    "const",
-    "continue",
-    "debugger",
-    "default",
-    "delete",
-    "do",
-    "else",
-    "enum",
-    "export",
-    "extends",
-    "false",
-    "finally",
-    "for",
-    "function",
-    "if",
-    "implements",
-    "import",
-    "in",
-    "instanceof",
-    "interface",
-    "let",
-    "new",
-    "null",
-    "package",
-    "private",
-    "protected",
-    "public",
-    "return",
-    "static",
-    "super",
-    "switch",
-    "this",
-    "throw",
-    "true",
-    "try",
-    "typeof",
-    "var",
-    "void",
-    "while",
-    "with",
-    "yield",
-];
-
 /// What is wrong with a global name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum GlobalNameProblem {
@@ -298,9 +265,12 @@ enum GlobalNameProblem {
 
 /// Checks that `name` can be a namespace global: a plain ASCII JavaScript
 /// identifier (`[A-Za-z_$][A-Za-z0-9_$]*`, deliberately stricter than the
-/// language's Unicode identifiers), not a reserved word, not a code-mode
-/// global ([`CODE_MODE_GLOBALS`], anything starting [`RESERVED_GLOBAL_PREFIX`])
-/// and not a JavaScript built-in ([`JS_BUILTIN_GLOBALS`]).
+/// language's Unicode identifiers), not a reserved word (the list of
+/// `codemode-guest-names`: ECMAScript's reserved words, the strict-mode ones,
+/// `arguments` and `eval`), not a code-mode global ([`CODE_MODE_GLOBALS`],
+/// anything starting [`RESERVED_GLOBAL_PREFIX`]), not a built-in global
+/// ([`JS_BUILTIN_GLOBALS`]) and not a member of `Object.prototype`
+/// ([`OBJECT_PROTOTYPE_MEMBERS`]).
 ///
 /// ```
 /// use codemode_namespaces::check_global_name;
@@ -339,24 +309,26 @@ fn global_name_problem(name: &str) -> Option<GlobalNameProblem> {
             "it may only contain ASCII letters, digits, `_` and `$`",
         ));
     }
-    if JS_RESERVED_WORDS.contains(&name) {
+    // The workspace's one reserved-word list: ECMAScript's reserved words, the strict-mode ones
+    // and the restricted bindings `arguments` and `eval`.
+    if codemode_guest_names::is_reserved_word(name) {
         return Some(Invalid("it is a JavaScript reserved word"));
     }
     if CODE_MODE_GLOBALS.contains(&name) {
         return Some(Reserved("code mode installs a global with this name"));
     }
-    let prefix_len = RESERVED_GLOBAL_PREFIX.len();
-    if name.len() >= prefix_len
-        && name
-            .get(..prefix_len)
-            .is_some_and(|head| head.eq_ignore_ascii_case(RESERVED_GLOBAL_PREFIX))
-    {
+    if codemode_guest_names::has_internal_prefix(name) {
         return Some(Reserved(
             "the `__openclaw` prefix is reserved for code mode's internal bridge",
         ));
     }
     if JS_BUILTIN_GLOBALS.contains(&name) {
         return Some(Reserved("it is a JavaScript built-in global"));
+    }
+    if OBJECT_PROTOTYPE_MEMBERS.contains(&name) {
+        return Some(Reserved(
+            "every object, the global object included, inherits it from Object.prototype",
+        ));
     }
     None
 }
@@ -400,7 +372,11 @@ mod tests {
     #[test]
     fn reserved_lists_hold_only_valid_identifiers() {
         // Otherwise the reserved check could never fire for them.
-        for name in CODE_MODE_GLOBALS.iter().chain(JS_BUILTIN_GLOBALS) {
+        for name in CODE_MODE_GLOBALS
+            .iter()
+            .chain(JS_BUILTIN_GLOBALS)
+            .chain(OBJECT_PROTOTYPE_MEMBERS)
+        {
             assert!(
                 !matches!(
                     global_name_problem(name),

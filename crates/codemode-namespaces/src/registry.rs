@@ -8,34 +8,57 @@ use crate::runtime::prompt_section;
 use crate::scope::{panic_message, serialize_scope};
 use crate::{NamespaceError, NamespaceRuntime, Registration, ScopeContext, ScopeLimits};
 
-/// One tool of the run's catalog, as far as namespaces care.
+/// Where a catalog tool comes from, as far as namespace ownership cares: the catalog entry's
+/// origin (`codemode_catalog::ToolOrigin`), mirrored here so that this crate needs no catalog.
 ///
-/// `source_name` is the tool's owner as the host reports it: the plugin id for
-/// plugin tools (`None` or another string for core, MCP and client tools).
+/// Only [`ToolOwner::Plugin`] can own a namespace's required tool: an MCP server or a client
+/// owner that happens to be named like a plugin never stands in for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolOwner<'a> {
+    /// A core tool of the host.
+    Core,
+    /// A tool of the bundled or installed plugin with this id.
+    Plugin(&'a str),
+    /// A tool of the MCP server with this name.
+    McpServer(&'a str),
+    /// A tool the client application provides, with its owner.
+    Client(&'a str),
+}
+
+impl ToolOwner<'_> {
+    /// Whether this is the plugin `plugin_id`'s own origin.
+    pub fn is_plugin(&self, plugin_id: &str) -> bool {
+        matches!(self, Self::Plugin(owner) if *owner == plugin_id)
+    }
+}
+
+/// One tool of the run's catalog, as far as namespaces care.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CatalogTool<'a> {
     /// The exact catalog id (e.g. `openclaw:github:github_list_issues`).
     pub id: &'a str,
     /// The tool name (e.g. `github_list_issues`).
     pub name: &'a str,
-    /// The owner, compared with the registering plugin id.
-    pub source_name: Option<&'a str>,
+    /// Where the tool comes from; only the registering plugin's own tools make its
+    /// namespaces visible.
+    pub owner: ToolOwner<'a>,
 }
 
 impl<'a> CatalogTool<'a> {
-    /// A catalog tool without an owner.
+    /// A core tool (change the owner with [`with_owner`](Self::with_owner)).
     pub const fn new(id: &'a str, name: &'a str) -> Self {
         Self {
             id,
             name,
-            source_name: None,
+            owner: ToolOwner::Core,
         }
     }
 
-    /// Sets the owner.
+    /// Sets where the tool comes from.
     #[must_use]
-    pub const fn with_source_name(mut self, source_name: &'a str) -> Self {
-        self.source_name = Some(source_name);
+    pub const fn with_owner(mut self, owner: ToolOwner<'a>) -> Self {
+        self.owner = owner;
         self
     }
 }
@@ -55,6 +78,7 @@ struct Registered {
 /// ```
 /// use codemode_namespaces::{
 ///     CatalogTool, NamespaceRegistry, NamespaceTool, Registration, ScopeContext, ScopeValue,
+///     ToolOwner,
 /// };
 ///
 /// let registry = NamespaceRegistry::new();
@@ -69,14 +93,19 @@ struct Registered {
 ///
 /// // Visible only when the plugin's own tool is in the run catalog.
 /// let owned = CatalogTool::new("openclaw:github:github_list_issues", "github_list_issues")
-///     .with_source_name("github");
+///     .with_owner(ToolOwner::Plugin("github"));
 /// let runtime = registry.prepare_run([owned], &ScopeContext::default())?;
 /// assert_eq!(runtime.namespaces()[0].global_name, "Issues");
 /// assert!(runtime.prompt_text().unwrap().contains("Helpers for GitHub issues."));
 ///
 /// let impostor = CatalogTool::new("openclaw:other:github_list_issues", "github_list_issues")
-///     .with_source_name("other");
+///     .with_owner(ToolOwner::Plugin("other"));
 /// assert!(registry.prepare_run([impostor], &ScopeContext::default())?.is_empty());
+///
+/// // An MCP server named like the plugin is not the plugin.
+/// let server = CatalogTool::new("mcp:github:github_list_issues", "github_list_issues")
+///     .with_owner(ToolOwner::McpServer("github"));
+/// assert!(registry.prepare_run([server], &ScopeContext::default())?.is_empty());
 ///
 /// // Plugin rollback.
 /// registry.clear_for_plugin("github");
@@ -195,8 +224,10 @@ impl NamespaceRegistry {
     /// Prepares a run's namespaces from its catalog.
     ///
     /// A registration is visible when every required tool is in `catalog`
-    /// with `source_name == Some(plugin_id)`; if several such tools share a
-    /// name, the first in catalog order is used. For each visible
+    /// with the registering plugin's own origin (`owner ==
+    /// ToolOwner::Plugin(plugin_id)`; core, MCP and client tools never count,
+    /// whatever their owner is called); if several such tools share a name,
+    /// the first in catalog order is used. For each visible
     /// registration, in registration order, `create_scope(ctx)` is called
     /// (without holding the registry lock) and its scope serialized. Any
     /// failure there fails the whole preparation, before guest code runs.
@@ -270,7 +301,7 @@ impl std::fmt::Debug for NamespaceRegistry {
 }
 
 /// Maps each required tool name to the exact catalog id of the tool of that
-/// name owned by the registering plugin; `None` when one is missing.
+/// name from the registering plugin's own origin; `None` when one is missing.
 fn resolve_required_tools<'c>(
     entry: &Registered,
     catalog: &[CatalogTool<'c>],
@@ -279,7 +310,7 @@ fn resolve_required_tools<'c>(
     for name in &entry.registration.required_tool_names {
         let tool = catalog
             .iter()
-            .find(|tool| tool.name == name && tool.source_name == Some(entry.plugin_id.as_str()))?;
+            .find(|tool| tool.name == name && tool.owner.is_plugin(&entry.plugin_id))?;
         ids.insert(tool.name, tool.id);
     }
     Some(ids)

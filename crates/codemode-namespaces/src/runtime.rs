@@ -142,6 +142,7 @@ impl NamespaceRuntime {
     /// ```
     /// use codemode_namespaces::{
     ///     CatalogTool, NamespaceRegistry, NamespaceTool, Registration, ScopeContext, ScopeValue,
+    ///     ToolOwner,
     /// };
     /// use serde_json::json;
     ///
@@ -154,7 +155,7 @@ impl NamespaceRuntime {
     ///     .with_required_tools(["github_list_issues"]),
     /// )?;
     /// let catalog = [CatalogTool::new("openclaw:github:github_list_issues", "github_list_issues")
-    ///     .with_source_name("github")];
+    ///     .with_owner(ToolOwner::Plugin("github"))];
     /// let runtime = registry.prepare_run(catalog, &ScopeContext::default())?;
     ///
     /// let target = runtime.dispatch("github-issues", "list", &[json!({ "state": "open" })], false)?;

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use codemode_namespaces::{
     CancellationState, CatalogTool, NamespaceError, NamespaceRegistry, NamespaceRuntime,
-    NamespaceTool, Registration, ScopeContext, ScopeLimits, ScopeValue,
+    NamespaceTool, Registration, ScopeContext, ScopeLimits, ScopeValue, ToolOwner,
 };
 use serde_json::{Value, json};
 
@@ -17,8 +17,8 @@ const UPDATE_ID: &str = "openclaw:github:github_update_issue";
 fn github_catalog() -> Vec<CatalogTool<'static>> {
     vec![
         CatalogTool::new("openclaw:core:message", "message"),
-        CatalogTool::new(LIST_ID, "github_list_issues").with_source_name("github"),
-        CatalogTool::new(UPDATE_ID, "github_update_issue").with_source_name("github"),
+        CatalogTool::new(LIST_ID, "github_list_issues").with_owner(ToolOwner::Plugin("github")),
+        CatalogTool::new(UPDATE_ID, "github_update_issue").with_owner(ToolOwner::Plugin("github")),
     ]
 }
 
@@ -179,6 +179,26 @@ fn global_names_must_be_plain_identifiers() {
     }
 }
 
+/// The one reserved-word list of the workspace (`codemode-guest-names`, checked there against
+/// the ECMAScript specification) is the one the global-name guard applies, `eval` included.
+#[test]
+fn every_shared_reserved_word_is_refused_as_a_global_name() {
+    use codemode_guest_names::{RESERVED_WORDS, RESTRICTED_BINDINGS, STRICT_MODE_RESERVED_WORDS};
+    for word in RESERVED_WORDS
+        .iter()
+        .chain(STRICT_MODE_RESERVED_WORDS)
+        .chain(RESTRICTED_BINDINGS)
+    {
+        check(
+            "cal",
+            named("calendar", word),
+            &format!(
+                "code mode namespace global name `{word}` is not a JavaScript identifier: it is a JavaScript reserved word."
+            ),
+        );
+    }
+}
+
 #[test]
 fn global_names_must_not_shadow_code_mode_or_javascript_globals() {
     let reserved = |name: &str, reason: &str| {
@@ -221,8 +241,32 @@ fn global_names_must_not_shadow_code_mode_or_javascript_globals() {
         "console",
         "setTimeout",
         "require",
+        "atob",
+        "btoa",
+        "DOMException",
+        "performance",
     ] {
         reserved(name, "it is a JavaScript built-in global");
+    }
+    // The global object inherits these; a namespace of that name would shadow them.
+    for name in [
+        "toString",
+        "valueOf",
+        "hasOwnProperty",
+        "isPrototypeOf",
+        "propertyIsEnumerable",
+        "toLocaleString",
+        "constructor",
+        "__proto__",
+        "__defineGetter__",
+        "__defineSetter__",
+        "__lookupGetter__",
+        "__lookupSetter__",
+    ] {
+        reserved(
+            name,
+            "every object, the global object included, inherits it from Object.prototype",
+        );
     }
 }
 
@@ -290,7 +334,10 @@ fn prompt_text_lists_several_namespaces_and_indents_multiline_prompts() {
         )
         .expect("valid");
     let mut catalog = github_catalog();
-    catalog.push(CatalogTool::new("openclaw:cal:cal_today", "cal_today").with_source_name("cal"));
+    catalog.push(
+        CatalogTool::new("openclaw:cal:cal_today", "cal_today")
+            .with_owner(ToolOwner::Plugin("cal")),
+    );
     let runtime = registry.prepare_run(catalog, &ctx()).expect("visible");
     insta::assert_snapshot!(runtime.prompt_text().expect("prompt"), @r"
     Plugin namespaces (each is a global and also `namespaces.<name>`; its functions return promises):
@@ -308,9 +355,9 @@ fn same_named_tools_of_another_owner_do_not_expose_the_namespace() {
     let registry = registry_with(issues(seed_scope));
     let impostor = vec![
         CatalogTool::new("openclaw:evil:github_list_issues", "github_list_issues")
-            .with_source_name("evil"),
+            .with_owner(ToolOwner::Plugin("evil")),
         CatalogTool::new("openclaw:evil:github_update_issue", "github_update_issue")
-            .with_source_name("evil"),
+            .with_owner(ToolOwner::Plugin("evil")),
     ];
     let runtime = registry.prepare_run(impostor, &ctx()).expect("prepared");
     assert!(runtime.is_empty());
@@ -318,9 +365,9 @@ fn same_named_tools_of_another_owner_do_not_expose_the_namespace() {
 
     // Half owned, half impostor: still hidden.
     let mixed = vec![
-        CatalogTool::new(LIST_ID, "github_list_issues").with_source_name("github"),
+        CatalogTool::new(LIST_ID, "github_list_issues").with_owner(ToolOwner::Plugin("github")),
         CatalogTool::new("openclaw:evil:github_update_issue", "github_update_issue")
-            .with_source_name("evil"),
+            .with_owner(ToolOwner::Plugin("evil")),
     ];
     assert!(
         registry
@@ -329,14 +376,45 @@ fn same_named_tools_of_another_owner_do_not_expose_the_namespace() {
             .is_empty()
     );
 
-    // Tools without an owner (core, client) do not count either.
-    let unowned = vec![
-        CatalogTool::new("client:app:github_list_issues", "github_list_issues"),
-        CatalogTool::new("client:app:github_update_issue", "github_update_issue"),
+    // Core tools do not count either.
+    let core = vec![
+        CatalogTool::new("openclaw:core:github_list_issues", "github_list_issues"),
+        CatalogTool::new("openclaw:core:github_update_issue", "github_update_issue"),
     ];
     assert!(
         registry
-            .prepare_run(unowned, &ctx())
+            .prepare_run(core, &ctx())
+            .expect("prepared")
+            .is_empty()
+    );
+}
+
+// An MCP server or a client owner named exactly like the plugin is not the plugin: only the
+// plugin's own origin owns its namespace's tools, so a denied plugin tool cannot be replaced.
+#[test]
+fn mcp_or_client_tools_named_like_the_plugin_do_not_expose_the_namespace() {
+    let registry = registry_with(issues(seed_scope));
+    let impostors = [ToolOwner::McpServer("github"), ToolOwner::Client("github")];
+    for owner in impostors {
+        let catalog = vec![
+            CatalogTool::new("x:github:github_list_issues", "github_list_issues").with_owner(owner),
+            CatalogTool::new("x:github:github_update_issue", "github_update_issue")
+                .with_owner(owner),
+        ];
+        let runtime = registry.prepare_run(catalog, &ctx()).expect("prepared");
+        assert!(runtime.is_empty(), "{owner:?}");
+        assert_eq!(runtime.prompt_text(), None, "{owner:?}");
+    }
+    // The plugin's list tool is denied (absent); an MCP server `github` offers one of the same
+    // name: the namespace stays hidden rather than dispatching to the MCP tool.
+    let catalog = vec![
+        CatalogTool::new("mcp:github:github_list_issues", "github_list_issues")
+            .with_owner(ToolOwner::McpServer("github")),
+        CatalogTool::new(UPDATE_ID, "github_update_issue").with_owner(ToolOwner::Plugin("github")),
+    ];
+    assert!(
+        registry
+            .prepare_run(catalog, &ctx())
             .expect("prepared")
             .is_empty()
     );
@@ -345,7 +423,7 @@ fn same_named_tools_of_another_owner_do_not_expose_the_namespace() {
     // even though the impostor comes first in catalog order.
     let mut both = vec![
         CatalogTool::new("openclaw:evil:github_list_issues", "github_list_issues")
-            .with_source_name("evil"),
+            .with_owner(ToolOwner::Plugin("evil")),
     ];
     both.extend(github_catalog());
     let runtime = registry.prepare_run(both, &ctx()).expect("visible");

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use codemode_namespaces::{
     CODE_MODE_GLOBALS, CatalogTool, JS_BUILTIN_GLOBALS, NamespaceError, NamespaceRegistry,
-    NamespaceRuntime, Registration, ScopeContext, ScopeLimits, ScopeValue, check_global_name,
+    NamespaceRuntime, OBJECT_PROTOTYPE_MEMBERS, Registration, ScopeContext, ScopeLimits,
+    ScopeValue, ToolOwner, check_global_name,
 };
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -16,8 +17,9 @@ const DECLARED: [&str; 2] = ["t_list", "t_update"];
 
 fn catalog() -> Vec<CatalogTool<'static>> {
     vec![
-        CatalogTool::new("openclaw:plug:t_list", "t_list").with_source_name("plug"),
-        CatalogTool::new("openclaw:plug:t_update", "t_update").with_source_name("plug"),
+        CatalogTool::new("openclaw:plug:t_list", "t_list").with_owner(ToolOwner::Plugin("plug")),
+        CatalogTool::new("openclaw:plug:t_update", "t_update")
+            .with_owner(ToolOwner::Plugin("plug")),
         CatalogTool::new("openclaw:core:t_other", "t_other"),
     ]
 }
@@ -268,6 +270,8 @@ proptest! {
             prop_assert!(chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$'));
             prop_assert!(!CODE_MODE_GLOBALS.contains(&name.as_str()));
             prop_assert!(!JS_BUILTIN_GLOBALS.contains(&name.as_str()));
+            prop_assert!(!OBJECT_PROTOTYPE_MEMBERS.contains(&name.as_str()));
+            prop_assert!(!codemode_guest_names::is_reserved_word(&name));
             prop_assert!(!name.to_ascii_lowercase().starts_with("__openclaw"));
         }
     }

@@ -117,6 +117,24 @@ fn reserved_tool_names_are_avoided() {
     );
 }
 
+/// The workspace's one reserved-word list (`codemode-guest-names`, checked there against the
+/// ECMAScript specification) is the one the bindings avoid: every word gets a suffix, as a tool
+/// and as a server name.
+#[test]
+fn every_shared_reserved_word_is_avoided() {
+    use codemode_guest_names::{RESERVED_WORDS, RESTRICTED_BINDINGS, STRICT_MODE_RESERVED_WORDS};
+    let words: Vec<&str> = RESERVED_WORDS
+        .iter()
+        .chain(STRICT_MODE_RESERVED_WORDS)
+        .chain(RESTRICTED_BINDINGS)
+        .copied()
+        .collect();
+    let suffixed: Vec<String> = words.iter().map(|word| format!("{word}2")).collect();
+    let suffixed: Vec<&str> = suffixed.iter().map(String::as_str).collect();
+    check_tools(&words, &suffixed);
+    check_servers(&words, &suffixed);
+}
+
 #[test]
 fn reserved_server_names_are_avoided() {
     check_servers(

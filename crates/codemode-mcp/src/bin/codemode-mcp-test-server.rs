@@ -24,7 +24,9 @@
 //! `--exit-before-handshake`, `--never-answer` (reads nothing, says nothing),
 //! `--hostile-tools` (adds tools with empty, huge, control-character,
 //! duplicate names and a too-deep schema), `--endless-pages` (every tools page
-//! has a `nextCursor`).
+//! has a `nextCursor`), `--capability-named-tools` (adds the tools
+//! `resources/list` and `prompts/get`, which answer `{ "tool": <name> }`:
+//! tools that merely have the names of MCP methods).
 #![forbid(unsafe_code)]
 #![allow(
     clippy::print_stderr,
@@ -54,7 +56,11 @@ const CRASH_EXIT_CODE: i32 = 70;
 struct Behaviour {
     hostile_tools: bool,
     endless_pages: bool,
+    capability_named_tools: bool,
 }
+
+/// The tools of `--capability-named-tools`.
+const CAPABILITY_NAMED_TOOLS: [&str; 2] = ["resources/list", "prompts/get"];
 
 #[derive(Debug, Clone, Copy)]
 struct TestServer {
@@ -115,6 +121,15 @@ fn tool_list(behaviour: Behaviour) -> Vec<Value> {
             "inputSchema": object_schema(json!({}), &[]),
         }),
     ];
+    if behaviour.capability_named_tools {
+        tools.extend(CAPABILITY_NAMED_TOOLS.map(|name| {
+            json!({
+                "name": name,
+                "description": "A tool named like an MCP method.",
+                "inputSchema": object_schema(json!({}), &[]),
+            })
+        }));
+    }
     if behaviour.hostile_tools {
         let mut deep = json!({ "type": "string" });
         for _ in 0..40 {
@@ -277,6 +292,11 @@ impl ServerHandler for TestServer {
                 }
                 std::future::pending().await
             }
+            name if self.behaviour.capability_named_tools
+                && CAPABILITY_NAMED_TOOLS.contains(&name) =>
+            {
+                text_result(name, Some(json!({ "tool": name })), false)?
+            }
             other => {
                 return Err(ErrorData::invalid_params(
                     format!("unknown tool: {other}"),
@@ -369,6 +389,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--never-answer" => std::future::pending::<()>().await,
             "--hostile-tools" => behaviour.hostile_tools = true,
             "--endless-pages" => behaviour.endless_pages = true,
+            "--capability-named-tools" => behaviour.capability_named_tools = true,
             other => return Err(format!("unknown flag: {other}").into()),
         }
     }
