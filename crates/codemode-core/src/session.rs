@@ -470,7 +470,9 @@ impl CodeModeSession {
     /// Runs a validated `exec` input.
     pub async fn exec_input(&self, call_id: &str, input: &ExecInput) -> CodeModeResult {
         let span = tracing::debug_span!(target: "codemode", "exec", call_id, language = input.language.as_str());
-        let _entered = span.clone().entered();
+        // One deadline for the whole call: the TypeScript transform, building and compiling the
+        // VM, and running the program.
+        let deadline = Instant::now() + self.inner.config.timeout();
         let config = &self.inner.config;
         let telemetry = || self.inner.telemetry.clone();
         if !config.allows(input.language) {
@@ -481,7 +483,14 @@ impl CodeModeSession {
         // `import type` (a value import makes the transform fail, and is reported as module access).
         let program = match input.language {
             Language::Javascript => std::borrow::Cow::Borrowed(input.code.as_str()),
-            Language::Typescript => match codemode_ts::transform(&input.code) {
+            // On the transform threads, never on this task's worker.
+            Language::Typescript => match codemode_ts::transform_async(
+                input.code.clone(),
+                codemode_ts::TransformOptions::default(),
+            )
+            .instrument(span.clone())
+            .await
+            {
                 Ok(js) => std::borrow::Cow::Owned(js),
                 Err(error) => {
                     let failure = match codemode_sandbox::check_module_access(&input.code) {
@@ -496,6 +505,7 @@ impl CodeModeSession {
                 }
             },
         };
+        let _entered = span.clone().entered();
         let counters = Arc::new(Counters::default());
         let cancellation = CancellationToken::new();
         let host = Arc::new(RunHost {
@@ -516,7 +526,7 @@ impl CodeModeSession {
             host,
             _cancel_on_drop: cancellation.drop_guard(),
         };
-        self.drive_new(run, parked).instrument(span).await
+        self.drive_new(run, parked, deadline).instrument(span).await
     }
 
     /// Runs a `wait` call: resumes a suspended run with a fresh time budget.
@@ -581,8 +591,7 @@ impl CodeModeSession {
         }
     }
 
-    async fn drive_new(&self, mut run: Run, parked: Parked) -> CodeModeResult {
-        let deadline = Instant::now() + self.inner.config.timeout();
+    async fn drive_new(&self, mut run: Run, parked: Parked, deadline: Instant) -> CodeModeResult {
         let step = run.drive(deadline).await;
         let telemetry = self.telemetry(&parked.host.counters);
         let restart_safe = parked.host.restart_safe;
