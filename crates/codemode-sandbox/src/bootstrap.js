@@ -54,6 +54,7 @@ export default function (natives, maxScan) {
   const Int32ArrayCtor = Int32Array;
   const stringSlice = StringProto.slice;
   const stringIndexOf = StringProto.indexOf;
+  const stringLastIndexOf = StringProto.lastIndexOf;
   const bigIntValue = BigIntProto.valueOf;
   const regExpGlobal = getOwnPropertyDescriptor(RegExp.prototype, 'global').get;
   const RegExpProto = RegExp.prototype;
@@ -62,6 +63,7 @@ export default function (natives, maxScan) {
   const symbolSplit = Symbol.split;
   const symbolSpecies = Symbol.species;
   const symbolIterator = Symbol.iterator;
+  const symbolToPrimitive = Symbol.toPrimitive;
   const dateNow = Date.now;
   const ObjectCtor = Object;
   // Work units (compared characters, visited elements) a native call may do without polling.
@@ -82,7 +84,12 @@ export default function (natives, maxScan) {
   const BIGINT_MAX = 1n << 131072n;
   const POLL_BIGINT = 1n << 4096n;
   // Longest text JSON.parse accepts (its native loop is linear but never polls).
-  const JSON_TEXT_MAX = 33554432;
+  const JSON_TEXT_MAX = 8388608;
+  // Longest string a per-character native transform (case mapping, normalize, URI coding...)
+  // accepts: ~10-60 ns a character, never polled.
+  const TEXT_MAX = 16777216;
+  // Longest text BigInt() parses: parsing decimal digits is quadratic like printing them.
+  const BIGINT_TEXT_MAX = 40000;
 
   // Once the host says stop, every later poll throws at once (the host's flag is sticky too).
   let stopped = false;
@@ -285,7 +292,43 @@ export default function (natives, maxScan) {
     const work = needleLength < 2 || needleLength > haystackLength
       ? haystackLength : haystackLength + (haystackLength - needleLength + 1) * needleLength;
     if (work > POLL_WORK) poll();
-    return needleLength >= 2 && work > SEARCH_WORK;
+    return needleLength >= 1 && needleLength <= haystackLength && work > SEARCH_WORK;
+  }
+
+  // How a search over budget runs: a short needle (m*m*4 <= SEARCH_WORK) natively over polled
+  // chunks of SEARCH_WORK/m characters (null), a longer one as KMP (its failure table).
+  function planSearch(needle, reverse) {
+    const m = needle.length;
+    return m * m * 4 <= SEARCH_WORK ? null : failureTable(needle, reverse);
+  }
+
+  // First index >= from where needle occurs in haystack, or -1.
+  function findForward(haystack, needle, plan, from) {
+    if (plan !== null) return searchForward(haystack, needle, plan, from);
+    const n = haystack.length;
+    const m = needle.length;
+    const chunk = (SEARCH_WORK / m) | 0;
+    for (let start = from; start + m <= n; start += chunk) {
+      pollSoon();
+      const end = start + chunk + m - 1 < n ? start + chunk + m - 1 : n;
+      const found = apply(stringIndexOf, apply(stringSlice, haystack, [start, end]), [needle]);
+      if (found >= 0) return start + found;
+    }
+    return -1;
+  }
+
+  // Last index <= from where needle occurs in haystack, or -1.
+  function findBackward(haystack, needle, plan, from) {
+    if (plan !== null) return searchBackward(haystack, needle, plan, from);
+    const m = needle.length;
+    const chunk = (SEARCH_WORK / m) | 0;
+    for (let end = from + m; end >= m; end -= chunk) {
+      pollSoon();
+      const start = end - chunk - m + 1 > 0 ? end - chunk - m + 1 : 0;
+      const found = apply(stringLastIndexOf, apply(stringSlice, haystack, [start, end]), [needle]);
+      if (found >= 0) return start + found;
+    }
+    return -1;
   }
 
   // KMP failure table of `needle`, read forwards (`reverse` false) or backwards.
@@ -379,7 +422,7 @@ export default function (natives, maxScan) {
       const needle = toText(searchString);
       if (!searchInJs(string.length, needle.length)) return apply(original, string, [needle, position]);
       const from = clampPosition(position, string.length);
-      return searchForward(string, needle, failureTable(needle, false), from);
+      return findForward(string, needle, planSearch(needle, false), from);
     },
   }).method);
 
@@ -397,7 +440,8 @@ export default function (natives, maxScan) {
         if (number <= 0) from = 0;
         else if (number < from) from = number - (number % 1);
       }
-      return searchBackward(string, needle, failureTable(needle, true), from);
+      if (from < 0) return -1;
+      return findBackward(string, needle, planSearch(needle, true), from);
     },
   }).method);
 
@@ -413,7 +457,7 @@ export default function (natives, maxScan) {
       const needle = toText(searchString);
       if (!searchInJs(string.length, needle.length)) return apply(original, string, [needle, position]);
       const from = clampPosition(position, string.length);
-      return searchForward(string, needle, failureTable(needle, false), from) >= 0;
+      return findForward(string, needle, planSearch(needle, false), from) >= 0;
     },
   }).method);
 
@@ -435,11 +479,11 @@ export default function (natives, maxScan) {
       }
       const parts = [];
       if (count === 0) return parts;
-      const table = failureTable(needle, false);
+      const plan = planSearch(needle, false);
       let size = 0;
       let start = 0;
       for (;;) {
-        const found = searchForward(string, needle, table, start);
+        const found = findForward(string, needle, plan, start);
         if (found < 0) break;
         createData(parts, size++, apply(stringSlice, string, [start, found]));
         if (size === count) return parts;
@@ -471,10 +515,10 @@ export default function (natives, maxScan) {
         const functional = typeof replaceValue === 'function';
         const template = functional ? replaceValue : toText(replaceValue);
         if (!searchInJs(string.length, needle.length)) return apply(original, string, [needle, template]);
-        const table = failureTable(needle, false);
+        const plan = planSearch(needle, false);
         let result = '';
         let end = 0;
-        let found = searchForward(string, needle, table, 0);
+        let found = findForward(string, needle, plan, 0);
         if (found < 0) return string;
         while (found >= 0) {
           const replacement = functional
@@ -482,7 +526,7 @@ export default function (natives, maxScan) {
             : substitute(needle, string, found, template);
           result += apply(stringSlice, string, [end, found]) + replacement;
           end = found + needle.length;
-          found = all ? searchForward(string, needle, table, end) : -1;
+          found = all ? findForward(string, needle, plan, end) : -1;
         }
         return result + apply(stringSlice, string, [end]);
       },
@@ -616,14 +660,96 @@ export default function (natives, maxScan) {
   for (let i = 0; i < stringBuilders.length; i++) guardPoll(StringProto, stringBuilders[i]);
   const stringScans = ['normalize', 'localeCompare', 'toLowerCase', 'toUpperCase', 'toLocaleLowerCase',
     'toLocaleUpperCase', 'trim', 'trimStart', 'trimEnd', 'isWellFormed', 'toWellFormed'];
+  function checkText(text) {
+    if (text.length > POLL_WORK) pollSoon();
+    if (text.length > TEXT_MAX) {
+      throw new RangeErrorCtor('string too long for this operation in code mode: ' + text.length + ' characters (at most ' + TEXT_MAX + ')');
+    }
+  }
   for (let i = 0; i < stringScans.length; i++) {
-    guard(StringProto, stringScans[i], (original) => ({
+    const name = stringScans[i];
+    guard(StringProto, name, (original) => ({
       method(...args) {
-        if (typeof this !== 'string' || this.length > POLL_WORK) poll();
-        return apply(original, this, args);
+        if (typeof this === 'string' && this.length <= POLL_WORK && name !== 'localeCompare') {
+          return apply(original, this, args);
+        }
+        const string = thisText(this, name);
+        checkText(string);
+        if (name === 'localeCompare') {
+          args[0] = toText(args[0]);
+          checkText(args[0]);
+        }
+        return apply(original, string, args);
       },
     }).method);
   }
+  const uriCodings = ['encodeURI', 'encodeURIComponent', 'decodeURI', 'decodeURIComponent', 'escape', 'unescape'];
+  for (let i = 0; i < uriCodings.length; i++) {
+    guard(globalObject, uriCodings[i], (original) => ({
+      method(...args) {
+        const text = toText(args[0]);
+        checkText(text);
+        return apply(original, undefined, [text]);
+      },
+    }).method);
+  }
+
+  // BigInt(text) parses decimal digits in quadratic time: a poll point and a length cap. The
+  // replacement keeps `prototype`, the statics and `prototype.constructor`.
+  const OriginalBigInt = BigInt;
+  // ToPrimitive(value, number) (ES2024 7.1.1), so the text BigInt parses can be measured first.
+  function toPrimitiveNumber(value) {
+    if (!isObjectValue(value)) return value;
+    const exotic = value[symbolToPrimitive];
+    if (exotic !== undefined && exotic !== null) {
+      const result = apply(exotic, value, ['number']);
+      if (isObjectValue(result)) throw new TypeErrorCtor('cannot convert to primitive');
+      return result;
+    }
+    let method = value.valueOf;
+    if (typeof method === 'function') {
+      const result = apply(method, value, []);
+      if (!isObjectValue(result)) return result;
+    }
+    method = value.toString;
+    if (typeof method === 'function') {
+      const result = apply(method, value, []);
+      if (!isObjectValue(result)) return result;
+    }
+    throw new TypeErrorCtor('cannot convert to primitive');
+  }
+  function bigIntArgument(value) {
+    const primitive = toPrimitiveNumber(value);
+    if (typeof primitive === 'string' && primitive.length > POLL_WORK) {
+      pollSoon();
+      if (primitive.length > BIGINT_TEXT_MAX) {
+        throw new RangeErrorCtor('text too long to parse as a BigInt in code mode: ' + primitive.length + ' characters (at most ' + BIGINT_TEXT_MAX + ')');
+      }
+    }
+    return primitive;
+  }
+  const GuardedBigInt = ({
+    BigInt(value) {
+      return OriginalBigInt(bigIntArgument(value));
+    },
+  }).BigInt;
+  defineProperty(GuardedBigInt, 'prototype', { value: BigIntProto, writable: false, enumerable: false, configurable: false });
+  defineProperty(GuardedBigInt, 'asIntN', getOwnPropertyDescriptor(OriginalBigInt, 'asIntN'));
+  defineProperty(GuardedBigInt, 'asUintN', getOwnPropertyDescriptor(OriginalBigInt, 'asUintN'));
+  guard(GuardedBigInt, 'asIntN', (original) => ({
+    method(bits, bigint) {
+      return apply(original, undefined, [bits, bigIntArgument(bigint)]);
+    },
+  }).method);
+  guard(GuardedBigInt, 'asUintN', (original) => ({
+    method(bits, bigint) {
+      return apply(original, undefined, [bits, bigIntArgument(bigint)]);
+    },
+  }).method);
+  defineProperty(BigIntProto, 'constructor', {
+    value: GuardedBigInt, writable: true, enumerable: false, configurable: true,
+  });
+  defineProperty(globalObject, 'BigInt', { value: GuardedBigInt, writable: true, enumerable: false, configurable: true });
   const objectScans = ['keys', 'values', 'entries', 'getOwnPropertyNames', 'getOwnPropertySymbols', 'assign',
     'fromEntries', 'freeze', 'seal', 'isFrozen', 'isSealed'];
   for (let i = 0; i < objectScans.length; i++) guardPoll(Object, objectScans[i]);

@@ -101,6 +101,30 @@ const CELLS: &[(&str, &str)] = &[
         "const b = (1n << 131071n) + 12345n; for (;;) { try { b.toString() } catch (e) {} }",
     ),
     (
+        "BigInt from a long decimal text",
+        "const s = '9'.repeat(300000); for (;;) { try { BigInt(s) } catch (e) {} }",
+    ),
+    (
+        "BigInt.asUintN of a long decimal text",
+        "const s = { valueOf: () => '9'.repeat(300000) }; for (;;) { try { BigInt.asUintN(64, s) } catch (e) {} }",
+    ),
+    (
+        "string indexOf of one character in a long text",
+        "const h = 'a'.repeat(2 ** 25); for (;;) { try { h.indexOf('b') } catch (e) {} }",
+    ),
+    (
+        "string split of a long text by a short separator",
+        "const h = 'ab'.repeat(2 ** 24); for (;;) { try { h.split('ba', 3) } catch (e) {} }",
+    ),
+    (
+        "String toUpperCase of a long text",
+        "const h = 'a'.repeat(2 ** 25); for (;;) { try { h.toUpperCase() } catch (e) {} }",
+    ),
+    (
+        "encodeURIComponent of a long text",
+        "const h = '\\u00e9'.repeat(2 ** 25); for (;;) { try { encodeURIComponent(h) } catch (e) {} }",
+    ),
+    (
         "Float64Array sort",
         "const a = new Float64Array(3.5e6); for (;;) { try { a.sort() } catch (e) {} }",
     ),
@@ -350,6 +374,22 @@ const ORDINARY: &[(&str, &str)] = &[
     ),
     ("Object.keys({ a: 1, b: 2 })", r#"["a","b"]"#),
     (
+        "[BigInt(' 12 '), BigInt(3), BigInt({ valueOf: () => '7' }), BigInt.asUintN(8, 257n), BigInt.asIntN(8, '255')].join()",
+        r#""12,3,7,1,-1""#,
+    ),
+    (
+        "[1n.constructor === BigInt, Object(1n) instanceof BigInt, BigInt.name, BigInt.length, typeof BigInt.prototype.toString]",
+        r#"[true,true,"BigInt",1,"function"]"#,
+    ),
+    (
+        "(() => { try { new BigInt(1) } catch (e) { return e.name } })()",
+        r#""TypeError""#,
+    ),
+    (
+        "['ABC'.toLowerCase(), 'i'.toLocaleUpperCase(), 'a'.localeCompare('b'), ' x '.trim(), encodeURIComponent('a b&'), decodeURI('%41')]",
+        r#"["abc","I",-1,"x","a%20b%26","A"]"#,
+    ),
+    (
         "[new Uint8Array(2).constructor === Uint8Array, new Uint8Array([1, 2]) instanceof Uint8Array]",
         "[true,true]",
     ),
@@ -399,6 +439,16 @@ const checks = [
   JSON.stringify(calls) === '[[true,6000,true],[true,8004,true]]',
   String.prototype.indexOf.call({ toString: () => s }, { toString: () => needle }) === 6000,
 ];
+// A short needle in a long text: searched natively in polled chunks of 8388608 / 6 characters.
+const filler = 'x'.repeat(7e6);
+for (const p of [0, 1398098, 1398101, 2796200, 4194301, 5592400, 7e6 - 6]) {
+  const h = filler.slice(0, p) + 'needle' + filler.slice(p + 6);
+  checks.push(h.indexOf('needle') === p, h.lastIndexOf('needle') === p, h.includes('needle'),
+    h.indexOf('needle', p + 1) === -1, p === 0 || h.lastIndexOf('needle', p - 1) === -1,
+    h.split('needle').length === 2 && h.split('needle')[0].length === p,
+    h.replace('needle', '<$&>') === filler.slice(0, p) + '<needle>' + filler.slice(p + 6),
+    h.replaceAll('needle', 'N').length === 7e6 - 5);
+}
 return checks.map((ok, i) => ok ? 0 : i + 1).filter((i) => i);
 ";
 
