@@ -74,8 +74,10 @@ export default function (natives, maxScan) {
   const JOIN_MAX = 524288;
   // Compares a naive native string search may do; a larger search runs in JS (linear, polled).
   const SEARCH_WORK = 8388608;
-  // Longest array or typed array sorted natively without a comparator.
+  // Longest typed array / array sorted natively without a comparator (an array's default order
+  // compares elements as strings, ~1 us each at the largest sizes).
   const SORT_MAX = 1048576;
+  const ARRAY_SORT_MAX = 262144;
   // Longest source text handed to eval / Function constructors (compile cost is superlinear).
   const SOURCE_MAX = 65536;
   // BigInts at least this large in magnitude are refused by toString in a non-power-of-2 radix
@@ -84,10 +86,12 @@ export default function (natives, maxScan) {
   const BIGINT_MAX = 1n << 131072n;
   const POLL_BIGINT = 1n << 4096n;
   // Longest text JSON.parse accepts (its native loop is linear but never polls).
-  const JSON_TEXT_MAX = 8388608;
+  const JSON_TEXT_MAX = 4194304;
   // Longest string a per-character native transform (case mapping, normalize, URI coding...)
   // accepts: ~10-60 ns a character, never polled.
-  const TEXT_MAX = 16777216;
+  const TEXT_MAX = 8388608;
+  // Longest string repeat / padStart / padEnd build.
+  const BUILD_MAX = 33554432;
   // Longest text BigInt() parses: parsing decimal digits is quadratic like printing them.
   const BIGINT_TEXT_MAX = 40000;
 
@@ -175,8 +179,8 @@ export default function (natives, maxScan) {
         if (work > SCAN_MAX) throw new RangeErrorCtor('array-likes too long to ' + name + ' in code mode: ' + work);
         if (work > POLL_WORK) poll();
         if (name === 'join' && work > JOIN_MAX) throw new RangeErrorCtor('array too long to join in code mode: ' + work);
-        if ((name === 'sort' || name === 'toSorted') && args[0] === undefined && work > SORT_MAX) {
-          throw new RangeErrorCtor('array too long to sort without a comparator in code mode: ' + work);
+        if ((name === 'sort' || name === 'toSorted') && args[0] === undefined && work > ARRAY_SORT_MAX) {
+          throw new RangeErrorCtor('array too long to sort without a comparator in code mode: ' + work + ' (at most ' + ARRAY_SORT_MAX + '); pass a comparator');
         }
         return apply(original, this, args);
       },
@@ -648,16 +652,64 @@ export default function (natives, maxScan) {
       return apply(original, undefined, args);
     },
   }).method);
-  const identity = (key, value) => value;
+  // JSON.stringify walks its value natively; through a replacer function it calls JS for every
+  // value, so the walk polls, and each key and string it will escape is measured first. A
+  // property-list (array) replacer keeps the native walk (poll point only).
+  function checkSerialized(text) {
+    if (typeof text === 'string' && text.length > TEXT_MAX) {
+      throw new RangeErrorCtor('string too long to serialize in code mode: ' + text.length + ' characters (at most ' + TEXT_MAX + ')');
+    }
+  }
+  const identity = (key, value) => {
+    checkSerialized(key);
+    checkSerialized(value);
+    return value;
+  };
   guard(JSON, 'stringify', (original) => ({
     method(...args) {
       poll();
-      if (args.length < 2 || args[1] === undefined || args[1] === null) args[1] = identity;
+      const replacer = args[1];
+      if (typeof replacer === 'function') {
+        args[1] = function (key, value) {
+          checkSerialized(key);
+          const result = apply(replacer, this, [key, value]);
+          checkSerialized(result);
+          return result;
+        };
+      } else if (!isArray(replacer)) {
+        args[1] = identity;
+      }
       return apply(original, undefined, args);
     },
   }).method);
-  const stringBuilders = ['repeat', 'padStart', 'padEnd', 'concat'];
-  for (let i = 0; i < stringBuilders.length; i++) guardPoll(StringProto, stringBuilders[i]);
+  // Building a string costs ~4 ns a character at the largest sizes: results are capped.
+  function checkBuilt(length) {
+    if (length > POLL_WORK) pollSoon();
+    if (length > BUILD_MAX) {
+      throw new RangeErrorCtor('string result too long in code mode: ' + length + ' characters (at most ' + BUILD_MAX + ')');
+    }
+  }
+  guard(StringProto, 'repeat', (original) => ({
+    method(count) {
+      const string = thisText(this, 'repeat');
+      const times = +count;
+      if (string.length > 0 && times > 0) checkBuilt(string.length * times);
+      return apply(original, string, [times]);
+    },
+  }).method);
+  function guardPad(name) {
+    guard(StringProto, name, (original) => ({
+      method(maxLength, fillString) {
+        const string = thisText(this, name);
+        const length = +maxLength;
+        if (length > string.length) checkBuilt(length);
+        return apply(original, string, [length, fillString]);
+      },
+    }).method);
+  }
+  guardPad('padStart');
+  guardPad('padEnd');
+  guardPoll(StringProto, 'concat');
   const stringScans = ['normalize', 'localeCompare', 'toLowerCase', 'toUpperCase', 'toLocaleLowerCase',
     'toLocaleUpperCase', 'trim', 'trimStart', 'trimEnd', 'isWellFormed', 'toWellFormed'];
   function checkText(text) {

@@ -125,6 +125,18 @@ const CELLS: &[(&str, &str)] = &[
         "const h = '\\u00e9'.repeat(2 ** 25); for (;;) { try { encodeURIComponent(h) } catch (e) {} }",
     ),
     (
+        "JSON.stringify of a long string",
+        "const h = 'a'.repeat(2 ** 25); for (;;) { try { JSON.stringify({ h }) } catch (e) {} }",
+    ),
+    (
+        "JSON.stringify of a long string through a replacer",
+        "const h = 'a'.repeat(2 ** 25); for (;;) { try { JSON.stringify(1, () => h) } catch (e) {} }",
+    ),
+    (
+        "RegExp scan of a long text",
+        "const h = 'a'.repeat(2 ** 25); for (;;) { try { /b/.test(h) } catch (e) {} }",
+    ),
+    (
         "Float64Array sort",
         "const a = new Float64Array(3.5e6); for (;;) { try { a.sort() } catch (e) {} }",
     ),
@@ -373,6 +385,22 @@ const ORDINARY: &[(&str, &str)] = &[
         r#""ababab--x1""#,
     ),
     ("Object.keys({ a: 1, b: 2 })", r#"["a","b"]"#),
+    (
+        "JSON.stringify({ a: 1, b: [2] }, (k, v) => typeof v === 'number' ? v + 1 : v)",
+        r#""{\"a\":2,\"b\":[3]}""#,
+    ),
+    (
+        "JSON.stringify({ a: 1 }, 5) + JSON.stringify([new Date(0)]) + JSON.stringify('x', null, '\t')",
+        r#""{\"a\":1}[\"1970-01-01T00:00:00.000Z\"]\"x\"""#,
+    ),
+    (
+        "['x'.repeat(0), 'ab'.repeat('2'), 'a'.padEnd(3, 'bc'), 'a'.padStart(0), 'a'.padStart(3)]",
+        r#"["","abab","abc","a","  a"]"#,
+    ),
+    (
+        "(() => { try { 'a'.repeat(-1) } catch (e) { return e.name } })()",
+        r#""RangeError""#,
+    ),
     (
         "[BigInt(' 12 '), BigInt(3), BigInt({ valueOf: () => '7' }), BigInt.asUintN(8, 257n), BigInt.asIntN(8, '255')].join()",
         r#""12,3,7,1,-1""#,
