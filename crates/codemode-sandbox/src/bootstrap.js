@@ -176,7 +176,9 @@ export default function (natives, maxScan) {
       method(...args) {
         let work = checkScan(this, limit);
         if (checkArgs) for (let i = 0; i < args.length; i++) work += checkScan(args[i], limit);
-        if (work > SCAN_MAX) throw new RangeErrorCtor('array-likes too long to ' + name + ' in code mode: ' + work);
+        if (checkArgs && work > SCAN_MAX) {
+          throw new RangeErrorCtor('array-likes too long to ' + name + ' in code mode: ' + work + ' elements in all (at most ' + SCAN_MAX + ')');
+        }
         if (work > POLL_WORK) poll();
         if (name === 'join' && work > JOIN_MAX) throw new RangeErrorCtor('array too long to join in code mode: ' + work);
         if ((name === 'sort' || name === 'toSorted') && args[0] === undefined && work > ARRAY_SORT_MAX) {
@@ -683,9 +685,11 @@ export default function (natives, maxScan) {
     },
   }).method);
   // Building a string costs ~4 ns a character at the largest sizes: results are capped.
+  // A result larger than the whole heap is left to the native, which fails at once allocating it
+  // ("code mode memory limit exceeded").
   function checkBuilt(length) {
     if (length > POLL_WORK) pollSoon();
-    if (length > BUILD_MAX) {
+    if (length > BUILD_MAX && length <= maxScan * 8) {
       throw new RangeErrorCtor('string result too long in code mode: ' + length + ' characters (at most ' + BUILD_MAX + ')');
     }
   }

@@ -318,6 +318,10 @@ const ORDINARY: &[(&str, &str)] = &[
     ),
     ("[1].concat([2], 3, [[4]])", "[1,2,3,[4]]"),
     (
+        "(() => { const a = []; a.length = 5e6; a.push(1); return [a.length, a.at(-1), a.pop(), a.length] })()",
+        "[5000001,1,1,5000000]",
+    ),
+    (
         "Array.from(new Float64Array([3, -1, 2]).sort())",
         "[-1,2,3]",
     ),
