@@ -47,7 +47,6 @@ export default function (natives, maxScan) {
   const TypedArrayProto = getPrototypeOf(Uint8Array.prototype);
   const StringProto = String.prototype;
   const BigIntProto = BigInt.prototype;
-  const FunctionProto = Function.prototype;
   const construct = Reflect.construct;
   const setPrototypeOf = Object.setPrototypeOf;
   const isArray = Array.isArray;
@@ -92,6 +91,8 @@ export default function (natives, maxScan) {
   const TEXT_MAX = 8388608;
   // Longest string repeat / padStart / padEnd build.
   const BUILD_MAX = 33554432;
+  // Longest array or typed array whose indices Object.keys & co. list (or assign / freeze).
+  const KEYS_MAX = 1048576;
   // Longest text BigInt() parses: parsing decimal digits is quadratic like printing them.
   const BIGINT_TEXT_MAX = 40000;
 
@@ -806,9 +807,43 @@ export default function (natives, maxScan) {
     value: GuardedBigInt, writable: true, enumerable: false, configurable: true,
   });
   defineProperty(globalObject, 'BigInt', { value: GuardedBigInt, writable: true, enumerable: false, configurable: true });
+  // Own-key walks cost ~0.3-0.5 us a property, natively. A plain object's property count is
+  // bounded by the heap only (see the audit); an array's or typed array's indices are capped.
+  function checkIndexed(value) {
+    if (!isObjectValue(value) || hostIsProxy(value)) return;
+    let length = 0;
+    if (isArray(value)) {
+      length = value.length;
+    } else {
+      try {
+        length = apply(typedArrayLength, value, []);
+      } catch (_) {
+        return;
+      }
+    }
+    if (length > KEYS_MAX) {
+      throw new RangeErrorCtor('too many elements to list as properties in code mode: ' + length + ' (at most ' + KEYS_MAX + ')');
+    }
+  }
   const objectScans = ['keys', 'values', 'entries', 'getOwnPropertyNames', 'getOwnPropertySymbols', 'assign',
-    'fromEntries', 'freeze', 'seal', 'isFrozen', 'isSealed'];
-  for (let i = 0; i < objectScans.length; i++) guardPoll(Object, objectScans[i]);
+    'freeze', 'seal', 'isFrozen', 'isSealed'];
+  for (let i = 0; i < objectScans.length; i++) {
+    guard(Object, objectScans[i], (original) => ({
+      method(...args) {
+        pollSoon();
+        for (let k = 0; k < args.length; k++) checkIndexed(args[k]);
+        return apply(original, this, args);
+      },
+    }).method);
+  }
+  guard(Reflect, 'ownKeys', (original) => ({
+    method(...args) {
+      pollSoon();
+      checkIndexed(args[0]);
+      return apply(original, this, args);
+    },
+  }).method);
+  guardPoll(Object, 'fromEntries');
   // From an array-like (no iterator) the native loop never polls: its length is capped.
   function checkArrayLike(items) {
     if (isObjectValue(items)) {
@@ -879,7 +914,6 @@ export default function (natives, maxScan) {
     defineProperty(globalObject, typedArrayNames[i], { value: guarded, writable: true, enumerable: false, configurable: true });
   }
   guardPoll(Array, 'of');
-  guardPoll(Reflect, 'ownKeys');
 
   // Promise capabilities of unsettled bridge calls and yields, keyed by request id.
   const resolvers = create(null);

@@ -264,6 +264,14 @@ const CELLS: &[(&str, &str)] = &[
         "const a = []; a.length = 4e6; a[0] = 1; for (;;) { try { a.splice(0, 1); a[0] = 1; a.length = 4e6 } catch (e) {} }",
     ),
     (
+        "Object.keys of a big array",
+        "const a = new Array(2e6).fill(0); for (;;) { try { Object.keys(a) } catch (e) {} }",
+    ),
+    (
+        "Object.assign from a big typed array",
+        "const a = new Uint8Array(3e7); for (;;) { try { Object.assign({}, a) } catch (e) {} }",
+    ),
+    (
         "Array.from of a big array-like",
         "const o = { length: 3e6 }; for (;;) { try { Array.from(o) } catch (e) {} }",
     ),
@@ -389,6 +397,10 @@ const ORDINARY: &[(&str, &str)] = &[
         r#""ababab--x1""#,
     ),
     ("Object.keys({ a: 1, b: 2 })", r#"["a","b"]"#),
+    (
+        "[Object.keys([5, 6]), Object.entries(new Uint8Array([7])), Object.assign({}, [1], { b: 2 }), Reflect.ownKeys([1]), Object.isFrozen(Object.freeze([1]))]",
+        r#"[["0","1"],[["0",7]],{"0":1,"b":2},["0","length"],true]"#,
+    ),
     (
         "JSON.stringify({ a: 1, b: [2] }, (k, v) => typeof v === 'number' ? v + 1 : v)",
         r#""{\"a\":2,\"b\":[3]}""#,
