@@ -92,7 +92,7 @@ export default function (natives, maxScan) {
   // Longest string repeat / padStart / padEnd build.
   const BUILD_MAX = 33554432;
   // Longest array or typed array whose indices Object.keys & co. list (or assign / freeze).
-  const KEYS_MAX = 1048576;
+  const KEYS_MAX = 262144;
   // Longest text BigInt() parses: parsing decimal digits is quadratic like printing them.
   const BIGINT_TEXT_MAX = 40000;
 
