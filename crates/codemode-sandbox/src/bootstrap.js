@@ -825,8 +825,7 @@ export default function (natives, maxScan) {
       throw new RangeErrorCtor('too many elements to list as properties in code mode: ' + length + ' (at most ' + KEYS_MAX + ')');
     }
   }
-  const objectScans = ['keys', 'values', 'entries', 'getOwnPropertyNames', 'getOwnPropertySymbols', 'assign',
-    'freeze', 'seal', 'isFrozen', 'isSealed'];
+  const objectScans = ['keys', 'values', 'entries', 'getOwnPropertyNames', 'assign', 'freeze', 'seal'];
   for (let i = 0; i < objectScans.length; i++) {
     guard(Object, objectScans[i], (original) => ({
       method(...args) {
@@ -843,7 +842,8 @@ export default function (natives, maxScan) {
       return apply(original, this, args);
     },
   }).method);
-  guardPoll(Object, 'fromEntries');
+  const objectPolls = ['fromEntries', 'getOwnPropertySymbols', 'isFrozen', 'isSealed'];
+  for (let i = 0; i < objectPolls.length; i++) guardPoll(Object, objectPolls[i]);
   // From an array-like (no iterator) the native loop never polls: its length is capped.
   function checkArrayLike(items) {
     if (isObjectValue(items)) {

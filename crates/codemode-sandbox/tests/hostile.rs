@@ -398,8 +398,8 @@ const ORDINARY: &[(&str, &str)] = &[
     ),
     ("Object.keys({ a: 1, b: 2 })", r#"["a","b"]"#),
     (
-        "[Object.keys([5, 6]), Object.entries(new Uint8Array([7])), Object.assign({}, [1], { b: 2 }), Reflect.ownKeys([1]), Object.isFrozen(Object.freeze([1]))]",
-        r#"[["0","1"],[["0",7]],{"0":1,"b":2},["0","length"],true]"#,
+        "[Object.keys([5, 6]), Object.entries(new Uint8Array([7])), Object.assign({}, [1], { b: 2 }), Reflect.ownKeys([1]), Object.isFrozen(Object.freeze([1])), Object.isSealed(new Array(3e5).fill(0))]",
+        r#"[["0","1"],[["0",7]],{"0":1,"b":2},["0","length"],true,false]"#,
     ),
     (
         "JSON.stringify({ a: 1, b: [2] }, (k, v) => typeof v === 'number' ? v + 1 : v)",
