@@ -180,7 +180,7 @@ export default function (natives, maxScan) {
         if (checkArgs && work > SCAN_MAX) {
           throw new RangeErrorCtor('array-likes too long to ' + name + ' in code mode: ' + work + ' elements in all (at most ' + SCAN_MAX + ')');
         }
-        if (work > POLL_WORK) poll();
+        if (work > POLL_WORK && limit === SCAN_MAX) poll();
         if (name === 'join' && work > JOIN_MAX) throw new RangeErrorCtor('array too long to join in code mode: ' + work);
         if ((name === 'sort' || name === 'toSorted') && args[0] === undefined && work > ARRAY_SORT_MAX) {
           throw new RangeErrorCtor('array too long to sort without a comparator in code mode: ' + work + ' (at most ' + ARRAY_SORT_MAX + '); pass a comparator');
