@@ -50,13 +50,117 @@ export default function (natives, maxScan) {
     value: undefined, writable: false, enumerable: false, configurable: false,
   });
 
+  // Deadline guards. The interrupt handler runs between bytecode instructions (every ~10,000
+  // calls and back-edges), never inside a native built-in, so a native whose single call is
+  // expensive overruns the deadline by its own cost, and a loop of such calls by many times that.
+  // Each expensive built-in is therefore bounded here, before any guest code runs (the table in
+  // docs/builtins-audit.md says how and what one call can still cost): an operand cap with a
+  // catchable RangeError, an interruptible JS replacement, and a poll point (`poll`) before any
+  // native call that may do more than `POLL_WORK` units of work, so a loop of calls ends within
+  // one call's cost. Every original is captured now; guest tampering later changes nothing here.
+  const TypedArrayProto = getPrototypeOf(Uint8Array.prototype);
+  const StringProto = String.prototype;
+  const BigIntProto = BigInt.prototype;
+  const construct = Reflect.construct;
+  const setPrototypeOf = Object.setPrototypeOf;
+  const isArray = Array.isArray;
+  const Int32ArrayCtor = Int32Array;
+  const stringSlice = StringProto.slice;
+  const stringIndexOf = StringProto.indexOf;
+  const stringLastIndexOf = StringProto.lastIndexOf;
+  const bigIntValue = BigIntProto.valueOf;
+  const regExpGlobal = getOwnPropertyDescriptor(RegExp.prototype, 'global').get;
+  const RegExpProto = RegExp.prototype;
+  const symbolMatch = Symbol.match;
+  const symbolReplace = Symbol.replace;
+  const symbolSplit = Symbol.split;
+  const symbolSpecies = Symbol.species;
+  const symbolIterator = Symbol.iterator;
+  const symbolToPrimitive = Symbol.toPrimitive;
+  const dateNow = Date.now;
+  const ObjectCtor = Object;
+  // Work units (compared characters, visited elements) a native call may do without polling.
+  const POLL_WORK = 16384;
+  // Longest array-like an unpolled linear Array builtin may scan, whatever the memory limit.
+  const SCAN_MAX = maxScan < 4194304 ? maxScan : 4194304;
+  // Longest array or typed array joined natively (formatting numbers costs ~90 ns each).
+  const JOIN_MAX = 524288;
+  // Compares a naive native string search may do; a larger search runs in JS (linear, polled).
+  const SEARCH_WORK = 8388608;
+  // Longest typed array / array sorted natively without a comparator (an array's default order
+  // compares elements as strings, ~1 us each at the largest sizes).
+  const SORT_MAX = 1048576;
+  const ARRAY_SORT_MAX = 262144;
+  // Longest source text handed to eval / Function constructors (compile cost is superlinear).
+  const SOURCE_MAX = 65536;
+  // BigInts at least this large in magnitude are refused by toString in a non-power-of-2 radix
+  // (quadratic in the number of digits); POLL_BIGINT and above poll first.
+  const BIGINT_BITS = 131072;
+  const BIGINT_MAX = 1n << 131072n;
+  const POLL_BIGINT = 1n << 4096n;
+  // Longest text JSON.parse accepts (its native loop is linear but never polls).
+  const JSON_TEXT_MAX = 4194304;
+  // Longest string a per-character native transform (case mapping, normalize, URI coding...)
+  // accepts: ~10-60 ns a character, never polled.
+  const TEXT_MAX = 8388608;
+  // Longest string repeat / padStart / padEnd build.
+  const BUILD_MAX = 33554432;
+  // Longest array or typed array whose indices Object.keys & co. list (or assign / freeze).
+  const KEYS_MAX = 262144;
+  // Longest text BigInt() parses: parsing decimal digits is quadratic like printing them.
+  const BIGINT_TEXT_MAX = 40000;
+
+  // Once the host says stop, every later poll throws at once (the host's flag is sticky too).
+  let stopped = false;
+  function poll() {
+    if (stopped || hostPoll()) {
+      stopped = true;
+      throw new RangeErrorCtor('code mode timeout exceeded');
+    }
+  }
+
+  // A poll point for calls of unknown cost, asking the host at most once per millisecond (a
+  // host call costs ~0.2 us, the clock ~0.04 us): a call that took longer always polls.
+  let nextPoll = 0;
+  function pollSoon() {
+    const now = dateNow();
+    if (stopped || now >= nextPoll) {
+      nextPoll = now + 1;
+      poll();
+    }
+  }
+
+  function isObjectValue(value) {
+    return value !== null && (typeof value === 'object' || typeof value === 'function');
+  }
+
+  // Replaces `holder[name]` by `makeGuard(original)`, keeping the original's name and length.
+  function guard(holder, name, makeGuard) {
+    const original = holder[name];
+    if (typeof original !== 'function') return;
+    const guarded = makeGuard(original);
+    defineProperty(guarded, 'name', { value: original.name, writable: false, enumerable: false, configurable: true });
+    defineProperty(guarded, 'length', { value: original.length, writable: false, enumerable: false, configurable: true });
+    defineProperty(holder, name, { value: guarded, writable: true, enumerable: false, configurable: true });
+  }
+
+  // A method (not a constructor) that polls before calling the original.
+  function guardPoll(holder, name) {
+    guard(holder, name, (original) => ({
+      method(...args) {
+        pollSoon();
+        return apply(original, this, args);
+      },
+    }).method);
+  }
+
   // Array builtins whose C loops never poll the interrupt handler would scan a sparse array or an
   // array-like of length up to 2^53 for hours, beyond any deadline. Before such a builtin runs,
   // the length it will read is checked: a data property (or the intrinsic typed-array getter)
-  // holding a primitive no larger than `maxScan`. Proxies and accessor lengths are refused, since
-  // they could answer differently when the builtin reads the length again.
-  function checkScan(value) {
-    if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return;
+  // holding a primitive no larger than `SCAN_MAX`. Proxies and accessor lengths are refused, since
+  // they could answer differently when the builtin reads the length again. Returns the length.
+  function checkScan(value, limit) {
+    if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return 0;
     for (let holder = value; holder !== null; holder = getPrototypeOf(holder)) {
       if (hostIsProxy(holder)) throw new TypeErrorCtor('array methods cannot run on a Proxy in code mode');
       const descriptor = getOwnPropertyDescriptor(holder, 'length');
@@ -65,35 +169,765 @@ export default function (natives, maxScan) {
       if (hasOwn(descriptor, 'value')) {
         length = descriptor.value;
       } else if (descriptor.get === typedArrayLength) {
-        return;
+        if (holder !== value) return 0;
+        length = apply(typedArrayLength, value, []);
       } else {
         throw new TypeErrorCtor('array methods need a plain length in code mode');
       }
       if (length !== null && (typeof length === 'object' || typeof length === 'function')) {
         throw new TypeErrorCtor('array methods need a primitive length in code mode');
       }
-      if (+length > maxScan) throw new RangeErrorCtor('array-like too long to scan in code mode: ' + length);
-      return;
+      const scan = +length;
+      if (scan > limit) throw new RangeErrorCtor('array-like too long to scan in code mode: ' + length);
+      return scan > 0 ? scan : 0;
     }
+    return 0;
   }
 
   function guardScan(name, checkArgs) {
-    const original = ArrayProto[name];
-    if (typeof original !== 'function') return;
-    const guarded = {
-      [name](...args) {
-        checkScan(this);
-        if (checkArgs) for (let i = 0; i < args.length; i++) checkScan(args[i]);
+    // push, pop and at touch one end of the array: only absurd lengths are refused.
+    const limit = name === 'push' || name === 'pop' || name === 'at' ? maxScan : SCAN_MAX;
+    guard(ArrayProto, name, (original) => ({
+      method(...args) {
+        let work = checkScan(this, limit);
+        if (checkArgs) for (let i = 0; i < args.length; i++) work += checkScan(args[i], limit);
+        if (checkArgs && work > SCAN_MAX) {
+          throw new RangeErrorCtor('array-likes too long to ' + name + ' in code mode: ' + work + ' elements in all (at most ' + SCAN_MAX + ')');
+        }
+        if (work > POLL_WORK && limit === SCAN_MAX) poll();
+        if (name === 'join' && work > JOIN_MAX) throw new RangeErrorCtor('array too long to join in code mode: ' + work);
+        if ((name === 'sort' || name === 'toSorted') && args[0] === undefined && work > ARRAY_SORT_MAX) {
+          throw new RangeErrorCtor('array too long to sort without a comparator in code mode: ' + work + ' (at most ' + ARRAY_SORT_MAX + '); pass a comparator');
+        }
         return apply(original, this, args);
       },
-    }[name];
-    defineProperty(ArrayProto, name, { value: guarded, writable: true, enumerable: false, configurable: true });
+    }).method);
   }
 
   const unpolledScans = ['join', 'toLocaleString', 'reverse', 'toReversed', 'slice', 'splice', 'toSpliced',
-    'copyWithin', 'flat', 'flatMap', 'sort', 'toSorted', 'shift', 'unshift', 'fill', 'with', 'pop', 'push', 'at'];
+    'copyWithin', 'sort', 'toSorted', 'shift', 'unshift', 'fill', 'with', 'pop', 'push', 'at'];
   for (let i = 0; i < unpolledScans.length; i++) guardScan(unpolledScans[i], false);
   guardScan('concat', true);
+
+  // flat / flatMap in JS (ES2024 23.1.3.13 FlattenIntoArray): the native one visits every index of
+  // every nested array without polling; this loop reaches the interrupt handler.
+  const dataDescriptor = create(null);
+  dataDescriptor.value = undefined;
+  dataDescriptor.writable = true;
+  dataDescriptor.enumerable = true;
+  dataDescriptor.configurable = true;
+
+  function createData(target, index, value) {
+    dataDescriptor.value = value;
+    try {
+      defineProperty(target, index, dataDescriptor);
+    } finally {
+      dataDescriptor.value = undefined;
+    }
+  }
+
+  function toLength(value) {
+    let length = +value;
+    if (!(length > 0)) return 0;
+    if (length > 9007199254740991) return 9007199254740991;
+    return length - (length % 1);
+  }
+
+  function toObjectThis(value, name) {
+    if (value === undefined || value === null) {
+      throw new TypeErrorCtor('Array.prototype.' + name + ' called on null or undefined');
+    }
+    return ObjectCtor(value);
+  }
+
+  function arraySpeciesCreate(original) {
+    if (!isArray(original)) return [];
+    let C = original.constructor;
+    if (isObjectValue(C)) {
+      C = C[symbolSpecies];
+      if (C === null) C = undefined;
+    }
+    if (C === undefined) return [];
+    return new C(0);
+  }
+
+  function flattenInto(target, source, sourceLength, start, depth, mapper, thisArg) {
+    let targetIndex = start;
+    for (let sourceIndex = 0; sourceIndex < sourceLength; sourceIndex++) {
+      if (!(sourceIndex in source)) continue;
+      let element = source[sourceIndex];
+      if (mapper !== undefined) element = apply(mapper, thisArg, [element, sourceIndex, source]);
+      if (depth > 0 && isArray(element)) {
+        targetIndex = flattenInto(target, element, toLength(element.length), targetIndex, depth - 1);
+      } else {
+        if (targetIndex >= 9007199254740991) throw new TypeErrorCtor('array too long');
+        createData(target, targetIndex, element);
+        targetIndex++;
+      }
+    }
+    return targetIndex;
+  }
+
+  guard(ArrayProto, 'flat', () => ({
+    method(depth) {
+      const source = toObjectThis(this, 'flat');
+      const sourceLength = toLength(source.length);
+      let depthNumber = 1;
+      if (depth !== undefined) {
+        depthNumber = +depth;
+        if (depthNumber !== depthNumber || depthNumber < 0) depthNumber = 0;
+        else if (depthNumber !== Infinity) depthNumber -= depthNumber % 1;
+      }
+      const target = arraySpeciesCreate(source);
+      flattenInto(target, source, sourceLength, 0, depthNumber);
+      return target;
+    },
+  }).method);
+
+  guard(ArrayProto, 'flatMap', () => ({
+    method(mapper, thisArg) {
+      const source = toObjectThis(this, 'flatMap');
+      const sourceLength = toLength(source.length);
+      if (typeof mapper !== 'function') throw new TypeErrorCtor('flatMap mapper is not a function');
+      const target = arraySpeciesCreate(source);
+      flattenInto(target, source, sourceLength, 0, 1, mapper, thisArg);
+      return target;
+    },
+  }).method);
+
+  // String search: QuickJS compares naively, O(n*m). A search estimated above SEARCH_WORK
+  // compares runs as Knuth-Morris-Pratt in JS (linear and interruptible); smaller ones stay native.
+  function toText(value) {
+    return typeof value === 'string' ? value : `${value}`;
+  }
+
+  function thisText(value, name) {
+    if (value === undefined || value === null) {
+      throw new TypeErrorCtor('String.prototype.' + name + ' called on null or undefined');
+    }
+    return toText(value);
+  }
+
+  // True when the search must run in JS; polls before a native search of more than POLL_WORK.
+  function searchInJs(haystackLength, needleLength) {
+    const work = needleLength < 2 || needleLength > haystackLength
+      ? haystackLength : haystackLength + (haystackLength - needleLength + 1) * needleLength;
+    if (work > POLL_WORK) poll();
+    return needleLength >= 1 && needleLength <= haystackLength && work > SEARCH_WORK;
+  }
+
+  // How a search over budget runs: a short needle (m*m*4 <= SEARCH_WORK) natively over polled
+  // chunks of SEARCH_WORK/m characters (null), a longer one as KMP (its failure table).
+  function planSearch(needle, reverse) {
+    const m = needle.length;
+    return m * m * 4 <= SEARCH_WORK ? null : failureTable(needle, reverse);
+  }
+
+  // First index >= from where needle occurs in haystack, or -1.
+  function findForward(haystack, needle, plan, from) {
+    if (plan !== null) return searchForward(haystack, needle, plan, from);
+    const n = haystack.length;
+    const m = needle.length;
+    const chunk = (SEARCH_WORK / m) | 0;
+    for (let start = from; start + m <= n; start += chunk) {
+      pollSoon();
+      const end = start + chunk + m - 1 < n ? start + chunk + m - 1 : n;
+      const found = apply(stringIndexOf, apply(stringSlice, haystack, [start, end]), [needle]);
+      if (found >= 0) return start + found;
+    }
+    return -1;
+  }
+
+  // Last index <= from where needle occurs in haystack, or -1.
+  function findBackward(haystack, needle, plan, from) {
+    if (plan !== null) return searchBackward(haystack, needle, plan, from);
+    const m = needle.length;
+    const chunk = (SEARCH_WORK / m) | 0;
+    for (let end = from + m; end >= m; end -= chunk) {
+      pollSoon();
+      const start = end - chunk - m + 1 > 0 ? end - chunk - m + 1 : 0;
+      const found = apply(stringLastIndexOf, apply(stringSlice, haystack, [start, end]), [needle]);
+      if (found >= 0) return start + found;
+    }
+    return -1;
+  }
+
+  // KMP failure table of `needle`, read forwards (`reverse` false) or backwards.
+  function failureTable(needle, reverse) {
+    const m = needle.length;
+    const table = new Int32ArrayCtor(m);
+    let k = 0;
+    for (let i = 1; i < m; i++) {
+      const c = reverse ? needle[m - 1 - i] : needle[i];
+      while (k > 0 && (reverse ? needle[m - 1 - k] : needle[k]) !== c) k = table[k - 1];
+      if ((reverse ? needle[m - 1 - k] : needle[k]) === c) k++;
+      table[i] = k;
+    }
+    return table;
+  }
+
+  // First index >= from where needle occurs in haystack, or -1.
+  function searchForward(haystack, needle, table, from) {
+    const n = haystack.length;
+    const m = needle.length;
+    let k = 0;
+    for (let i = from; i < n; i++) {
+      const c = haystack[i];
+      while (k > 0 && needle[k] !== c) k = table[k - 1];
+      if (needle[k] === c && ++k === m) return i - m + 1;
+    }
+    return -1;
+  }
+
+  // Last index <= from where needle occurs in haystack, or -1.
+  function searchBackward(haystack, needle, table, from) {
+    const m = needle.length;
+    let k = 0;
+    for (let i = from + m - 1; i >= 0; i--) {
+      const c = haystack[i];
+      while (k > 0 && needle[m - 1 - k] !== c) k = table[k - 1];
+      if (needle[m - 1 - k] === c && ++k === m) return i;
+    }
+    return -1;
+  }
+
+  function clampPosition(position, length) {
+    const number = +position;
+    if (!(number > 0)) return 0;
+    return number >= length ? length : number - (number % 1);
+  }
+
+  function isRegExpLike(value) {
+    const matcher = value[symbolMatch];
+    if (matcher !== undefined) return !!matcher;
+    try {
+      apply(regExpGlobal, value, []);
+      return value !== RegExpProto;
+    } catch (_) {
+      return false;
+    }
+  }
+
+  // GetSubstitution (ES2024 22.1.3.19.1) for a string pattern: no captures, so `$n` and `$<`
+  // stay literal.
+  function substitute(matched, string, position, template) {
+    const length = template.length;
+    let result = '';
+    let start = 0;
+    for (;;) {
+      const dollar = apply(stringIndexOf, template, ['$', start]);
+      if (dollar < 0 || dollar + 1 >= length) break;
+      const next = template[dollar + 1];
+      let piece;
+      if (next === '$') piece = '$';
+      else if (next === '&') piece = matched;
+      else if (next === '`') piece = apply(stringSlice, string, [0, position]);
+      else if (next === "'") piece = apply(stringSlice, string, [position + matched.length]);
+      else {
+        result += apply(stringSlice, template, [start, dollar + 1]);
+        start = dollar + 1;
+        continue;
+      }
+      result += apply(stringSlice, template, [start, dollar]) + piece;
+      start = dollar + 2;
+    }
+    return result + apply(stringSlice, template, [start]);
+  }
+
+  guard(StringProto, 'indexOf', (original) => ({
+    method(searchString, position) {
+      if (typeof this === 'string' && typeof searchString === 'string' && this.length <= 128) {
+        return apply(original, this, [searchString, position]);
+      }
+      const string = thisText(this, 'indexOf');
+      const needle = toText(searchString);
+      if (!searchInJs(string.length, needle.length)) return apply(original, string, [needle, position]);
+      const from = clampPosition(position, string.length);
+      return findForward(string, needle, planSearch(needle, false), from);
+    },
+  }).method);
+
+  guard(StringProto, 'lastIndexOf', (original) => ({
+    method(searchString, position) {
+      if (typeof this === 'string' && typeof searchString === 'string' && this.length <= 128) {
+        return apply(original, this, [searchString, position]);
+      }
+      const string = thisText(this, 'lastIndexOf');
+      const needle = toText(searchString);
+      if (!searchInJs(string.length, needle.length)) return apply(original, string, [needle, position]);
+      const number = +position;
+      let from = string.length - needle.length;
+      if (number === number) {
+        if (number <= 0) from = 0;
+        else if (number < from) from = number - (number % 1);
+      }
+      if (from < 0) return -1;
+      return findBackward(string, needle, planSearch(needle, true), from);
+    },
+  }).method);
+
+  guard(StringProto, 'includes', (original) => ({
+    method(searchString, position) {
+      if (typeof this === 'string' && typeof searchString === 'string' && this.length <= 128) {
+        return apply(original, this, [searchString, position]);
+      }
+      const string = thisText(this, 'includes');
+      if (isObjectValue(searchString) && isRegExpLike(searchString)) {
+        throw new TypeErrorCtor('regexp not supported');
+      }
+      const needle = toText(searchString);
+      if (!searchInJs(string.length, needle.length)) return apply(original, string, [needle, position]);
+      const from = clampPosition(position, string.length);
+      return findForward(string, needle, planSearch(needle, false), from) >= 0;
+    },
+  }).method);
+
+  guard(StringProto, 'split', (original) => ({
+    method(separator, limit) {
+      if (typeof this === 'string' && typeof separator === 'string' && this.length <= 128) {
+        return apply(original, this, [separator, limit]);
+      }
+      if (this === undefined || this === null) throw new TypeErrorCtor('String.prototype.split called on null or undefined');
+      if (isObjectValue(separator)) {
+        const splitter = separator[symbolSplit];
+        if (splitter !== undefined && splitter !== null) return apply(splitter, separator, [this, limit]);
+      }
+      const string = toText(this);
+      const count = limit === undefined ? 4294967295 : limit >>> 0;
+      const needle = toText(separator);
+      if (separator === undefined || !searchInJs(string.length, needle.length)) {
+        return apply(original, string, [separator === undefined ? undefined : needle, count]);
+      }
+      const parts = [];
+      if (count === 0) return parts;
+      const plan = planSearch(needle, false);
+      let size = 0;
+      let start = 0;
+      for (;;) {
+        const found = findForward(string, needle, plan, start);
+        if (found < 0) break;
+        createData(parts, size++, apply(stringSlice, string, [start, found]));
+        if (size === count) return parts;
+        start = found + needle.length;
+      }
+      createData(parts, size, apply(stringSlice, string, [start]));
+      return parts;
+    },
+  }).method);
+
+  function guardReplace(name, all) {
+    guard(StringProto, name, (original) => ({
+      method(searchValue, replaceValue) {
+        if (typeof this === 'string' && typeof searchValue === 'string' && this.length <= 128) {
+          return apply(original, this, [searchValue, replaceValue]);
+        }
+        if (this === undefined || this === null) throw new TypeErrorCtor('String.prototype.' + name + ' called on null or undefined');
+        if (isObjectValue(searchValue)) {
+          if (all && isRegExpLike(searchValue)) {
+            const flags = searchValue.flags;
+            if (flags === undefined || flags === null) throw new TypeErrorCtor('cannot convert to object');
+            if (apply(stringIndexOf, toText(flags), ['g']) < 0) throw new TypeErrorCtor("regexp must have the 'g' flag");
+          }
+          const replacer = searchValue[symbolReplace];
+          if (replacer !== undefined && replacer !== null) return apply(replacer, searchValue, [this, replaceValue]);
+        }
+        const string = toText(this);
+        const needle = toText(searchValue);
+        const functional = typeof replaceValue === 'function';
+        const template = functional ? replaceValue : toText(replaceValue);
+        if (!searchInJs(string.length, needle.length)) return apply(original, string, [needle, template]);
+        const plan = planSearch(needle, false);
+        let result = '';
+        let end = 0;
+        let found = findForward(string, needle, plan, 0);
+        if (found < 0) return string;
+        while (found >= 0) {
+          const replacement = functional
+            ? toText(apply(template, undefined, [needle, found, string]))
+            : substitute(needle, string, found, template);
+          result += apply(stringSlice, string, [end, found]) + replacement;
+          end = found + needle.length;
+          found = all ? findForward(string, needle, plan, end) : -1;
+        }
+        return result + apply(stringSlice, string, [end]);
+      },
+    }).method);
+  }
+  guardReplace('replace', false);
+  guardReplace('replaceAll', true);
+
+  // Sorting without a comparator never polls (a comparator is guest code, which does).
+  guard(TypedArrayProto, 'sort', (original) => ({
+    method(comparefn) {
+      if (comparefn === undefined) {
+        const length = apply(typedArrayLength, this, []);
+        if (length > SORT_MAX) throw new RangeErrorCtor('typed array too long to sort without a comparator in code mode: ' + length);
+        if (length > POLL_WORK) poll();
+      }
+      return apply(original, this, [comparefn]);
+    },
+  }).method);
+  guard(TypedArrayProto, 'toSorted', (original) => ({
+    method(comparefn) {
+      if (comparefn === undefined) {
+        const length = apply(typedArrayLength, this, []);
+        if (length > SORT_MAX) throw new RangeErrorCtor('typed array too long to sort without a comparator in code mode: ' + length);
+        if (length > POLL_WORK) poll();
+      }
+      return apply(original, this, [comparefn]);
+    },
+  }).method);
+  const typedArrayScans = ['set', 'slice', 'subarray', 'fill', 'copyWithin', 'indexOf', 'lastIndexOf', 'includes',
+    'toLocaleString', 'reverse', 'toReversed', 'with'];
+  for (let i = 0; i < typedArrayScans.length; i++) guardPoll(TypedArrayProto, typedArrayScans[i]);
+  // Joining formats every number natively: capped like Array.prototype.join.
+  guard(TypedArrayProto, 'join', (original) => ({
+    method(...args) {
+      const length = apply(typedArrayLength, this, []);
+      if (length > JOIN_MAX) throw new RangeErrorCtor('typed array too long to join in code mode: ' + length);
+      if (length > POLL_WORK) poll();
+      return apply(original, this, args);
+    },
+  }).method);
+
+  // BigInt to text in radix 10 (or any radix not a power of 2) is quadratic in the digit count.
+  function guardBigIntText(name) {
+    guard(BigIntProto, name, (original) => ({
+      method(...args) {
+        const value = apply(bigIntValue, this, []);
+        if (value >= POLL_BIGINT || value <= -POLL_BIGINT) {
+          poll();
+          const radix = args[0];
+          const linear = name === 'toString' && (radix === 2 || radix === 4 || radix === 8 || radix === 16 || radix === 32);
+          if (!linear && (value >= BIGINT_MAX || value <= -BIGINT_MAX)) {
+            throw new RangeErrorCtor('BigInt too large to convert to text in code mode (over ' + BIGINT_BITS + ' bits); use toString(16)');
+          }
+        }
+        return apply(original, this, args);
+      },
+    }).method);
+  }
+  guardBigIntText('toString');
+  guardBigIntText('toLocaleString');
+
+  // eval and the Function constructors: compile cost grows superlinearly with the source.
+  function checkSource(length) {
+    poll();
+    if (length > SOURCE_MAX) {
+      throw new RangeErrorCtor('source too long to compile in code mode: ' + length + ' characters (at most ' + SOURCE_MAX + ')');
+    }
+  }
+
+  // A replacement for a Function-like constructor: same prototype object, name, length and
+  // [[Prototype]]; `prototype.constructor` points to it, so `instanceof` and `.constructor` work.
+  function guardCompiler(original, parent) {
+    const guarded = function (...args) {
+      let total = 0;
+      for (let i = 0; i < args.length; i++) {
+        args[i] = toText(args[i]);
+        total += args[i].length;
+      }
+      checkSource(total);
+      return new.target === undefined ? apply(original, undefined, args) : construct(original, args, new.target);
+    };
+    defineProperty(guarded, 'name', { value: original.name, writable: false, enumerable: false, configurable: true });
+    defineProperty(guarded, 'length', { value: original.length, writable: false, enumerable: false, configurable: true });
+    const prototype = original.prototype;
+    defineProperty(guarded, 'prototype', { value: prototype, writable: false, enumerable: false, configurable: false });
+    if (parent !== undefined) setPrototypeOf(guarded, parent);
+    const slot = getOwnPropertyDescriptor(prototype, 'constructor');
+    defineProperty(prototype, 'constructor', {
+      value: guarded, writable: slot.writable, enumerable: slot.enumerable, configurable: slot.configurable,
+    });
+    return guarded;
+  }
+
+  const GuardedFunction = guardCompiler(Function, undefined);
+  defineProperty(globalObject, 'Function', { value: GuardedFunction, writable: true, enumerable: false, configurable: true });
+  guardCompiler(AsyncFunction, GuardedFunction);
+  guardCompiler(getPrototypeOf(function* () {}).constructor, GuardedFunction);
+  guardCompiler(getPrototypeOf(async function* () {}).constructor, GuardedFunction);
+  // Replacing the global eval makes a guest's direct `eval(...)` an indirect one (global scope).
+  guard(globalObject, 'eval', (original) => ({
+    eval(source) {
+      if (typeof source !== 'string') return source;
+      checkSource(source.length);
+      return apply(original, undefined, [source]);
+    },
+  }).eval);
+
+  // Linear natives bounded by the memory limit: a poll point, so a loop of calls stops within
+  // one call; JSON.parse also caps its text, JSON.stringify walks through an identity replacer.
+  guard(JSON, 'parse', (original) => ({
+    method(...args) {
+      const source = toText(args[0]);
+      if (source.length > POLL_WORK) poll();
+      if (source.length > JSON_TEXT_MAX) {
+        throw new RangeErrorCtor('JSON text too long to parse in code mode: ' + source.length + ' characters (at most ' + JSON_TEXT_MAX + ')');
+      }
+      args[0] = source;
+      return apply(original, undefined, args);
+    },
+  }).method);
+  // JSON.stringify walks its value natively; through a replacer function it calls JS for every
+  // value, so the walk polls, and each key and string it will escape is measured first. A
+  // property-list (array) replacer keeps the native walk (poll point only).
+  function checkSerialized(text) {
+    if (typeof text === 'string' && text.length > TEXT_MAX) {
+      throw new RangeErrorCtor('string too long to serialize in code mode: ' + text.length + ' characters (at most ' + TEXT_MAX + ')');
+    }
+  }
+  const identity = (key, value) => {
+    checkSerialized(key);
+    checkSerialized(value);
+    return value;
+  };
+  guard(JSON, 'stringify', (original) => ({
+    method(...args) {
+      poll();
+      const replacer = args[1];
+      if (typeof replacer === 'function') {
+        args[1] = function (key, value) {
+          checkSerialized(key);
+          const result = apply(replacer, this, [key, value]);
+          checkSerialized(result);
+          return result;
+        };
+      } else if (!isArray(replacer)) {
+        args[1] = identity;
+      }
+      return apply(original, undefined, args);
+    },
+  }).method);
+  // Building a string costs ~4 ns a character at the largest sizes: results are capped.
+  // A result larger than the whole heap is left to the native, which fails at once allocating it
+  // ("code mode memory limit exceeded").
+  function checkBuilt(length) {
+    if (length > POLL_WORK) pollSoon();
+    if (length > BUILD_MAX && length <= maxScan * 8) {
+      throw new RangeErrorCtor('string result too long in code mode: ' + length + ' characters (at most ' + BUILD_MAX + ')');
+    }
+  }
+  guard(StringProto, 'repeat', (original) => ({
+    method(count) {
+      const string = thisText(this, 'repeat');
+      const times = +count;
+      if (string.length > 0 && times > 0) checkBuilt(string.length * times);
+      return apply(original, string, [times]);
+    },
+  }).method);
+  function guardPad(name) {
+    guard(StringProto, name, (original) => ({
+      method(maxLength, fillString) {
+        const string = thisText(this, name);
+        const length = +maxLength;
+        if (length > string.length) checkBuilt(length);
+        return apply(original, string, [length, fillString]);
+      },
+    }).method);
+  }
+  guardPad('padStart');
+  guardPad('padEnd');
+  guardPoll(StringProto, 'concat');
+  const stringScans = ['normalize', 'localeCompare', 'toLowerCase', 'toUpperCase', 'toLocaleLowerCase',
+    'toLocaleUpperCase', 'trim', 'trimStart', 'trimEnd', 'isWellFormed', 'toWellFormed'];
+  function checkText(text) {
+    if (text.length > POLL_WORK) pollSoon();
+    if (text.length > TEXT_MAX) {
+      throw new RangeErrorCtor('string too long for this operation in code mode: ' + text.length + ' characters (at most ' + TEXT_MAX + ')');
+    }
+  }
+  for (let i = 0; i < stringScans.length; i++) {
+    const name = stringScans[i];
+    guard(StringProto, name, (original) => ({
+      method(...args) {
+        if (typeof this === 'string' && this.length <= POLL_WORK && name !== 'localeCompare') {
+          return apply(original, this, args);
+        }
+        const string = thisText(this, name);
+        checkText(string);
+        if (name === 'localeCompare') {
+          args[0] = toText(args[0]);
+          checkText(args[0]);
+        }
+        return apply(original, string, args);
+      },
+    }).method);
+  }
+  const uriCodings = ['encodeURI', 'encodeURIComponent', 'decodeURI', 'decodeURIComponent', 'escape', 'unescape'];
+  for (let i = 0; i < uriCodings.length; i++) {
+    guard(globalObject, uriCodings[i], (original) => ({
+      method(...args) {
+        const text = toText(args[0]);
+        checkText(text);
+        return apply(original, undefined, [text]);
+      },
+    }).method);
+  }
+
+  // BigInt(text) parses decimal digits in quadratic time: a poll point and a length cap. The
+  // replacement keeps `prototype`, the statics and `prototype.constructor`.
+  const OriginalBigInt = BigInt;
+  // ToPrimitive(value, number) (ES2024 7.1.1), so the text BigInt parses can be measured first.
+  function toPrimitiveNumber(value) {
+    if (!isObjectValue(value)) return value;
+    const exotic = value[symbolToPrimitive];
+    if (exotic !== undefined && exotic !== null) {
+      const result = apply(exotic, value, ['number']);
+      if (isObjectValue(result)) throw new TypeErrorCtor('cannot convert to primitive');
+      return result;
+    }
+    let method = value.valueOf;
+    if (typeof method === 'function') {
+      const result = apply(method, value, []);
+      if (!isObjectValue(result)) return result;
+    }
+    method = value.toString;
+    if (typeof method === 'function') {
+      const result = apply(method, value, []);
+      if (!isObjectValue(result)) return result;
+    }
+    throw new TypeErrorCtor('cannot convert to primitive');
+  }
+  function bigIntArgument(value) {
+    const primitive = toPrimitiveNumber(value);
+    if (typeof primitive === 'string' && primitive.length > POLL_WORK) {
+      pollSoon();
+      if (primitive.length > BIGINT_TEXT_MAX) {
+        throw new RangeErrorCtor('text too long to parse as a BigInt in code mode: ' + primitive.length + ' characters (at most ' + BIGINT_TEXT_MAX + ')');
+      }
+    }
+    return primitive;
+  }
+  const GuardedBigInt = ({
+    BigInt(value) {
+      return OriginalBigInt(bigIntArgument(value));
+    },
+  }).BigInt;
+  defineProperty(GuardedBigInt, 'prototype', { value: BigIntProto, writable: false, enumerable: false, configurable: false });
+  defineProperty(GuardedBigInt, 'asIntN', getOwnPropertyDescriptor(OriginalBigInt, 'asIntN'));
+  defineProperty(GuardedBigInt, 'asUintN', getOwnPropertyDescriptor(OriginalBigInt, 'asUintN'));
+  guard(GuardedBigInt, 'asIntN', (original) => ({
+    method(bits, bigint) {
+      return apply(original, undefined, [bits, bigIntArgument(bigint)]);
+    },
+  }).method);
+  guard(GuardedBigInt, 'asUintN', (original) => ({
+    method(bits, bigint) {
+      return apply(original, undefined, [bits, bigIntArgument(bigint)]);
+    },
+  }).method);
+  defineProperty(BigIntProto, 'constructor', {
+    value: GuardedBigInt, writable: true, enumerable: false, configurable: true,
+  });
+  defineProperty(globalObject, 'BigInt', { value: GuardedBigInt, writable: true, enumerable: false, configurable: true });
+  // Own-key walks cost ~0.3-0.5 us a property, natively. A plain object's property count is
+  // bounded by the heap only (see the audit); an array's or typed array's indices are capped.
+  function checkIndexed(value) {
+    if (!isObjectValue(value) || hostIsProxy(value)) return;
+    let length = 0;
+    if (isArray(value)) {
+      length = value.length;
+    } else {
+      try {
+        length = apply(typedArrayLength, value, []);
+      } catch (_) {
+        return;
+      }
+    }
+    if (length > KEYS_MAX) {
+      throw new RangeErrorCtor('too many elements to list as properties in code mode: ' + length + ' (at most ' + KEYS_MAX + ')');
+    }
+  }
+  const objectScans = ['keys', 'values', 'entries', 'getOwnPropertyNames', 'assign', 'freeze', 'seal'];
+  for (let i = 0; i < objectScans.length; i++) {
+    guard(Object, objectScans[i], (original) => ({
+      method(...args) {
+        pollSoon();
+        for (let k = 0; k < args.length; k++) checkIndexed(args[k]);
+        return apply(original, this, args);
+      },
+    }).method);
+  }
+  guard(Reflect, 'ownKeys', (original) => ({
+    method(...args) {
+      pollSoon();
+      checkIndexed(args[0]);
+      return apply(original, this, args);
+    },
+  }).method);
+  const objectPolls = ['fromEntries', 'getOwnPropertySymbols', 'isFrozen', 'isSealed'];
+  for (let i = 0; i < objectPolls.length; i++) guardPoll(Object, objectPolls[i]);
+  // From an array-like (no iterator) the native loop never polls: its length is capped.
+  function checkArrayLike(items) {
+    if (isObjectValue(items)) {
+      const iterator = items[symbolIterator];
+      if (iterator === undefined || iterator === null) checkScan(items, SCAN_MAX);
+    }
+  }
+  guard(Array, 'from', (original) => ({
+    method(...args) {
+      pollSoon();
+      checkArrayLike(args[0]);
+      return apply(original, this, args);
+    },
+  }).method);
+  guard(getPrototypeOf(Uint8Array), 'from', (original) => ({
+    method(...args) {
+      pollSoon();
+      checkArrayLike(args[0]);
+      return apply(original, this, args);
+    },
+  }).method);
+  // Typed array constructors read an array-like argument natively, element by element: the
+  // replacement caps its length (an ArrayBuffer, typed array or iterable is bounded otherwise).
+  const typedArrayNames = ['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array',
+    'Int32Array', 'Uint32Array', 'Float16Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array'];
+  const TypedArrayCtor = getPrototypeOf(Uint8Array);
+  const arrayBufferByteLength = getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength').get;
+  const sharedByteLength = typeof SharedArrayBuffer === 'function'
+    ? getOwnPropertyDescriptor(SharedArrayBuffer.prototype, 'byteLength').get : undefined;
+  function isBufferLike(value) {
+    try {
+      apply(typedArrayLength, value, []);
+      return true;
+    } catch (_) {}
+    try {
+      apply(arrayBufferByteLength, value, []);
+      return true;
+    } catch (_) {}
+    if (sharedByteLength === undefined) return false;
+    try {
+      apply(sharedByteLength, value, []);
+      return true;
+    } catch (_) {
+      return false;
+    }
+  }
+  for (let i = 0; i < typedArrayNames.length; i++) {
+    const original = globalObject[typedArrayNames[i]];
+    if (typeof original !== 'function') continue;
+    const guarded = function (...args) {
+      if (new.target === undefined) return apply(original, undefined, args);
+      const items = args[0];
+      if (isObjectValue(items) && !isArray(items) && !isBufferLike(items)) {
+        pollSoon();
+        checkArrayLike(items);
+      }
+      return construct(original, args, new.target);
+    };
+    defineProperty(guarded, 'name', { value: original.name, writable: false, enumerable: false, configurable: true });
+    defineProperty(guarded, 'length', { value: original.length, writable: false, enumerable: false, configurable: true });
+    defineProperty(guarded, 'prototype', { value: original.prototype, writable: false, enumerable: false, configurable: false });
+    defineProperty(guarded, 'BYTES_PER_ELEMENT', getOwnPropertyDescriptor(original, 'BYTES_PER_ELEMENT'));
+    setPrototypeOf(guarded, TypedArrayCtor);
+    const slot = getOwnPropertyDescriptor(original.prototype, 'constructor');
+    defineProperty(original.prototype, 'constructor', {
+      value: guarded, writable: slot.writable, enumerable: slot.enumerable, configurable: slot.configurable,
+    });
+    defineProperty(globalObject, typedArrayNames[i], { value: guarded, writable: true, enumerable: false, configurable: true });
+  }
+  guardPoll(Array, 'of');
 
   // Promise capabilities of unsettled bridge calls and yields, keyed by request id.
   const resolvers = create(null);
