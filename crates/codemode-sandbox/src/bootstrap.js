@@ -63,7 +63,6 @@ export default function (natives, maxScan) {
   const BigIntProto = BigInt.prototype;
   const construct = Reflect.construct;
   const setPrototypeOf = Object.setPrototypeOf;
-  const isArray = Array.isArray;
   const Int32ArrayCtor = Int32Array;
   const stringSlice = StringProto.slice;
   const stringIndexOf = StringProto.indexOf;
@@ -1144,7 +1143,6 @@ export default function (natives, maxScan) {
   // which counts every console line against the output budget like text().
 
   const NumberCtor = Number;
-  const ObjectCtor = Object;
   const DateProto = Date.prototype;
   const dateGetTime = DateProto.getTime;
   const DateCtor = Date;
@@ -1168,12 +1166,9 @@ export default function (natives, maxScan) {
   const dataViewBuffer = getOwnPropertyDescriptor(DataView.prototype, 'buffer').get;
   const dataViewOffset = getOwnPropertyDescriptor(DataView.prototype, 'byteOffset').get;
   const dataViewByteLength = getOwnPropertyDescriptor(DataView.prototype, 'byteLength').get;
-  const arrayBufferByteLength = getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength').get;
   const fromCharCode = String.fromCharCode;
   const codePointAt = String.prototype.codePointAt;
-  const stringSlice = String.prototype.slice;
   const charCodeAt = String.prototype.charCodeAt;
-  const stringIndexOf = String.prototype.indexOf;
   const parseIntFn = parseInt;
   const parseFloatFn = parseFloat;
   const DOMExceptionCtor = typeof DOMException === 'function' ? DOMException : undefined;
