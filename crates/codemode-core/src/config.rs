@@ -24,6 +24,10 @@ pub const DEFAULT_MAX_PENDING_TOOL_CALLS: u64 = codemode_sandbox::DEFAULT_MAX_PE
 /// Default `maxQueuedToolCalls`: nested calls that wait, in FIFO order, while
 /// `maxPendingToolCalls` are in flight.
 pub const DEFAULT_MAX_QUEUED_TOOL_CALLS: u64 = codemode_sandbox::DEFAULT_MAX_QUEUED_CALLS as u64;
+/// Default `maxSavedResults`: entries of a session's `results` store.
+pub const DEFAULT_MAX_SAVED_RESULTS: u64 = 64;
+/// Default `maxSavedResultBytes`: JSON bytes of all entries of a session's `results` store.
+pub const DEFAULT_MAX_SAVED_RESULT_BYTES: u64 = 10 * 1024 * 1024;
 /// Default `snapshotTtlSeconds`: how long a parked run waits for `wait`.
 pub const DEFAULT_SNAPSHOT_TTL_SECONDS: u64 = 900;
 /// Default `searchDefaultLimit`: results of `tools.search` without a limit.
@@ -42,7 +46,7 @@ struct Field {
 }
 
 /// Every integer field. `searchDefaultLimit` is clamped again to `maxSearchLimit` after parsing.
-const INTEGER_FIELDS: [Field; 9] = [
+const INTEGER_FIELDS: [Field; 11] = [
     Field {
         name: "timeoutMs",
         min: 100,
@@ -78,6 +82,18 @@ const INTEGER_FIELDS: [Field; 9] = [
         min: 0,
         max: 100_000,
         slot: |c| &mut c.max_queued_tool_calls,
+    },
+    Field {
+        name: "maxSavedResults",
+        min: 1,
+        max: 1024,
+        slot: |c| &mut c.max_saved_results,
+    },
+    Field {
+        name: "maxSavedResultBytes",
+        min: 1024,
+        max: 256 * MIB,
+        slot: |c| &mut c.max_saved_result_bytes,
     },
     Field {
         name: "snapshotTtlSeconds",
@@ -153,6 +169,10 @@ pub struct CodeModeConfig {
     /// Further nested calls that wait in a FIFO queue while `max_pending_tool_calls` are in
     /// flight; the call after that is refused with "too many pending code mode tool calls".
     pub max_queued_tool_calls: u64,
+    /// Entries a session's `results` store holds.
+    pub max_saved_results: u64,
+    /// JSON bytes all entries of a session's `results` store hold together.
+    pub max_saved_result_bytes: u64,
     /// Time a parked run waits for `wait`, in seconds.
     pub snapshot_ttl_seconds: u64,
     /// Results of `tools.search` without a limit (at most `max_search_limit`).
@@ -173,6 +193,8 @@ impl Default for CodeModeConfig {
             max_snapshot_bytes: DEFAULT_MAX_SNAPSHOT_BYTES,
             max_pending_tool_calls: DEFAULT_MAX_PENDING_TOOL_CALLS,
             max_queued_tool_calls: DEFAULT_MAX_QUEUED_TOOL_CALLS,
+            max_saved_results: DEFAULT_MAX_SAVED_RESULTS,
+            max_saved_result_bytes: DEFAULT_MAX_SAVED_RESULT_BYTES,
             snapshot_ttl_seconds: DEFAULT_SNAPSHOT_TTL_SECONDS,
             search_default_limit: DEFAULT_SEARCH_DEFAULT_LIMIT,
             max_search_limit: DEFAULT_MAX_SEARCH_LIMIT,
@@ -319,6 +341,14 @@ struct CodeModeSettings {
     #[serde(default = "defaults::max_queued_tool_calls")]
     #[schemars(range(min = 0))]
     max_queued_tool_calls: u64,
+    /// Entries of a session's `results` store (clamped to 1..=1024).
+    #[serde(default = "defaults::max_saved_results")]
+    #[schemars(range(min = 1))]
+    max_saved_results: u64,
+    /// JSON bytes of a session's `results` store (clamped to 1024..=256 MiB).
+    #[serde(default = "defaults::max_saved_result_bytes")]
+    #[schemars(range(min = 1))]
+    max_saved_result_bytes: u64,
     /// Parked run lifetime in seconds (clamped to 1..=86400).
     #[serde(default = "defaults::snapshot_ttl_seconds")]
     #[schemars(range(min = 1))]
@@ -358,6 +388,12 @@ mod defaults {
     }
     pub(super) fn max_queued_tool_calls() -> u64 {
         CodeModeConfig::default().max_queued_tool_calls
+    }
+    pub(super) fn max_saved_results() -> u64 {
+        CodeModeConfig::default().max_saved_results
+    }
+    pub(super) fn max_saved_result_bytes() -> u64 {
+        CodeModeConfig::default().max_saved_result_bytes
     }
     pub(super) fn snapshot_ttl_seconds() -> u64 {
         CodeModeConfig::default().snapshot_ttl_seconds

@@ -165,8 +165,26 @@ pub(crate) fn setup(session: &SessionShared, counters: &Arc<Counters>) -> GuestS
     setup.callables.push((path(&["API", "list"]), list));
     setup.callables.push((path(&["API", "read"]), read));
 
+    let saved = |verb: fn(&crate::results::SavedResults, Vec<Value>) -> Result<Value, String>| {
+        let results = Arc::clone(&session.results);
+        local(move |args| verb(&results, args))
+    };
+    setup
+        .callables
+        .push((path(&["results", "save"]), saved(|r, args| r.save(args))));
+    setup
+        .callables
+        .push((path(&["results", "load"]), saved(|r, args| r.load(&args))));
+    setup.callables.push((
+        path(&["results", "delete"]),
+        saved(|r, args| r.delete(&args)),
+    ));
+    setup
+        .callables
+        .push((path(&["results", "list"]), saved(|r, _| Ok(r.list()))));
+
     install_namespaces(&mut setup, &session.namespaces);
-    setup.freeze = ["ALL_TOOLS", "tools", "MCP", "API", "namespaces"]
+    setup.freeze = ["ALL_TOOLS", "tools", "MCP", "API", "namespaces", "results"]
         .map(String::from)
         .to_vec();
     setup.freeze.extend(

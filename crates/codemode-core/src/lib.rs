@@ -23,14 +23,15 @@ mod host;
 mod input;
 mod outcome;
 mod result;
+mod results;
 mod session;
 mod surface;
 
 pub use config::{
     CodeModeConfig, ConfigError, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PENDING_TOOL_CALLS,
-    DEFAULT_MAX_QUEUED_TOOL_CALLS, DEFAULT_MAX_SEARCH_LIMIT, DEFAULT_MAX_SNAPSHOT_BYTES,
-    DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_SEARCH_DEFAULT_LIMIT, DEFAULT_SNAPSHOT_TTL_SECONDS,
-    DEFAULT_TIMEOUT_MS,
+    DEFAULT_MAX_QUEUED_TOOL_CALLS, DEFAULT_MAX_SAVED_RESULT_BYTES, DEFAULT_MAX_SAVED_RESULTS,
+    DEFAULT_MAX_SEARCH_LIMIT, DEFAULT_MAX_SNAPSHOT_BYTES, DEFAULT_MEMORY_LIMIT_BYTES,
+    DEFAULT_SEARCH_DEFAULT_LIMIT, DEFAULT_SNAPSHOT_TTL_SECONDS, DEFAULT_TIMEOUT_MS,
 };
 pub use executor::{
     EventSink, NestedCallEvent, NestedCallOutcome, NoEvents, RunContext, ToolCallContext,
@@ -41,6 +42,7 @@ pub use result::{
     CodeModeResult, ErrorCode, Output, PendingToolCall, SourceTelemetry, Telemetry, Truncation,
     WaitReason,
 };
+pub use results::MAX_RESULT_KEY_CHARS;
 pub use session::{
     Activation, ActivationError, ActivationRequest, CodeMode, CodeModeBuilder, CodeModeSession,
     McpServerCapabilities,

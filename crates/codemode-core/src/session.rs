@@ -286,6 +286,10 @@ impl CodeMode {
             direct_only,
             telemetry,
             search_limits,
+            results: Arc::new(crate::results::SavedResults::new(
+                config.max_saved_results as usize,
+                config.max_saved_result_bytes as usize,
+            )),
             cancelled,
         };
         Ok(Activation::Active(CodeModeSession {
@@ -410,6 +414,8 @@ pub(crate) struct SessionShared {
     pub(crate) direct_only: Vec<String>,
     pub(crate) telemetry: Telemetry,
     pub(crate) search_limits: SearchLimits,
+    /// The `results` store of this session: cleared when the session is dropped.
+    pub(crate) results: Arc<crate::results::SavedResults>,
     cancelled: Arc<AtomicBool>,
 }
 

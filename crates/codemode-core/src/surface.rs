@@ -108,13 +108,19 @@ and there is no filesystem, network or environment access. \
 Find tools with `await tools.search(query, {{ limit }})`, read a tool's JSON Schema with \
 `await tools.describe(id)`, and call it with `await tools.call(id, input)` (tools with simple \
 unambiguous names are also `tools.<name>(input)`); `ALL_TOOLS` lists every tool compactly. \
-Calls may run in parallel with `Promise.all` over many items: at most {pending} run at once and up to {queued} more wait their turn in order. A run finishes only when every call it started has settled. `text(value)` and `json(value)` add output items. \
+Calls may run in parallel with `Promise.all` over many items: at most {pending} run at once and up to {queued} more wait their turn in order. A run finishes only when every call it started has settled. `console.log/info/warn/error/debug` and `text(value)` and `json(value)` add output items. \
 Each exec or wait call may run for {seconds} s; when tool calls are still pending the result is \
 `waiting` with a runId: call `wait` with it to continue. `language` takes only \"javascript\" \
-(default) or \"typescript\"; accepted here: {}.",
+(default) or \"typescript\"; accepted here: {}. \
+Timers work (`setTimeout`, `setInterval`, `queueMicrotask`) and count as pending work; \
+`TextEncoder`, `TextDecoder`, `structuredClone`, `atob` and `btoa` exist. \
+`await results.save(key, value)`, `results.load(key)`, `results.list()` keep values across cells \
+of this session (up to {saved} entries): save a large result there and return a summary. \
+A returned value too large for the output limit comes back cut, with `truncated`.",
         languages.join(", "),
         pending = parts.config.max_pending_tool_calls,
         queued = parts.config.max_queued_tool_calls,
+        saved = parts.config.max_saved_results,
     );
     if !parts.mcp_servers.is_empty() {
         text.push_str(&format!(

@@ -1321,3 +1321,54 @@ async fn every_guest_vm_global_is_refused_as_a_namespace_global_name() {
         assert!(names.contains(global), "{global} not installed");
     }
 }
+
+#[tokio::test]
+async fn results_carry_values_across_cells_of_a_session_within_bounds() {
+    let config = CodeModeConfig::from_json(
+        &json!({ "enabled": true, "maxSavedResults": 2, "maxSavedResultBytes": 2048 }),
+    )
+    .unwrap();
+    let h = harness_with(config, support::tools());
+    let saved = h
+        .value(
+            "const r = await tools.echo({ rows: [1, 2, 3] }); return await results.save('rows', r)",
+        )
+        .await;
+    assert_eq!(saved, json!({ "key": "rows", "bytes": 16 }));
+    let value = h
+        .value("return [(await results.load('rows')).rows.length, await results.list()]")
+        .await;
+    assert_eq!(value, json!([3, [{ "key": "rows", "bytes": 16 }]]));
+    let refusals = h
+        .value(
+            "const out = []; \
+             for (const attempt of [ \
+               () => results.save('f', { f() {} }), \
+               () => { const a = {}; a.a = a; return results.save('cycle', a) }, \
+               () => results.save('k'.repeat(129), 1), \
+               () => results.save('big', 'x'.repeat(4096)), \
+               () => results.load('missing'), \
+             ]) { try { await attempt(); out.push('saved') } catch (e) { out.push(e.message) } } \
+             await results.save('second', 2); \
+             try { await results.save('third', 3) } catch (e) { out.push(e.message) } \
+             out.push(await results.delete('second'), (await results.list()).length); \
+             return out",
+        )
+        .await;
+    assert_eq!(
+        refusals,
+        json!([
+            "a function cannot cross the code mode bridge",
+            "circular reference",
+            "a results key is 1 to 128 characters; this one has 129.",
+            "the code mode results store would hold 4114 bytes; its limit is 2048 bytes.",
+            "no code mode result is saved under `missing`.",
+            "the code mode results store is full: 2 entries (remove one with results.delete).",
+            true,
+            1
+        ])
+    );
+    // Another session has its own store.
+    let other = harness_with(CodeModeConfig::enabled(), support::tools());
+    assert_eq!(other.value("return await results.list()").await, json!([]));
+}

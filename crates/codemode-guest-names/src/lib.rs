@@ -95,13 +95,15 @@ pub fn is_reserved_word(name: &str) -> bool {
 
 /// The globals code mode installs in every guest VM: the catalog and MCP views (`ALL_TOOLS`,
 /// `tools`, `MCP`, `API`), the namespace root (`namespaces`) and the sandbox's own functions
-/// (`text`, `json`, `yield_control`). Visible plugin namespaces add their own global names.
+/// (`text`, `json`, `yield_control`), and the session's `results` store. Visible plugin
+/// namespaces add their own global names.
 pub const CODE_MODE_GLOBALS: &[&str] = &[
     "ALL_TOOLS",
     "API",
     "MCP",
     "json",
     "namespaces",
+    "results",
     "text",
     "tools",
     "yield_control",
