@@ -18,6 +18,7 @@
 mod bridge;
 mod bytecode;
 mod error;
+mod lexer;
 mod limits;
 mod module_access;
 mod run;
@@ -28,6 +29,7 @@ mod store;
 pub use async_trait::async_trait;
 pub use bridge::{BridgeHost, BridgeRequest, PendingCall, RequestId};
 pub use error::{ErrorCode, RunError, StoreError};
+pub use lexer::{MAX_NESTING, MAX_READINGS, check_body, check_program};
 pub use limits::{
     DEFAULT_MAX_CALL_ARGS_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PENDING_CALLS,
     DEFAULT_MAX_SNAPSHOT_BYTES, DEFAULT_MEMORY_BYTES, DEFAULT_STACK_BYTES, DEFAULT_TIMEOUT, Limits,
