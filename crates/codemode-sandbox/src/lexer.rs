@@ -51,9 +51,12 @@
 //! stops there; the program is refused with its error only if *every* reading is invalid, since
 //! otherwise QuickJS reads it one of the other ways, which are all checked. (A closing bracket
 //! with no opener is the opposite case: QuickJS accepts it by closing the wrapper.)
-//! The number of readings is bounded by [`MAX_READINGS`] and bracket nesting by [`MAX_NESTING`];
-//! beyond either the program is refused. Everything is linear in the program's length (times
-//! that constant bound), and nothing recurses.
+//! Readings advance together, the one furthest behind first, and two readings that reach the
+//! same state at the same place merge (they usually do within a few tokens: `await /a/;` and
+//! `await / a / ;` agree again after the `;`). The readings alive at once are bounded by
+//! [`MAX_READINGS`], their total work by 4 times the program's length (plus 64 KiB), and bracket
+//! nesting by [`MAX_NESTING`]; beyond any of these the program is refused. So the checks are
+//! linear in the program's length, and nothing recurses.
 //!
 //! Other deliberate refusals of legal code: `import` used as a method or class field name
 //! (`{ import() {} }`); `require` followed by a template (`` require`x` ``) or `?.(`.
@@ -63,16 +66,28 @@
 //! anywhere, `-->` at the start of a line), escapes in strings, templates and regular
 //! expressions, `\u` escapes in identifiers (`\u0069mport` is `import`), `?.` versus `? .5`.
 
+use std::cell::Cell;
+use std::rc::Rc;
+
 use crate::RunError;
 
 /// The deepest bracket nesting a checked program may have; deeper programs are refused with
 /// [`RunError::Syntax`]. QuickJS's own parser gives up far earlier under the default stack limit.
 pub const MAX_NESTING: usize = 10_000;
 
-/// How many readings of one program the checks follow at most (see the module docs: each `/`
-/// whose meaning depends on whether `await`, `yield` or `of` is a keyword forks the scan). A
-/// program needing more is refused with [`RunError::Syntax`].
-pub const MAX_READINGS: usize = 64;
+/// How many readings of one program the checks follow at once at most (see the module docs:
+/// each `/` whose meaning depends on whether `await`, `yield` or `of` is a keyword forks the
+/// scan, and readings that reach the same state merge again). A program needing more, or whose
+/// readings together scan more than 4 times its length (plus 64 KiB), is refused with
+/// [`RunError::Syntax`].
+pub const MAX_READINGS: usize = 16;
+
+/// The scanning work allowed for all readings of a program, in multiples of its length; with
+/// `WORK_SLACK` it keeps the checks linear in the program's length.
+const WORK_FACTOR: usize = 4;
+
+/// Bytes of scanning work allowed on top of `WORK_FACTOR` times the program's length.
+const WORK_SLACK: usize = 1 << 16;
 
 /// Refuses a program that could close the async function it is compiled into.
 ///
@@ -155,21 +170,67 @@ struct Verdict {
 
 impl Verdict {
     fn of(program: &str) -> Self {
-        let mut forks = Forks {
-            queue: vec![Reading::new(program)],
-            created: 1,
-            limit: None,
-        };
+        let ids = Rc::new(Cell::new(1));
+        let mut live = vec![Reading::new(program, Rc::clone(&ids))];
+        let mut finished = Vec::new();
         let mut verdict = Verdict {
             module_access: None,
             escape: None,
             invalid: None,
             limit: None,
         };
+        // Readings advance in step, the one furthest behind first, so that two readings that
+        // reach the same state at the same place (they usually do within a few tokens) merge.
+        let budget = program
+            .len()
+            .saturating_mul(WORK_FACTOR)
+            .saturating_add(WORK_SLACK);
+        let mut work = 0usize;
+        let mut spawned = Vec::new();
+        while let Some(index) = live
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, reading)| reading.pos)
+            .map(|(index, _)| index)
+        {
+            let Some(reading) = live.get_mut(index) else {
+                break;
+            };
+            let before = reading.pos;
+            let more = reading.step(&mut spawned);
+            work = work.saturating_add(reading.pos.saturating_sub(before).max(1));
+            let at = reading.pos;
+            if !more {
+                finished.push(live.swap_remove(index));
+            } else {
+                let twin = (0..live.len()).find(|&other| {
+                    other != index
+                        && live
+                            .get(other)
+                            .zip(live.get(index))
+                            .is_some_and(|(a, b)| a.same_state(b))
+                });
+                if let Some(other) = twin {
+                    let merged = live.swap_remove(index);
+                    // `swap_remove` moved the last reading to `index`.
+                    let other = if other == live.len() { index } else { other };
+                    if let Some(keeper) = live.get_mut(other) {
+                        keeper.absorb(merged);
+                    }
+                }
+            }
+            live.append(&mut spawned);
+            if live.len() > MAX_READINGS || work > budget {
+                verdict.limit = Some(Refusal {
+                    at,
+                    reason: Reason::TooAmbiguous,
+                });
+                break;
+            }
+        }
         let mut first_invalid = None;
         let mut all_invalid = true;
-        while let Some(mut reading) = forks.queue.pop() {
-            reading.run(&mut forks);
+        for mut reading in finished {
             if let Some(at) = reading.module_access {
                 verdict.module_access = Some(verdict.module_access.map_or(at, |seen| seen.min(at)));
             }
@@ -184,12 +245,6 @@ impl Verdict {
                     first_invalid.get_or_insert(refusal);
                 }
                 None => all_invalid = false,
-            }
-            if let Some(limit) = forks.limit.take() {
-                verdict.limit.get_or_insert(limit);
-            }
-            if verdict.limit.is_some() {
-                break;
             }
         }
         if all_invalid {
@@ -265,9 +320,7 @@ impl Refusal {
             }
             Reason::Unterminated(what) => format!("unterminated {what}"),
             Reason::TooDeep => format!("brackets nest deeper than {MAX_NESTING} levels"),
-            Reason::TooAmbiguous => format!(
-                "more than {MAX_READINGS} ways to read the `/` after `await`, `yield` or `of`; the program cannot be checked"
-            ),
+            Reason::TooAmbiguous => "too many ways to read the `/` after `await`, `yield` or `of`; the program cannot be checked".to_owned(),
         };
         RunError::Syntax(format!(
             "SyntaxError: {text} (line {line}, column {column})"
@@ -285,13 +338,6 @@ fn line_column(program: &str, at: usize) -> (usize, usize) {
         .map_or(0, |text| text.chars().count())
         + 1;
     (line, column)
-}
-
-/// The readings still to run, and the bound on how many may be created.
-struct Forks<'a> {
-    queue: Vec<Reading<'a>>,
-    created: usize,
-    limit: Option<Refusal>,
 }
 
 /// What a `/` means at some point.
@@ -384,7 +430,7 @@ const AWAIT_NEW_LINE: Context = Context {
 
 /// The previous significant token: what it makes of the next one, on the same line and after a
 /// line break, plus the few tokens that decide what a following `(` or `{` opens.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 struct Prev {
     tag: Tag,
     same_line: Context,
@@ -492,6 +538,8 @@ struct Open {
     level: Level,
     at: usize,
     conditionals: u32,
+    /// Unique to this push (and renewed when `conditionals` changes); see `same_state`.
+    id: u64,
 }
 
 /// How the reading ended a literal or comment scan.
@@ -503,6 +551,8 @@ enum Scan {
 /// One way of reading the program, token by token.
 #[derive(Clone)]
 struct Reading<'a> {
+    /// The next stack entry id, shared by all readings of one program.
+    ids: Rc<Cell<u64>>,
     text: &'a str,
     bytes: &'a [u8],
     pos: usize,
@@ -545,8 +595,9 @@ const STATEMENT_KEYWORDS: &[&str] = &[
 ];
 
 impl<'a> Reading<'a> {
-    fn new(text: &'a str) -> Self {
+    fn new(text: &'a str, ids: Rc<Cell<u64>>) -> Self {
         Reading {
+            ids,
             text,
             bytes: text.as_bytes(),
             pos: 0,
@@ -556,6 +607,7 @@ impl<'a> Reading<'a> {
                 level: Level::Root,
                 at: 0,
                 conditionals: 0,
+                id: 0,
             }],
             classes: Vec::new(),
             import_at: None,
@@ -595,41 +647,41 @@ impl<'a> Reading<'a> {
         }
     }
 
-    /// Runs the reading to its end (or its first lexical error), pushing forks into `forks`.
-    fn run(&mut self, forks: &mut Forks<'a>) {
-        loop {
-            if let Scan::Unterminated(what) = self.skip_trivia() {
-                self.invalid = Some(Refusal {
-                    at: self.pos,
-                    reason: Reason::Unterminated(what),
-                });
-                return;
-            }
-            let Some(byte) = self.peek(0) else {
-                break;
-            };
-            let start = self.pos;
-            let context = if self.newline {
-                self.prev.new_line
-            } else {
-                self.prev.same_line
-            };
-            self.resolve_pending(byte);
-            let outcome = self.token(byte, context, forks);
-            self.newline = false;
-            if let Scan::Unterminated(what) = outcome {
-                self.invalid = Some(Refusal {
-                    at: start,
-                    reason: Reason::Unterminated(what),
-                });
-            }
-            if self.invalid.is_some() {
-                return;
-            }
-            if self.limit.is_some() || forks.limit.is_some() {
-                return;
-            }
+    /// Reads one token, pushing the other reading of an ambiguous `/` into `forks`. Returns
+    /// false when the reading is over: at the end of the program (after the end checks), at its
+    /// first lexical error, or at a limit.
+    fn step(&mut self, forks: &mut Vec<Reading<'a>>) -> bool {
+        if let Scan::Unterminated(what) = self.skip_trivia() {
+            self.invalid = Some(Refusal {
+                at: self.pos,
+                reason: Reason::Unterminated(what),
+            });
+            return false;
         }
+        let Some(byte) = self.peek(0) else {
+            self.finish();
+            return false;
+        };
+        let start = self.pos;
+        let context = if self.newline {
+            self.prev.new_line
+        } else {
+            self.prev.same_line
+        };
+        self.resolve_pending(byte);
+        let outcome = self.token(byte, context, forks);
+        self.newline = false;
+        if let Scan::Unterminated(what) = outcome {
+            self.invalid = Some(Refusal {
+                at: start,
+                reason: Reason::Unterminated(what),
+            });
+        }
+        self.invalid.is_none() && self.limit.is_none()
+    }
+
+    /// The checks at the end of the program.
+    fn finish(&mut self) {
         if let Some(at) = self.import_at.take() {
             self.found_module_access(at);
         }
@@ -645,6 +697,36 @@ impl<'a> Reading<'a> {
                 reason: Reason::Unterminated("template literal"),
             });
         }
+    }
+
+    /// Whether `other` is in the same state: from here on both readings read alike. Stacks are
+    /// compared by their top entry's id, unique to one push (or change) and inherited by forks,
+    /// so equal ids mean the same entries all the way down.
+    fn same_state(&self, other: &Reading<'_>) -> bool {
+        self.pos == other.pos
+            && self.newline == other.newline
+            && self.prev == other.prev
+            && self.opens.last().map(|open| open.id) == other.opens.last().map(|open| open.id)
+            && self.classes == other.classes
+            && self.import_at == other.import_at
+            && self.require_at == other.require_at
+    }
+
+    /// Takes over the findings of a reading in the same state.
+    fn absorb(&mut self, other: Reading<'_>) {
+        if let Some(at) = other.module_access {
+            self.module_access = Some(self.module_access.map_or(at, |seen| seen.min(at)));
+        }
+        if self.escape.is_none() {
+            self.escape = other.escape;
+        }
+    }
+
+    /// A fresh id for a stack entry that is pushed or changed.
+    fn next_id(&self) -> u64 {
+        let id = self.ids.get();
+        self.ids.set(id.wrapping_add(1));
+        id
     }
 
     /// Decides a pending `import` or `require` by the token that follows it.
@@ -724,7 +806,7 @@ impl<'a> Reading<'a> {
     }
 
     /// Consumes one token starting with `byte` in `context`.
-    fn token(&mut self, byte: u8, context: Context, forks: &mut Forks<'a>) -> Scan {
+    fn token(&mut self, byte: u8, context: Context, forks: &mut Vec<Reading<'a>>) -> Scan {
         let tag = self.prev.tag;
         match byte {
             b'/' => return self.slash(context, forks),
@@ -783,8 +865,10 @@ impl<'a> Reading<'a> {
                     self.prev = Prev::tagged(Tag::Dot, VALUE);
                 } else {
                     self.pos += 1;
+                    let id = self.next_id();
                     if let Some(open) = self.opens.last_mut() {
                         open.conditionals = open.conditionals.saturating_add(1);
+                        open.id = id;
                     }
                     self.prev = Prev::plain(OPERAND);
                 }
@@ -843,7 +927,7 @@ impl<'a> Reading<'a> {
     }
 
     /// A `/`: division, or a regular expression literal, or both (a fork).
-    fn slash(&mut self, context: Context, forks: &mut Forks<'a>) -> Scan {
+    fn slash(&mut self, context: Context, forks: &mut Vec<Reading<'a>>) -> Scan {
         let start = self.pos;
         match context.slash {
             Slash::Regex => {
@@ -859,18 +943,10 @@ impl<'a> Reading<'a> {
                 // The regular-expression reading, unless it is invalid (then QuickJS cannot
                 // read it that way).
                 if let Scan::Done = self.skip_regex() {
-                    if forks.created >= MAX_READINGS {
-                        forks.limit = Some(Refusal {
-                            at: start,
-                            reason: Reason::TooAmbiguous,
-                        });
-                        return Scan::Done;
-                    }
                     let mut regex = self.clone();
                     regex.prev = Prev::plain(VALUE);
                     regex.newline = false;
-                    forks.queue.push(regex);
-                    forks.created += 1;
+                    forks.push(regex);
                 }
                 self.pos = start;
                 self.division();
@@ -910,11 +986,13 @@ impl<'a> Reading<'a> {
 
     /// What follows a `:`.
     fn colon(&mut self) -> Context {
+        let id = self.next_id();
         let Some(open) = self.opens.last_mut() else {
             return STATEMENT;
         };
         if open.conditionals > 0 {
             open.conditionals -= 1;
+            open.id = id;
             return OPERAND;
         }
         match open.level {
@@ -938,10 +1016,12 @@ impl<'a> Reading<'a> {
                 reason: Reason::TooDeep,
             });
         }
+        let id = self.next_id();
         self.opens.push(Open {
             level,
             at: self.pos,
             conditionals: 0,
+            id,
         });
         self.pos += if level == Level::Substitution { 2 } else { 1 };
     }
