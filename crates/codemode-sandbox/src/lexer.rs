@@ -3,7 +3,8 @@
 //!
 //! The sandbox compiles a program with `new AsyncFunction(program)`; QuickJS then evaluates the
 //! text `(async function anonymous(\n) {\n` + program + `\n})`. Two things must hold of that text,
-//! and this module checks them without a parser, in one linear pass over the program:
+//! and this module checks them with a tokenizer (no parser), in time linear in the program's
+//! length:
 //!
 //! - no `import` / `import()` / `import.meta` / `require(` in code (strings, comments, regular
 //!   expressions and template text do not count);
@@ -15,7 +16,7 @@
 //! # Where a `/` starts a regular expression
 //! That is the one hard question for a JavaScript tokenizer, and it is answered like sweet.js /
 //! esprima do, from the previous significant token and a stack of open brackets that remembers
-//! what each bracket opened (a [`Context`] records the answer for the next token):
+//! what each bracket opened (a `Context` records the answer for the next token):
 //!
 //! - After a value (identifier, literal, `]`): division. After an operator, `(`, `[`, `,`, `;`,
 //!   `?`, `=>`, at the start of a statement, or after `return typeof instanceof in new delete void
@@ -42,7 +43,8 @@
 //! # Failing closed
 //! Some answers cannot be known by a tokenizer: `await`, `yield` and `of` are keywords in some
 //! functions and plain identifiers in others, so `await /x/` may be a regular expression or a
-//! division, and a `{` on the line after them a block or an object literal. At every such `/`
+//! division, and a `{` on the line after them a block or an object literal (then the `/` after
+//! its `}` is unknown too, as after a function or class whose position is). At every such `/`
 //! the program is read *both ways*: the scan forks into two readings, and a program is refused
 //! when any reading finds module access or a bracket closing the wrapper. A reading is only
 //! dropped when QuickJS would reject the program if it read it that way: a lexical error (an
@@ -57,6 +59,9 @@
 //! [`MAX_READINGS`], their total work by 4 times the program's length (plus 64 KiB), and bracket
 //! nesting by [`MAX_NESTING`]; beyond any of these the program is refused. So the checks are
 //! linear in the program's length, and nothing recurses.
+//!
+//! Keywords written with `\u` escapes are identifiers to QuickJS (reserved ones cannot be used),
+//! and are read as such; `import` and `require` are recognised escaped or not.
 //!
 //! Other deliberate refusals of legal code: `import` used as a method or class field name
 //! (`{ import() {} }`); `require` followed by a template (`` require`x` ``) or `?.(`.
