@@ -294,6 +294,8 @@ impl Engine {
                         .map_err(|error| Err(caught(&ctx, &error)))
                 });
         let failure = match compiled {
+            // Compiling cannot be interrupted: a deadline that passed meanwhile ends the leg now.
+            Ok(None) if engine.flags.interrupt() => return Err(RunError::Timeout),
             Ok(None) => return Ok(engine),
             Ok(Some(failure)) => failure,
             Err(Ok(message)) => {

@@ -39,6 +39,17 @@ pub enum RunError {
         /// The limit.
         limit: usize,
     },
+    /// The program holds more names than it can compile within the deadline
+    /// ([`MAX_PROGRAM_NAMES`](crate::MAX_PROGRAM_NAMES)).
+    #[error(
+        "code mode program has {names} names; the limit is {limit}. Split the work across cells."
+    )]
+    ProgramTooComplex {
+        /// Names counted (declarations and references).
+        names: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// The program does not parse; the text is QuickJS's, e.g. `SyntaxError: unexpected token in expression: ')'`.
     #[error("{0}")]
     Syntax(String),
@@ -82,9 +93,10 @@ impl RunError {
     /// ```
     pub fn code(&self) -> Option<ErrorCode> {
         match self {
-            Self::ModuleAccess | Self::ProgramTooLarge { .. } | Self::Syntax(_) => {
-                Some(ErrorCode::InvalidInput)
-            }
+            Self::ModuleAccess
+            | Self::ProgramTooLarge { .. }
+            | Self::ProgramTooComplex { .. }
+            | Self::Syntax(_) => Some(ErrorCode::InvalidInput),
             Self::RuntimeUnavailable(_) => Some(ErrorCode::RuntimeUnavailable),
             Self::Timeout => Some(ErrorCode::Timeout),
             Self::OutputLimitExceeded => Some(ErrorCode::OutputLimitExceeded),
@@ -153,7 +165,12 @@ mod tests {
     #[test]
     fn every_failure_has_its_stable_message_and_code() {
         use ErrorCode::*;
-        let runs: [(RunError, &str, Option<ErrorCode>); 11] = [
+        let runs: [(RunError, &str, Option<ErrorCode>); 12] = [
+            (
+                RunError::ProgramTooComplex { names: 3, limit: 2 },
+                "code mode program has 3 names; the limit is 2. Split the work across cells.",
+                Some(InvalidInput),
+            ),
             (
                 RunError::ModuleAccess,
                 "code mode module access is disabled.",

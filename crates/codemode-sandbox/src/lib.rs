@@ -22,6 +22,7 @@ mod codec;
 mod engine;
 mod error;
 mod install;
+mod lexer;
 mod limits;
 mod module_access;
 mod run;
@@ -35,6 +36,7 @@ pub use bridge::{BridgeHost, BridgeRequest, PendingCall, RequestId};
 pub use codec::Output;
 pub use codec::{MAX_ERROR_MESSAGE_BYTES, json_nests_deeper_than};
 pub use error::{ErrorCode, RunError, StoreError};
+pub use lexer::{MAX_NESTING, MAX_PROGRAM_NAMES, MAX_READINGS, check_body, check_program};
 pub use limits::{
     DEFAULT_MAX_CALL_ARGS_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PENDING_CALLS,
     DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_SNAPSHOT_BYTES, DEFAULT_MAX_SOURCE_BYTES,

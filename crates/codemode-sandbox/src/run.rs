@@ -14,7 +14,7 @@ use tokio::task::{JoinError, JoinSet};
 use crate::engine::{Engine, Flags, HOST_CALL_FAILED, Progress, StepInput, StepOutput};
 use crate::install::InstallPlan;
 use crate::vm_threads::run_step;
-use crate::{BridgeHost, GuestSetup, Limits, Output, PendingCall, RunError, check_module_access};
+use crate::{BridgeHost, GuestSetup, Limits, Output, PendingCall, RunError, check_program};
 
 /// How long after its deadline a leg still waits for a VM step stuck in one native call before it
 /// reports `timeout` anyway (the VM is then dropped on its own thread when the call returns).
@@ -160,7 +160,9 @@ impl Run {
                 limit: limits.max_source_bytes,
             });
         }
-        check_module_access(program)?;
+        // Module access and a body that would close its async-function wrapper are refused in
+        // one tokenizer pass, before anything is built.
+        check_program(program)?;
         let plan = InstallPlan::new(setup)?;
         Ok(Self {
             phase: Phase::Unbuilt {

@@ -134,7 +134,7 @@ fn rejected_before_running() {
     // Code smuggled out of the function body still runs under the limits.
     check(
         "}); while (true) {} (async function () {",
-        "failed \"timeout\" code mode timeout exceeded",
+        "failed \"invalid_input\" SyntaxError: unexpected `}` closes the code mode function body (line 1, column 1)",
     );
 }
 
