@@ -188,3 +188,12 @@ fn park_64_suspended_runs(bencher: divan::Bencher<'_, '_>) {
         parked
     });
 }
+
+/// `results.save` then `results.load` of a 1 MiB value in one cell.
+#[divan::bench(sample_count = 10)]
+fn results_save_and_load_1_mib(bencher: divan::Bencher<'_, '_>) {
+    let rt = runtime();
+    let (_code_mode, session) = session(CodeModeConfig::enabled());
+    let input = json!({ "code": "const v = { rows: 'x'.repeat(1 << 20) }; await results.save('big', v); return (await results.load('big')).rows.length" });
+    bencher.bench_local(|| rt.block_on(session.exec("bench", &input)));
+}

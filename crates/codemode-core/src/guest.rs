@@ -9,6 +9,7 @@ use codemode_namespaces::NamespaceRuntime;
 use codemode_sandbox::{Callable, GuestPath, GuestSetup, LocalFn};
 use serde_json::Value;
 
+use crate::guest_dts;
 use crate::host::{Counters, MCP_CALL, MCP_CAPABILITY, NAMESPACE_CALL, TOOLS_CALL};
 use crate::session::SessionShared;
 
@@ -142,11 +143,28 @@ pub(crate) fn setup(session: &SessionShared, counters: &Arc<Counters>) -> GuestS
                 Some(Value::String(prefix)) => Some(prefix.as_str()),
                 Some(_) => return Err("API.list prefix must be a string.".into()),
             };
-            match &decls {
-                Some(decls) => serde_json::to_value(decls.list(prefix).map_err(|e| e.to_string())?)
-                    .map_err(|e| e.to_string()),
-                None => Ok(Value::Array(Vec::new())),
+            let guest_row = serde_json::json!({
+                "path": guest_dts::PATH,
+                "description": guest_dts::DESCRIPTION,
+                "bytes": guest_dts::TEXT.len(),
+            });
+            let mut rows = match (&decls, prefix) {
+                (_, Some(prefix)) if prefix.trim_end_matches('/') == "guest" => {
+                    return Ok(Value::Array(vec![guest_row]));
+                }
+                (Some(decls), _) => {
+                    serde_json::to_value(decls.list(prefix).map_err(|e| e.to_string())?)
+                        .map_err(|e| e.to_string())?
+                }
+                (None, None) => Value::Array(Vec::new()),
+                (None, Some(prefix)) => return Err(format!("Unknown API path: {prefix}")),
+            };
+            if prefix.is_none()
+                && let Value::Array(rows) = &mut rows
+            {
+                rows.push(guest_row);
             }
+            Ok(rows)
         })
     };
     let read = local(move |args| {
@@ -154,6 +172,9 @@ pub(crate) fn setup(session: &SessionShared, counters: &Arc<Counters>) -> GuestS
             .first()
             .and_then(Value::as_str)
             .ok_or("API.read needs a path string.")?;
+        if file == guest_dts::PATH {
+            return Ok(Value::String(guest_dts::TEXT.to_owned()));
+        }
         match &decls {
             Some(decls) => decls
                 .read(file)

@@ -19,6 +19,7 @@
 mod config;
 mod executor;
 mod guest;
+mod guest_dts;
 mod host;
 mod input;
 mod outcome;

@@ -1372,3 +1372,23 @@ async fn results_carry_values_across_cells_of_a_session_within_bounds() {
     let other = harness_with(CodeModeConfig::enabled(), support::tools());
     assert_eq!(other.value("return await results.list()").await, json!([]));
 }
+
+#[tokio::test]
+async fn the_guest_runtime_is_declared_in_guest_globals_d_ts() {
+    let h = harness();
+    let value = h
+        .value(
+            "const rows = await API.list(); const guest = await API.list('guest'); \
+             return [rows.map((r) => r.path), guest.length, await API.read('guest/globals.d.ts')]",
+        )
+        .await;
+    let paths = value[0].as_array().unwrap();
+    assert!(paths.contains(&json!("guest/globals.d.ts")), "{paths:?}");
+    assert!(paths.contains(&json!("mcp/index.d.ts")), "{paths:?}");
+    assert_eq!(value[1], 1);
+    let text = value[2].as_str().unwrap();
+    for name in ["console", "setTimeout", "TextEncoder", "structuredClone", "results", "yield_control"] {
+        assert!(text.contains(name), "{name} is declared");
+    }
+    codemode_ts::check_declaration_file(text).expect("the guest declarations parse as .d.ts");
+}

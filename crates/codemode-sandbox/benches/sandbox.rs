@@ -149,3 +149,29 @@ fn memory_of_a_parked_trivial_run() {
         bytes as f64 / 1024.0
     );
 }
+
+/// 10,000 `console.log` lines, beside the same output through `text()` (goal: within 2×).
+#[divan::bench(sample_count = 10, args = ["console.log", "text"])]
+fn output_10000_lines(bencher: divan::Bencher<'_, '_>, via: &str) {
+    let rt = runtime();
+    let program = format!("for (let i = 0; i < 10000; i++) {via}('line ' + i); return 1");
+    let limits = Limits::default().with_max_output_bytes(10 << 20);
+    bencher.bench_local(|| {
+        rt.block_on(async {
+            let mut run = Run::start(&program, setup(), limits.clone(), Arc::new(Echo)).unwrap();
+            run.drive(deadline()).await
+        })
+    });
+}
+
+/// 1,000 `setTimeout(f, 0)` awaited together, beside 1,000 resolved promises (goal: within 2×
+/// of a plain loop).
+#[divan::bench(sample_count = 10, args = ["setTimeout", "promise"])]
+fn thousand_zero_delay_callbacks(bencher: divan::Bencher<'_, '_>, via: &str) {
+    let rt = runtime();
+    let program = match via {
+        "setTimeout" => "let n = 0; await Promise.all(Array.from({ length: 1000 }, () => new Promise((r) => setTimeout(() => { n++; r() }, 0)))); return n",
+        _ => "let n = 0; await Promise.all(Array.from({ length: 1000 }, () => new Promise((r) => Promise.resolve().then(() => { n++; r() })))); return n",
+    };
+    bencher.bench_local(|| rt.block_on(complete(program)));
+}
