@@ -245,11 +245,58 @@ fn failures_exit_1_with_the_stable_messages() {
 }
 
 #[test]
+fn help_and_version_on_every_command() {
+    for command in [
+        None,
+        Some("run"),
+        Some("surface"),
+        Some("decls"),
+        Some("serve"),
+    ] {
+        let mut args: Vec<&str> = command.into_iter().collect();
+        args.push("--help");
+        let output = codemode(&args, None);
+        assert_eq!(output.status.code(), Some(0), "{args:?}");
+        let help = String::from_utf8_lossy(&output.stdout);
+        assert!(help.contains("Usage: codemode"), "{args:?}: {help}");
+        assert!(
+            help.contains("Exit status: 0 completed"),
+            "{args:?}: {help}"
+        );
+        args.pop();
+        args.push("--version");
+        let output = codemode(&args, None);
+        assert_eq!(output.status.code(), Some(0), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&output.stdout).contains(env!("CARGO_PKG_VERSION")),
+            "{args:?}"
+        );
+    }
+    let serve = codemode(&["serve", "--help"], None);
+    let help = String::from_utf8_lossy(&serve.stdout);
+    for option in [
+        "--config",
+        "--http",
+        "--demo",
+        "--auth-token-env",
+        "--max-sessions",
+    ] {
+        assert!(help.contains(option), "serve --help names {option}");
+    }
+}
+
+#[test]
+fn serve_with_nothing_to_serve_is_a_usage_error() {
+    let output = codemode(&["serve"], None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--demo"));
+}
+
+#[test]
 fn usage_and_config_errors_exit_2() {
     for args in [
         vec!["frobnicate"],
         vec![],
-        vec!["--help"],
         vec!["run", "--lang", "bash", "-"],
         vec!["run", "--bogus"],
         vec!["run", "missing-file.js"],
@@ -257,6 +304,10 @@ fn usage_and_config_errors_exit_2() {
         vec!["run", "--max-waits", "-1", "-"],
         vec!["run", "--max-waits"],
         vec!["surface", "--max-waits", "3"],
+        vec!["run", "--no-wait", "--max-waits", "3", "-"],
+        vec!["serve", "--http", "not-an-address"],
+        vec!["serve", "--max-sessions", "0"],
+        vec!["serve", "--auth-token-env", "X"],
     ] {
         let output = codemode(&args, Some("return 1"));
         assert_eq!(output.status.code(), Some(2), "{args:?}");
