@@ -255,11 +255,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<u8> {
                 );
             }
             let shutdown = CancellationToken::new();
-            let on_signal = shutdown.clone();
-            tokio::spawn(async move {
-                let _ = tokio::signal::ctrl_c().await;
-                on_signal.cancel();
-            });
+            stop_on_interrupt(shutdown.clone())?;
             server
                 .serve_http(addr, options, shutdown, |bound| {
                     eprintln!("codemode: serving MCP at http://{bound}/mcp");
@@ -271,6 +267,27 @@ async fn serve(args: ServeArgs) -> anyhow::Result<u8> {
     drop(server);
     host.shutdown().await;
     result.map(|()| 0)
+}
+
+/// Cancels `shutdown` on Ctrl-C (SIGINT). The handler is in place when this returns, so an
+/// interrupt that arrives once the server has said it is serving always stops it cleanly.
+fn stop_on_interrupt(shutdown: CancellationToken) -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut interrupt =
+            signal(SignalKind::interrupt()).context("installing the Ctrl-C handler")?;
+        tokio::spawn(async move {
+            interrupt.recv().await;
+            shutdown.cancel();
+        });
+    }
+    #[cfg(not(unix))]
+    tokio::spawn(async move {
+        let _ = tokio::signal::ctrl_c().await;
+        shutdown.cancel();
+    });
+    Ok(())
 }
 
 fn surface(activation: &Activation) -> u8 {

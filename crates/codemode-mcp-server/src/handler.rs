@@ -27,6 +27,8 @@ pub(crate) struct SessionHandler {
     /// `mcp_<uuid>`: the session id and agent-run id of every run of this session.
     id: String,
     activation: OnceLock<Result<CodeModeSession, String>>,
+    /// The HTTP transport's session id, once a request carried it.
+    http_session: OnceLock<String>,
     _permit: OwnedSemaphorePermit,
 }
 
@@ -42,8 +44,31 @@ impl SessionHandler {
             shared: Arc::clone(shared),
             id,
             activation: OnceLock::new(),
+            http_session: OnceLock::new(),
             _permit: permit,
         })
+    }
+
+    /// Remembers the HTTP session id a request came with (none over stdio).
+    fn note_transport(&self, context: &RequestContext<RoleServer>) {
+        if self.http_session.get().is_some() {
+            return;
+        }
+        let Some(parts) = context.extensions.get::<axum::http::request::Parts>() else {
+            return;
+        };
+        let Some(id) = parts
+            .headers
+            .get("mcp-session-id")
+            .and_then(|value| value.to_str().ok())
+        else {
+            return;
+        };
+        if self.http_session.set(id.to_owned()).is_ok()
+            && let Ok(mut sessions) = self.shared.http_sessions.lock()
+        {
+            sessions.insert(id.to_owned(), self.id.clone());
+        }
     }
 
     fn session(&self) -> Result<&CodeModeSession, ErrorData> {
@@ -77,6 +102,11 @@ impl Drop for SessionHandler {
     fn drop(&mut self) {
         tracing::debug!(target: "codemode", session = %self.id, "MCP session closed");
         self.shared.code_mode.end_session(&self.id);
+        if let Some(id) = self.http_session.get()
+            && let Ok(mut sessions) = self.shared.http_sessions.lock()
+        {
+            sessions.remove(id);
+        }
     }
 }
 
@@ -115,8 +145,9 @@ impl ServerHandler for SessionHandler {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        self.note_transport(&context);
         let session = self.session()?;
         let tools = session
             .model_tools()
@@ -137,6 +168,7 @@ impl ServerHandler for SessionHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        self.note_transport(&context);
         let session = self.session()?;
         let input = Value::Object(request.arguments.unwrap_or_default());
         let call_id = call_id(&context.id);

@@ -163,7 +163,25 @@ async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Resp
             &too_many_sessions(guard.shared.max_sessions),
         );
     }
-    next.run(request).await
+    // DELETE ends a session: its runs are dropped before the client hears so.
+    let deleted = (request.method() == Method::DELETE)
+        .then(|| request.headers().get("mcp-session-id").cloned())
+        .flatten();
+    let response = next.run(request).await;
+    if let Some(id) = deleted.as_ref().and_then(|id| id.to_str().ok())
+        && response.status().is_success()
+    {
+        let session = guard
+            .shared
+            .http_sessions
+            .lock()
+            .ok()
+            .and_then(|mut sessions| sessions.remove(id));
+        if let Some(session) = session {
+            guard.shared.code_mode.end_session(&session);
+        }
+    }
+    response
 }
 
 fn router(

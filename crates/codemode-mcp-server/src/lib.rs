@@ -115,6 +115,9 @@ pub(crate) struct Shared {
     pub(crate) max_sessions: usize,
     pub(crate) name: String,
     pub(crate) version: String,
+    /// HTTP transport session id (`Mcp-Session-Id`) -> code-mode session id, so that a DELETE
+    /// ends the session's runs before it is answered.
+    pub(crate) http_sessions: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl CodeModeServer {
@@ -144,6 +147,7 @@ impl CodeModeServer {
                 max_sessions,
                 name,
                 version,
+                http_sessions: Default::default(),
             }),
         }
     }
