@@ -23,6 +23,9 @@ pub const DEFAULT_MAX_PENDING_TOOL_CALLS: u64 = 16;
 pub const DEFAULT_MAX_QUEUED_TOOL_CALLS: u64 = codemode_sandbox::DEFAULT_MAX_QUEUED_CALLS as u64;
 /// Default `snapshotTtlSeconds`: how long a parked run waits for `wait`.
 pub const DEFAULT_SNAPSHOT_TTL_SECONDS: u64 = 900;
+/// Default `maxWaitMs`: the longest a `wait` call idles while the guest is blocked on pending
+/// host work and produces nothing new.
+pub const DEFAULT_MAX_WAIT_MS: u64 = 60_000;
 /// Default `searchDefaultLimit`: results of `tools.search` without a limit.
 pub const DEFAULT_SEARCH_DEFAULT_LIMIT: u64 = 8;
 /// Default `maxSearchLimit`: the most results `tools.search` returns.
@@ -39,7 +42,7 @@ struct Field {
 }
 
 /// Every integer field. `searchDefaultLimit` is clamped again to `maxSearchLimit` after parsing.
-const INTEGER_FIELDS: [Field; 9] = [
+const INTEGER_FIELDS: [Field; 10] = [
     Field {
         name: "timeoutMs",
         min: 100,
@@ -81,6 +84,12 @@ const INTEGER_FIELDS: [Field; 9] = [
         min: 1,
         max: 86_400,
         slot: |c| &mut c.snapshot_ttl_seconds,
+    },
+    Field {
+        name: "maxWaitMs",
+        min: 1_000,
+        max: 600_000,
+        slot: |c| &mut c.max_wait_ms,
     },
     Field {
         name: "searchDefaultLimit",
@@ -151,6 +160,9 @@ pub struct CodeModeConfig {
     pub max_queued_tool_calls: u64,
     /// Time a parked run waits for `wait`, in seconds.
     pub snapshot_ttl_seconds: u64,
+    /// The longest a `wait` call idles, in milliseconds, while the guest is blocked on pending
+    /// host work and produces no output; guest code still runs at most `timeout_ms` at a time.
+    pub max_wait_ms: u64,
     /// Results of `tools.search` without a limit (at most `max_search_limit`).
     pub search_default_limit: u64,
     /// The most results `tools.search` returns.
@@ -170,6 +182,7 @@ impl Default for CodeModeConfig {
             max_pending_tool_calls: DEFAULT_MAX_PENDING_TOOL_CALLS,
             max_queued_tool_calls: DEFAULT_MAX_QUEUED_TOOL_CALLS,
             snapshot_ttl_seconds: DEFAULT_SNAPSHOT_TTL_SECONDS,
+            max_wait_ms: DEFAULT_MAX_WAIT_MS,
             search_default_limit: DEFAULT_SEARCH_DEFAULT_LIMIT,
             max_search_limit: DEFAULT_MAX_SEARCH_LIMIT,
             languages: vec![Language::Javascript, Language::Typescript],
@@ -225,6 +238,11 @@ impl CodeModeConfig {
     /// The wall-clock budget of one `exec` / `wait` call.
     pub fn timeout(&self) -> Duration {
         Duration::from_millis(self.timeout_ms)
+    }
+
+    /// The longest a `wait` call idles on pending host work.
+    pub fn max_wait(&self) -> Duration {
+        Duration::from_millis(self.max_wait_ms)
     }
 
     /// Whether cells in `language` are accepted.
@@ -296,6 +314,10 @@ struct CodeModeSettings {
     /// Parked run lifetime in seconds (clamped to 1..=86400; default 900).
     #[schemars(range(min = 1))]
     snapshot_ttl_seconds: Option<u64>,
+    /// Longest idle of one wait call on pending host work in ms (clamped to 1000..=600000;
+    /// default 60000).
+    #[schemars(range(min = 1))]
+    max_wait_ms: Option<u64>,
     /// Default tools.search limit (clamped to 1..=maxSearchLimit; default 8).
     #[schemars(range(min = 1))]
     search_default_limit: Option<u64>,
