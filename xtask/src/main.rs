@@ -26,6 +26,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("codemode-sandbox", "sandbox"),
     ("codemode-mcp-decls", "decls"),
     ("codemode-core", "core"),
+    ("codemode-mcp-server", "serve_load"),
 ];
 
 /// The folder (relative to the workspace root) holding the pinned npm MCP servers.
