@@ -483,3 +483,50 @@ async fn http_guard_token_origin_body_and_session_bound() {
         .expect("task")
         .expect("served");
 }
+
+/// The tool source is asked when a session activates: after the host's tools change (an
+/// upstream's `tools/list_changed`), new sessions see the new catalog, open ones keep theirs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_activating_after_a_tool_change_see_the_new_tools() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let grown = Arc::new(AtomicBool::new(false));
+    let (started, _) = mpsc::unbounded_channel();
+    let (cancelled, _) = mpsc::unbounded_channel();
+    let code_mode = CodeMode::builder(
+        CodeModeConfig::enabled(),
+        Arc::new(Tools { started, cancelled }),
+    )
+    .build();
+    let source_grown = Arc::clone(&grown);
+    let server = CodeModeServer::new(
+        code_mode,
+        Arc::new(move |run: RunContext| {
+            let mut tools = vec![descriptor("add")];
+            if source_grown.load(Ordering::SeqCst) {
+                tools.push(descriptor("grown"));
+            }
+            ActivationRequest::new(tools).with_run(run)
+        }),
+    );
+    let names = "return ALL_TOOLS.map(t => t.name)";
+    let (before, before_session) = connect(&server).await;
+    let listed = call(&before, "exec", json!({ "code": names })).await;
+    assert_eq!(structured(&listed)["value"], json!(["add"]));
+    grown.store(true, Ordering::SeqCst);
+    let (after, after_session) = connect(&server).await;
+    let listed = call(&after, "exec", json!({ "code": names })).await;
+    assert_eq!(structured(&listed)["value"], json!(["add", "grown"]));
+    let listed = call(&before, "exec", json!({ "code": names })).await;
+    assert_eq!(
+        structured(&listed)["value"],
+        json!(["add"]),
+        "an open session keeps its catalog"
+    );
+    for (client, session) in [(before, before_session), (after, after_session)] {
+        client.cancel().await.expect("close");
+        tokio::time::timeout(BOUND, session)
+            .await
+            .expect("bound")
+            .expect("session task");
+    }
+}
