@@ -1,6 +1,7 @@
 //! One MCP client session: rmcp's `ServerHandler` over a lazily activated `CodeModeSession`.
 
-use std::sync::{Arc, OnceLock};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use codemode_core::{Activation, CodeModeResult, CodeModeSession, RunContext};
 use rmcp::model::{
@@ -29,6 +30,8 @@ pub(crate) struct SessionHandler {
     activation: OnceLock<Result<CodeModeSession, String>>,
     /// The HTTP transport's session id, once a request carried it.
     http_session: OnceLock<String>,
+    /// The runIds of this session's suspended runs, oldest first.
+    parked: Mutex<VecDeque<String>>,
     _permit: OwnedSemaphorePermit,
 }
 
@@ -45,6 +48,7 @@ impl SessionHandler {
             id,
             activation: OnceLock::new(),
             http_session: OnceLock::new(),
+            parked: Mutex::default(),
             _permit: permit,
         })
     }
@@ -95,6 +99,34 @@ impl SessionHandler {
             })
             .as_ref()
             .map_err(|message| ErrorData::internal_error(message.clone(), None))
+    }
+}
+
+impl SessionHandler {
+    /// Keeps the count of this session's suspended runs within its bound: `waited_on` is the runId
+    /// an `exec` or `wait` was about (`None` for a fresh exec), `result` what it answered.
+    fn track_parked(
+        &self,
+        session: &CodeModeSession,
+        waited_on: Option<&str>,
+        result: &CodeModeResult,
+    ) {
+        let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(run_id) = waited_on
+            && !matches!(result, CodeModeResult::Waiting { .. })
+        {
+            parked.retain(|id| id != run_id);
+        }
+        if let Some(run_id) = result.run_id()
+            && !parked.iter().any(|id| id == run_id)
+        {
+            parked.push_back(run_id.to_owned());
+        }
+        while parked.len() > self.shared.max_parked_per_session {
+            if let Some(oldest) = parked.pop_front() {
+                session.cancel(&oldest);
+            }
+        }
     }
 }
 
@@ -175,8 +207,19 @@ impl ServerHandler for SessionHandler {
         let name = request.name.as_ref();
         let work = async {
             match name {
-                "exec" => Ok(tool_result(&session.exec(&call_id, &input).await)),
-                "wait" => Ok(tool_result(&session.wait(&input).await)),
+                "exec" => {
+                    let result = session.exec(&call_id, &input).await;
+                    self.track_parked(session, None, &result);
+                    Ok(tool_result(&result))
+                }
+                "wait" => {
+                    let result = session.wait(&input).await;
+                    let run_id = ["runId", "run_id"]
+                        .iter()
+                        .find_map(|key| input.get(*key).and_then(Value::as_str));
+                    self.track_parked(session, run_id, &result);
+                    Ok(tool_result(&result))
+                }
                 _ if session.model_tools().iter().any(|tool| tool.name == name) => {
                     Ok(match self.shared.tools.call_direct(name, input).await {
                         Ok(value) => {

@@ -33,6 +33,12 @@ pub use http::{DEFAULT_MAX_BODY_BYTES, DEFAULT_SESSION_IDLE, HttpOptions, MCP_PA
 /// Default bound on concurrent client sessions ([`CodeModeServer::max_sessions`]).
 pub const DEFAULT_MAX_SESSIONS: usize = 64;
 
+/// Default bound on the suspended runs one session keeps
+/// ([`CodeModeServer::max_parked_runs_per_session`]). The snapshot store of a `CodeMode` holds
+/// at most 64 suspended runs for all sessions together; this keeps one session from taking
+/// them all.
+pub const DEFAULT_MAX_PARKED_RUNS_PER_SESSION: usize = 16;
+
 /// Where a session's tools come from: asked once per client session, when it activates, so a
 /// host whose tools change (an upstream's `tools/list_changed`) serves the new list to the
 /// sessions that activate afterwards.
@@ -113,6 +119,7 @@ pub(crate) struct Shared {
     pub(crate) tools: Arc<dyn ToolSource>,
     pub(crate) sessions: Arc<Semaphore>,
     pub(crate) max_sessions: usize,
+    pub(crate) max_parked_per_session: usize,
     pub(crate) name: String,
     pub(crate) version: String,
     /// HTTP transport session id (`Mcp-Session-Id`) -> code-mode session id, so that a DELETE
@@ -126,7 +133,7 @@ impl CodeModeServer {
         Self::build(
             code_mode,
             tools,
-            DEFAULT_MAX_SESSIONS,
+            (DEFAULT_MAX_SESSIONS, DEFAULT_MAX_PARKED_RUNS_PER_SESSION),
             "codemode".into(),
             env!("CARGO_PKG_VERSION").into(),
         )
@@ -135,7 +142,7 @@ impl CodeModeServer {
     fn build(
         code_mode: CodeMode,
         tools: Arc<dyn ToolSource>,
-        max_sessions: usize,
+        (max_sessions, max_parked_per_session): (usize, usize),
         name: String,
         version: String,
     ) -> Self {
@@ -145,6 +152,7 @@ impl CodeModeServer {
                 tools,
                 sessions: Arc::new(Semaphore::new(max_sessions)),
                 max_sessions,
+                max_parked_per_session,
                 name,
                 version,
                 http_sessions: Default::default(),
@@ -160,7 +168,23 @@ impl CodeModeServer {
         Self::build(
             shared.code_mode.clone(),
             Arc::clone(&shared.tools),
-            max.max(1),
+            (max.max(1), shared.max_parked_per_session),
+            shared.name.clone(),
+            shared.version.clone(),
+        )
+    }
+
+    /// Bounds the suspended runs one session keeps (default
+    /// [`DEFAULT_MAX_PARKED_RUNS_PER_SESSION`]): when a run of the session parks past the
+    /// bound, its oldest suspended run is cancelled (a later `wait` on it finds it unavailable).
+    /// A bound of 0 is taken as 1.
+    #[must_use]
+    pub fn max_parked_runs_per_session(self, max: usize) -> Self {
+        let shared = &self.shared;
+        Self::build(
+            shared.code_mode.clone(),
+            Arc::clone(&shared.tools),
+            (shared.max_sessions, max.max(1)),
             shared.name.clone(),
             shared.version.clone(),
         )
@@ -173,7 +197,7 @@ impl CodeModeServer {
         Self::build(
             shared.code_mode.clone(),
             Arc::clone(&shared.tools),
-            shared.max_sessions,
+            (shared.max_sessions, shared.max_parked_per_session),
             name.into(),
             version.into(),
         )

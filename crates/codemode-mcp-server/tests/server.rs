@@ -530,3 +530,51 @@ async fn sessions_activating_after_a_tool_change_see_the_new_tools() {
             .expect("session task");
     }
 }
+
+/// One session cannot hold every suspended run of the server: past its bound, its oldest
+/// suspended run is cancelled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_keeps_at_most_its_bound_of_suspended_runs() {
+    let fixture = fixture();
+    let server = fixture.server.clone().max_parked_runs_per_session(2);
+    let (client, session) = connect(&server).await;
+    let mut run_ids = Vec::new();
+    for _ in 0..3 {
+        let waiting = call(
+            &client,
+            "exec",
+            json!({ "code": "await yield_control(); return 1" }),
+        )
+        .await;
+        assert_eq!(structured(&waiting)["status"], "waiting");
+        run_ids.push(
+            structured(&waiting)["runId"]
+                .as_str()
+                .expect("runId")
+                .to_owned(),
+        );
+    }
+    assert_eq!(server.code_mode().suspended_runs(), 2);
+    let oldest = call(&client, "wait", json!({ "runId": run_ids[0] })).await;
+    assert_eq!(
+        structured(&oldest)["error"],
+        "code mode run is unavailable or expired.",
+        "{:#}",
+        structured(&oldest)
+    );
+    for run_id in &run_ids[1..] {
+        let done = call(&client, "wait", json!({ "runId": run_id })).await;
+        assert_eq!(
+            structured(&done)["status"],
+            "completed",
+            "{:#}",
+            structured(&done)
+        );
+    }
+    assert_eq!(server.code_mode().suspended_runs(), 0);
+    client.cancel().await.expect("close");
+    tokio::time::timeout(BOUND, session)
+        .await
+        .expect("bound")
+        .expect("session task");
+}
