@@ -578,3 +578,51 @@ async fn a_session_keeps_at_most_its_bound_of_suspended_runs() {
         .expect("bound")
         .expect("session task");
 }
+
+/// A client that goes away while its `exec` runs: the run stops, its host work is cancelled,
+/// nothing is parked, and other sessions keep being served. (rmcp first gives in-flight
+/// requests a few seconds to answer, then cancels them: the run ends within that bound.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_disconnecting_mid_run_cancels_the_run() {
+    let mut fixture = fixture();
+    let server = fixture.server.clone();
+    let (other, other_session) = connect(&server).await;
+    let (client, session) = connect(&server).await;
+    let peer = client.peer().clone();
+    let in_flight = tokio::spawn(async move {
+        let Value::Object(arguments) = json!({ "code": "return await tools.hold({})" }) else {
+            unreachable!()
+        };
+        peer.call_tool(CallToolRequestParams::new("exec").with_arguments(arguments))
+            .await
+    });
+    tokio::time::timeout(BOUND, fixture.started.recv())
+        .await
+        .expect("bound")
+        .expect("hold started");
+    client.cancel().await.expect("close");
+    tokio::time::timeout(BOUND, session)
+        .await
+        .expect("bound")
+        .expect("session task");
+    tokio::time::timeout(BOUND, fixture.cancelled.recv())
+        .await
+        .expect("bound")
+        .expect("hold cancelled");
+    assert!(
+        tokio::time::timeout(BOUND, in_flight)
+            .await
+            .expect("bound")
+            .expect("task")
+            .is_err(),
+        "the call has no answer"
+    );
+    assert_eq!(server.code_mode().suspended_runs(), 0);
+    let still = call(&other, "exec", json!({ "code": "return 2" })).await;
+    assert_eq!(structured(&still)["value"], 2);
+    other.cancel().await.expect("close");
+    tokio::time::timeout(BOUND, other_session)
+        .await
+        .expect("bound")
+        .expect("session task");
+}
