@@ -452,8 +452,13 @@ fn serve_over_stdio_answers_and_exits_0_when_the_client_closes() {
         "clientInfo": { "name": "cli-test", "version": "0" } } });
     let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
     let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
+    // An upstream that does not start is reported on stderr; the server serves the rest.
+    let config = TempConfig::new(
+        "serve-ghost",
+        r#"{ "tools": { "codeMode": true }, "mcpServers": { "ghost": { "command": "/nonexistent/mcp-server" } } }"#,
+    );
     let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(["serve", "--demo"])
+        .args(["serve", "--demo", "--config", config.path()])
         .current_dir(root())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -477,6 +482,12 @@ fn serve_over_stdio_answers_and_exits_0_when_the_client_closes() {
     assert_eq!(
         output.status.code(),
         Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stderr)
+            .contains("MCP server unavailable: MCP server `ghost`"),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
