@@ -4,7 +4,8 @@
 //!   tests speak to (when missing), checks formatting, runs clippy with `-D warnings`, then the
 //!   tests of EACH package on its own (`cargo test -p <package>`), so that a crate picked à la
 //!   carte builds and passes without its workspace siblings' features.
-//! - `cargo xtask e2e`: the 16-step end-to-end plan of SPEC §13, step by step.
+//! - `cargo xtask e2e`: the 16-step end-to-end plan of SPEC §13, step by step, then the six
+//!   `codemode serve` steps with the official TypeScript SDK client over stdio and HTTP.
 //! - `cargo xtask bench`: every divan benchmark, collated into one table.
 //! - `cargo xtask fuzz [SECONDS]`: the fuzz target at the security boundary (`fuzz/`), for
 //!   SECONDS (default 60) with cargo-fuzz; `ci` runs it for 60 s when cargo-fuzz is installed and
@@ -28,6 +29,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("codemode-sandbox", "sandbox"),
     ("codemode-mcp-decls", "decls"),
     ("codemode-core", "core"),
+    ("codemode-mcp-server", "serve_load"),
 ];
 
 /// How long `cargo xtask fuzz` (and the CI run) fuzzes by default.
@@ -243,7 +245,111 @@ fn e2e(root: &Path) -> Result<()> {
         "codemode-tests",
         "--bin",
         "codemode-e2e",
-    ]))
+    ]))?;
+    serve_steps(root)
+}
+
+/// The `codemode serve` steps: the official TypeScript SDK client
+/// (`tests/mcp-servers/serve-client.mjs`) over stdio, then over streamable HTTP with a token.
+fn serve_steps(root: &Path) -> Result<()> {
+    use std::io::{BufRead, BufReader};
+    run(cargo().args(["build", "--quiet", "-p", "codemode-cli"]))?;
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let codemode = target.join("debug/codemode");
+    let surface = Command::new(&codemode)
+        .args(["surface", "--config", "examples/mcp.json"])
+        .output()
+        .context("codemode surface")?;
+    let surface_file = std::env::temp_dir().join(format!(
+        "codemode-xtask-surface-{}.json",
+        std::process::id()
+    ));
+    std::fs::write(&surface_file, &surface.stdout)?;
+    let client = |mode: &str, args: &[&str], token: Option<&str>| -> Result<()> {
+        let mut command = Command::new("node");
+        command
+            .arg("tests/mcp-servers/serve-client.mjs")
+            .arg(mode)
+            .args(args)
+            .env("EXPECTED_SURFACE", &surface_file);
+        if let Some(token) = token {
+            command.env("CODEMODE_TEST_TOKEN", token);
+        }
+        let output = command.output().context("starting node")?;
+        for line in String::from_utf8_lossy(&output.stdout).lines() {
+            let ok = line.contains("\"ok\":true");
+            let name = line
+                .split("\"name\":\"")
+                .nth(1)
+                .and_then(|rest| rest.split('"').next())
+                .unwrap_or(line);
+            println!(
+                "serve over {mode}: {} {name}",
+                if ok { "ok  " } else { "FAIL" }
+            );
+        }
+        if !output.status.success() {
+            bail!(
+                "serve over {mode} failed:\n{}",
+                String::from_utf8_lossy(&output.stdout)
+            );
+        }
+        Ok(())
+    };
+    let codemode_str = codemode.display().to_string();
+    client(
+        "stdio",
+        &[
+            &codemode_str,
+            "serve",
+            "--demo",
+            "--config",
+            "examples/mcp.json",
+        ],
+        None,
+    )?;
+    let mut server = Command::new(&codemode)
+        .args([
+            "serve",
+            "--demo",
+            "--config",
+            "examples/mcp.json",
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .args(["--auth-token-env", "CODEMODE_XTASK_TOKEN"])
+        .env("CODEMODE_XTASK_TOKEN", "xtask-token")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting codemode serve --http")?;
+    let mut stderr = BufReader::new(server.stderr.take().context("stderr")?);
+    let mut url = None;
+    let mut line = String::new();
+    while stderr.read_line(&mut line)? > 0 {
+        if let Some(rest) = line.trim().strip_prefix("codemode: serving MCP at ") {
+            url = Some(rest.to_owned());
+            break;
+        }
+        line.clear();
+    }
+    let drain = std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let result = match url {
+        Some(url) => client("http", &[&url], Some("xtask-token")),
+        None => Err(anyhow::anyhow!(
+            "codemode serve --http did not report its address"
+        )),
+    };
+    let _ = Command::new("kill")
+        .args(["-INT", &server.id().to_string()])
+        .status();
+    let _ = server.wait();
+    let _ = drain.join();
+    let _ = std::fs::remove_file(&surface_file);
+    result
 }
 
 /// One collated benchmark row.

@@ -12,6 +12,7 @@ use codemode_core::{
     ToolCallContext, ToolError, ToolExecutor,
 };
 use codemode_mcp::{HubOptions, McpHub};
+use codemode_mcp_server::ToolSource;
 use codemode_namespaces::NamespaceRegistry;
 use serde_json::Value;
 
@@ -26,10 +27,49 @@ pub(crate) struct Host {
     executor: Arc<Executor>,
 }
 
+/// The tools of a session: the demo catalog (when asked for) and every MCP server's tools.
+/// Asked once per activation, so a served session gets the tools of the moment it activates.
+pub(crate) struct HostTools {
+    executor: Arc<Executor>,
+}
+
+impl ToolSource for HostTools {
+    fn activation_request(&self, run: RunContext) -> ActivationRequest {
+        self.executor.activation_request(run)
+    }
+}
+
 /// Routes exact catalog ids to the demo tools and the MCP servers.
 struct Executor {
-    demo: DemoTools,
+    /// `None` without the demo catalog.
+    demo: Option<DemoTools>,
     mcp: McpHub,
+}
+
+impl Executor {
+    fn tools(&self) -> Vec<codemode_catalog::ToolDescriptor> {
+        let mut tools = if self.demo.is_some() {
+            demo::tools()
+        } else {
+            Vec::new()
+        };
+        tools.extend(self.mcp.descriptors());
+        tools
+    }
+
+    fn activation_request(&self, run: RunContext) -> ActivationRequest {
+        let mut request = ActivationRequest::new(self.tools()).with_run(run);
+        for server in self.mcp.servers() {
+            let capabilities = McpServerCapabilities {
+                resources: server.has_resources,
+                prompts: server.has_prompts,
+            };
+            request
+                .mcp_capabilities
+                .insert(server.name.clone(), capabilities);
+        }
+        request
+    }
 }
 
 #[async_trait]
@@ -48,16 +88,18 @@ impl ToolExecutor for Executor {
                 None => Err(ToolError::new(format!("Unknown tool id: {catalog_id}"))),
             };
         }
-        match self.demo.execute(catalog_id, input, &context).await {
-            Some(result) => result,
-            None => Err(ToolError::new(format!("Unknown tool id: {catalog_id}"))),
-        }
+        let demo = match &self.demo {
+            Some(demo) => demo.execute(catalog_id, input, &context).await,
+            None => None,
+        };
+        demo.unwrap_or_else(|| Err(ToolError::new(format!("Unknown tool id: {catalog_id}"))))
     }
 }
 
 impl Host {
-    /// Reads the config (none: code mode on with the demo catalog) and starts the host.
-    pub(crate) async fn start(config_file: Option<&Path>) -> anyhow::Result<Host> {
+    /// Reads the config (none: code mode on) and starts the host, with the demo catalog when
+    /// `demo` is set.
+    pub(crate) async fn start(config_file: Option<&Path>, demo: bool) -> anyhow::Result<Host> {
         let mut mcp_servers = BTreeMap::new();
         let config = match config_file {
             None => CodeModeConfig::enabled(),
@@ -100,7 +142,7 @@ impl Host {
         let registry = Arc::new(NamespaceRegistry::new());
         demo::register_namespaces(&registry)?;
         let executor = Arc::new(Executor {
-            demo: DemoTools::new(),
+            demo: demo.then(DemoTools::new),
             mcp,
         });
         let code_mode = CodeMode::builder(config, executor.clone())
@@ -116,21 +158,21 @@ impl Host {
         self.code_mode.clone()
     }
 
-    /// The effective tools: the demo catalog plus every MCP server's tools.
+    /// The effective tools: the demo catalog (if on) plus every MCP server's tools.
     pub(crate) fn activation_request(&self, run: RunContext) -> ActivationRequest {
-        let mut tools = demo::tools();
-        tools.extend(self.executor.mcp.descriptors());
-        let mut request = ActivationRequest::new(tools).with_run(run);
-        for server in self.executor.mcp.servers() {
-            let capabilities = McpServerCapabilities {
-                resources: server.has_resources,
-                prompts: server.has_prompts,
-            };
-            request
-                .mcp_capabilities
-                .insert(server.name.clone(), capabilities);
-        }
-        request
+        self.executor.activation_request(run)
+    }
+
+    /// How many tools the host offers.
+    pub(crate) fn tool_count(&self) -> usize {
+        self.executor.tools().len()
+    }
+
+    /// The tools of served sessions. Drop it before [`Host::shutdown`].
+    pub(crate) fn tool_source(&self) -> Arc<HostTools> {
+        Arc::new(HostTools {
+            executor: Arc::clone(&self.executor),
+        })
     }
 
     /// Drops suspended runs and stops the MCP servers.

@@ -1,18 +1,25 @@
 //! The `codemode` command (SPEC §14): runs one code-mode cell against an embedded demo catalog
-//! (and, with `--config`, real MCP servers), prints the model-visible surface, or lists the
-//! virtual MCP declaration files.
+//! (and, with `--config`, real MCP servers), prints the model-visible surface, lists the
+//! virtual MCP declaration files, or serves code mode as an MCP server.
 //!
 //! ```text
 //! codemode run [--config FILE] [--lang javascript|typescript] [--no-wait | --max-waits N] [FILE|-]
 //! codemode surface [--config FILE]
 //! codemode decls [--config FILE] [PATH]
+//! codemode serve [--config FILE] [--demo] [--http ADDR] [--auth-token-env NAME] [--max-sessions N]
 //! ```
 //! `run` answers every `waiting` result with an automatic `wait` call, at most `--max-waits`
 //! times (default [`DEFAULT_MAX_WAITS`]), so a cell that yields forever cannot keep the command
 //! busy; `--no-wait` is `--max-waits 0`.
 //!
+//! `serve` speaks MCP on stdin/stdout (the default, what desktop clients start) or, with
+//! `--http ADDR`, streamable HTTP at `http://ADDR/mcp`. Its tools are exactly `exec` and `wait`
+//! (as printed by `surface`); the configured MCP servers, and with `--demo` the demo catalog,
+//! hide behind them.
+//!
 //! Exit status: 0 completed, 1 failed, 2 usage or config error, 3 still waiting (with
-//! `--no-wait`, or after `--max-waits` automatic waits).
+//! `--no-wait`, or after `--max-waits` automatic waits). Every subcommand takes `--help` and
+//! `--version`.
 #![forbid(unsafe_code)]
 #![allow(
     clippy::print_stdout,
@@ -24,28 +31,24 @@ mod demo;
 mod host;
 
 use std::io::Read;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand};
 use codemode_core::{Activation, CodeModeResult, Language, RunContext};
+use codemode_mcp_server::{CodeModeServer, DEFAULT_MAX_SESSIONS, HttpOptions};
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 use crate::host::Host;
 
-const USAGE: &str = "usage:
-  codemode run [--config FILE] [--lang javascript|typescript] [--no-wait | --max-waits N] [FILE|-]
-  codemode surface [--config FILE]
-  codemode decls [--config FILE] [PATH]
+/// What `--help` shows after the options of every command.
+const EXIT_STATUS_HELP: &str = "Exit status: 0 completed, 1 failed, 2 usage or config error, \
+3 still waiting (with --no-wait, or after --max-waits automatic waits)";
 
-options of `run`:
-  --no-wait        stop at the first `waiting` result (same as --max-waits 0)
-  --max-waits N    answer `waiting` with at most N automatic `wait` calls (default 100)
-
-exit status: 0 completed, 1 failed, 2 usage or config error,
-  3 still waiting (with --no-wait, or after --max-waits automatic waits)";
-
-/// Exit status of a usage or config error.
+/// Exit status of a usage or config error (clap's own usage errors exit with 2 too).
 const EXIT_USAGE: u8 = 2;
 /// Exit status of a run left waiting: with `--no-wait`, or after `--max-waits` automatic waits.
 const EXIT_WAITING: u8 = 3;
@@ -56,73 +59,98 @@ const EXIT_WAITING: u8 = 3;
 /// the command follows a run that is only slow: about 100 × `timeoutMs`.
 const DEFAULT_MAX_WAITS: u32 = 100;
 
-/// A parsed command line.
-#[derive(Debug, Default)]
-struct Args {
-    command: String,
-    config: Option<PathBuf>,
-    language: Option<Language>,
-    /// Automatic `wait` calls `run` may make (`--no-wait` sets 0).
-    max_waits: u32,
-    operand: Option<String>,
+/// Code mode from the command line: run cells, inspect the surface, serve it over MCP.
+#[derive(Debug, Parser)]
+#[command(name = "codemode", version, propagate_version = true, after_help = EXIT_STATUS_HELP)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
 }
 
-fn parse_args(mut raw: impl Iterator<Item = String>) -> anyhow::Result<Args> {
-    let mut args = Args {
-        command: raw.next().context("missing command")?,
-        max_waits: DEFAULT_MAX_WAITS,
-        ..Args::default()
-    };
-    if matches!(args.command.as_str(), "-h" | "--help") {
-        bail!("help requested");
-    }
-    if !matches!(args.command.as_str(), "run" | "surface" | "decls") {
-        bail!("unknown command `{}`", args.command);
-    }
-    while let Some(arg) = raw.next() {
-        match arg.as_str() {
-            "--config" => args.config = Some(raw.next().context("--config needs a file")?.into()),
-            "--lang" => {
-                let name = raw
-                    .next()
-                    .context("--lang needs javascript or typescript")?;
-                args.language =
-                    Some(Language::parse(&name).context("--lang takes javascript or typescript")?);
-            }
-            "--no-wait" if args.command == "run" => args.max_waits = 0,
-            "--max-waits" if args.command == "run" => {
-                let count = raw.next().context("--max-waits needs a count")?;
-                args.max_waits = count.parse().with_context(|| {
-                    format!(
-                        "--max-waits takes a whole number from 0 to {}, not `{count}`",
-                        u32::MAX
-                    )
-                })?;
-            }
-            "-h" | "--help" => bail!("help requested"),
-            flag if flag.starts_with("--") => bail!("unknown option `{flag}`"),
-            operand if args.operand.is_none() => args.operand = Some(operand.to_owned()),
-            extra => bail!("unexpected argument `{extra}`"),
-        }
-    }
-    if args.command != "run" && args.language.is_some() {
-        bail!("--lang only applies to `run`");
-    }
-    if args.command == "surface" && args.operand.is_some() {
-        bail!("`surface` takes no operand");
-    }
-    Ok(args)
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run one cell (JavaScript or TypeScript) and print each result as a JSON line.
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Run(RunArgs),
+    /// Print the model-visible tools (exec, wait and direct-only tools) as JSON.
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Surface {
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+    /// List the virtual MCP declaration files, or print one.
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Decls {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// A declaration file to print (e.g. mcp/everything.d.ts).
+        path: Option<String>,
+    },
+    /// Serve code mode as an MCP server: exec and wait, with the configured MCP servers behind.
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+struct ConfigArg {
+    /// A JSON file with `tools.codeMode` and `mcpServers`.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    #[command(flatten)]
+    config: ConfigArg,
+    /// The language of the program (default: from the file extension, else javascript).
+    #[arg(long = "lang", value_name = "LANG", value_parser = parse_language)]
+    language: Option<Language>,
+    /// Stop at the first `waiting` result (same as --max-waits 0).
+    #[arg(long, conflicts_with = "max_waits")]
+    no_wait: bool,
+    /// Answer `waiting` with at most N automatic `wait` calls.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_WAITS)]
+    max_waits: u32,
+    /// The program file; `-` or nothing reads stdin.
+    #[arg(value_name = "FILE|-")]
+    file: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    config: ConfigArg,
+    /// Add the embedded demo catalog (core tools and the `Issues` namespace).
+    #[arg(long)]
+    demo: bool,
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8787).
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// Require `Authorization: Bearer <token>` on HTTP, the token read from this variable.
+    #[arg(long, value_name = "NAME", requires = "http")]
+    auth_token_env: Option<String>,
+    /// At most N client sessions at a time.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS as u32,
+          value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    max_sessions: u32,
+    /// Also accept this browser Origin on HTTP (loopback origins always pass), e.g. https://app.example:443.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    allow_origins: Vec<String>,
+    /// Also accept this Host header on HTTP (needed when ADDR is not loopback).
+    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+    allow_hosts: Vec<String>,
+    /// Largest HTTP request body, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = codemode_mcp_server::DEFAULT_MAX_BODY_BYTES, requires = "http")]
+    max_body_bytes: usize,
+}
+
+fn parse_language(name: &str) -> Result<Language, String> {
+    Language::parse(name).ok_or_else(|| "takes javascript or typescript".to_owned())
 }
 
 fn main() -> ExitCode {
     init_tracing();
-    let args = match parse_args(std::env::args().skip(1)) {
-        Ok(args) => args,
-        Err(error) => {
-            eprintln!("codemode: {error}\n{USAGE}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
+    let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -134,7 +162,7 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    match runtime.block_on(run(args)) {
+    match runtime.block_on(run(cli.command)) {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             eprintln!("codemode: {error:#}");
@@ -158,8 +186,16 @@ fn init_tracing() {
         .try_init();
 }
 
-async fn run(args: Args) -> anyhow::Result<u8> {
-    let host = Host::start(args.config.as_deref()).await?;
+async fn run(command: Command) -> anyhow::Result<u8> {
+    if let Command::Serve(args) = command {
+        return serve(args).await;
+    }
+    let config = match &command {
+        Command::Run(args) => args.config.config.as_deref(),
+        Command::Surface { config } | Command::Decls { config, .. } => config.config.as_deref(),
+        Command::Serve(_) => None,
+    };
+    let host = Host::start(config, true).await?;
     let code_mode = host.code_mode();
     let activation = code_mode
         .activate(host.activation_request(RunContext {
@@ -169,14 +205,89 @@ async fn run(args: Args) -> anyhow::Result<u8> {
             ..RunContext::default()
         }))
         .context("code mode activation failed")?;
-    let code = match args.command.as_str() {
-        "surface" => surface(&activation),
-        "decls" => decls(&activation, args.operand.as_deref())?,
-        _ => run_cell(&activation, &args).await?,
+    let code = match &command {
+        Command::Surface { .. } => surface(&activation),
+        Command::Decls { path, .. } => decls(&activation, path.as_deref())?,
+        Command::Run(args) => run_cell(&activation, args).await?,
+        Command::Serve(_) => 0,
     };
     drop(activation);
     host.shutdown().await;
     Ok(code)
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<u8> {
+    let token = match &args.auth_token_env {
+        None => None,
+        Some(name) => match std::env::var(name) {
+            Ok(token) if !token.is_empty() => Some(token),
+            _ => bail!("--auth-token-env {name}: the variable is not set or empty"),
+        },
+    };
+    let host = Host::start(args.config.config.as_deref(), args.demo).await?;
+    if host.tool_count() == 0 {
+        bail!("nothing to serve: configure mcpServers in --config, or pass --demo");
+    }
+    if !host.code_mode().config().enabled {
+        bail!(
+            "code mode is disabled in this config (tools.codeMode.enabled), so there is nothing to serve"
+        );
+    }
+    let server = CodeModeServer::new(host.code_mode(), host.tool_source())
+        .max_sessions(args.max_sessions as usize)
+        .server_info("codemode", env!("CARGO_PKG_VERSION"));
+    let result = match args.http {
+        None => server.serve_stdio().await.map_err(anyhow::Error::from),
+        Some(addr) => {
+            let mut options = HttpOptions::default()
+                .allow_origins(args.allow_origins)
+                .max_body_bytes(args.max_body_bytes);
+            if !args.allow_hosts.is_empty() {
+                let mut hosts = options.allowed_hosts.clone();
+                hosts.extend(args.allow_hosts);
+                options = options.allowed_hosts(hosts);
+            }
+            if let Some(token) = token {
+                options = options.auth_token(token);
+            } else if !addr.ip().is_loopback() {
+                eprintln!(
+                    "codemode: warning: serving {addr} beyond loopback without --auth-token-env"
+                );
+            }
+            let shutdown = CancellationToken::new();
+            stop_on_interrupt(shutdown.clone())?;
+            server
+                .serve_http(addr, options, shutdown, |bound| {
+                    eprintln!("codemode: serving MCP at http://{bound}/mcp");
+                })
+                .await
+                .map_err(anyhow::Error::from)
+        }
+    };
+    drop(server);
+    host.shutdown().await;
+    result.map(|()| 0)
+}
+
+/// Cancels `shutdown` on Ctrl-C (SIGINT). The handler is in place when this returns, so an
+/// interrupt that arrives once the server has said it is serving always stops it cleanly.
+fn stop_on_interrupt(shutdown: CancellationToken) -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut interrupt =
+            signal(SignalKind::interrupt()).context("installing the Ctrl-C handler")?;
+        tokio::spawn(async move {
+            interrupt.recv().await;
+            shutdown.cancel();
+        });
+    }
+    #[cfg(not(unix))]
+    tokio::spawn(async move {
+        let _ = tokio::signal::ctrl_c().await;
+        shutdown.cancel();
+    });
+    Ok(())
 }
 
 fn surface(activation: &Activation) -> u8 {
@@ -210,8 +321,9 @@ fn decls(activation: &Activation, path: Option<&str>) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-async fn run_cell(activation: &Activation, args: &Args) -> anyhow::Result<u8> {
-    let (source, file) = read_source(args.operand.as_deref())?;
+async fn run_cell(activation: &Activation, args: &RunArgs) -> anyhow::Result<u8> {
+    let max_waits = if args.no_wait { 0 } else { args.max_waits };
+    let (source, file) = read_source(args.file.as_deref())?;
     let language = args
         .language
         .unwrap_or_else(|| language_of(file.as_deref()));
@@ -227,11 +339,10 @@ async fn run_cell(activation: &Activation, args: &Args) -> anyhow::Result<u8> {
         match &result {
             CodeModeResult::Completed { .. } => return Ok(0),
             CodeModeResult::Failed { .. } => return Ok(1),
-            CodeModeResult::Waiting { .. } if waits >= args.max_waits => {
-                if args.max_waits > 0 {
+            CodeModeResult::Waiting { .. } if waits >= max_waits => {
+                if max_waits > 0 {
                     eprintln!(
-                        "codemode: the run is still waiting after {waits} automatic waits (--max-waits {})",
-                        args.max_waits
+                        "codemode: the run is still waiting after {waits} automatic waits (--max-waits {max_waits})"
                     );
                 }
                 return Ok(EXIT_WAITING);

@@ -245,11 +245,58 @@ fn failures_exit_1_with_the_stable_messages() {
 }
 
 #[test]
+fn help_and_version_on_every_command() {
+    for command in [
+        None,
+        Some("run"),
+        Some("surface"),
+        Some("decls"),
+        Some("serve"),
+    ] {
+        let mut args: Vec<&str> = command.into_iter().collect();
+        args.push("--help");
+        let output = codemode(&args, None);
+        assert_eq!(output.status.code(), Some(0), "{args:?}");
+        let help = String::from_utf8_lossy(&output.stdout);
+        assert!(help.contains("Usage: codemode"), "{args:?}: {help}");
+        assert!(
+            help.contains("Exit status: 0 completed"),
+            "{args:?}: {help}"
+        );
+        args.pop();
+        args.push("--version");
+        let output = codemode(&args, None);
+        assert_eq!(output.status.code(), Some(0), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&output.stdout).contains(env!("CARGO_PKG_VERSION")),
+            "{args:?}"
+        );
+    }
+    let serve = codemode(&["serve", "--help"], None);
+    let help = String::from_utf8_lossy(&serve.stdout);
+    for option in [
+        "--config",
+        "--http",
+        "--demo",
+        "--auth-token-env",
+        "--max-sessions",
+    ] {
+        assert!(help.contains(option), "serve --help names {option}");
+    }
+}
+
+#[test]
+fn serve_with_nothing_to_serve_is_a_usage_error() {
+    let output = codemode(&["serve"], None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--demo"));
+}
+
+#[test]
 fn usage_and_config_errors_exit_2() {
     for args in [
         vec!["frobnicate"],
         vec![],
-        vec!["--help"],
         vec!["run", "--lang", "bash", "-"],
         vec!["run", "--bogus"],
         vec!["run", "missing-file.js"],
@@ -257,6 +304,10 @@ fn usage_and_config_errors_exit_2() {
         vec!["run", "--max-waits", "-1", "-"],
         vec!["run", "--max-waits"],
         vec!["surface", "--max-waits", "3"],
+        vec!["run", "--no-wait", "--max-waits", "3", "-"],
+        vec!["serve", "--http", "not-an-address"],
+        vec!["serve", "--max-sessions", "0"],
+        vec!["serve", "--auth-token-env", "X"],
     ] {
         let output = codemode(&args, Some("return 1"));
         assert_eq!(output.status.code(), Some(2), "{args:?}");
@@ -392,4 +443,162 @@ fn readme_mcp_example_against_real_servers() {
         String::from_utf8_lossy(&output.stdout).contains("declare namespace"),
         "a real declaration file"
     );
+}
+
+#[test]
+fn serve_over_stdio_answers_and_exits_0_when_the_client_closes() {
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": { "name": "cli-test", "version": "0" } } });
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
+    // An upstream that does not start is reported on stderr; the server serves the rest.
+    let config = TempConfig::new(
+        "serve-ghost",
+        r#"{ "tools": { "codeMode": true }, "mcpServers": { "ghost": { "command": "/nonexistent/mcp-server" } } }"#,
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(["serve", "--demo", "--config", config.path()])
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("codemode serve starts");
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{init}\n{initialized}\n{list}").unwrap();
+    stdin.flush().unwrap();
+    // Read until the tools/list answer arrives, THEN close stdin: no answer races the close.
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut answers: Vec<Value> = Vec::new();
+    while !answers.iter().any(|a| a["id"] == 2) {
+        let mut line = String::new();
+        let read = std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+        assert!(read > 0, "the server closed stdout early");
+        answers.push(serde_json::from_str(&line).expect("a JSON-RPC line"));
+    }
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stderr)
+            .contains("MCP server unavailable: MCP server `ghost`"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(answers[0]["result"]["serverInfo"]["name"], "codemode");
+    let surface = check(&["surface"], None, 0);
+    let tools = answers[1]["result"]["tools"].as_array().expect("tools");
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ["exec", "wait"]);
+    for (tool, expected) in tools
+        .iter()
+        .zip(surface[0]["tools"].as_array().expect("surface"))
+    {
+        assert_eq!(tool["description"], expected["description"]);
+        assert_eq!(tool["inputSchema"], expected["parameters"]);
+    }
+}
+
+/// The six steps of the serve plan with the official TypeScript SDK client
+/// (`tests/mcp-servers/serve-client.mjs`), over stdio and over streamable HTTP with a token.
+/// Needs node and the pinned npm packages (`cargo xtask npm`, done by `cargo xtask ci`).
+#[test]
+fn serve_end_to_end_with_the_typescript_sdk_client() {
+    use std::io::{BufRead, BufReader};
+    let root = root();
+    assert!(
+        root.join("tests/mcp-servers/node_modules/@modelcontextprotocol/sdk")
+            .exists(),
+        "run `cargo xtask npm` first (installs tests/mcp-servers)"
+    );
+    let surface = codemode(&["surface", "--config", "examples/mcp.json"], None);
+    assert_eq!(surface.status.code(), Some(0));
+    let surface_file = std::env::temp_dir().join(format!(
+        "codemode-serve-surface-{}.json",
+        std::process::id()
+    ));
+    std::fs::write(&surface_file, &surface.stdout).unwrap();
+    let node = |args: &[&str], token: Option<&str>| {
+        let mut command = Command::new("node");
+        command
+            .arg("tests/mcp-servers/serve-client.mjs")
+            .args(args)
+            .current_dir(&root)
+            .env("EXPECTED_SURFACE", &surface_file)
+            .stdin(Stdio::null());
+        if let Some(token) = token {
+            command.env("CODEMODE_TEST_TOKEN", token);
+        }
+        let output = command.output().expect("node runs");
+        let steps: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect();
+        assert!(
+            output.status.success() && steps.len() == 6 && steps.iter().all(|s| s["ok"] == true),
+            "{args:?}:\n{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    let codemode = env!("CARGO_BIN_EXE_codemode");
+    node(
+        &[
+            "stdio",
+            codemode,
+            "serve",
+            "--demo",
+            "--config",
+            "examples/mcp.json",
+        ],
+        None,
+    );
+
+    let mut server = Command::new(codemode)
+        .args([
+            "serve",
+            "--demo",
+            "--config",
+            "examples/mcp.json",
+            "--http",
+            "127.0.0.1:0",
+            "--auth-token-env",
+            "CODEMODE_SERVE_TOKEN",
+        ])
+        .env("CODEMODE_SERVE_TOKEN", "e2e-token")
+        .current_dir(&root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("codemode serve starts");
+    // The server names its address on stderr once it is bound: that line is the signal.
+    let mut stderr = BufReader::new(server.stderr.take().unwrap());
+    let mut url = None;
+    let mut line = String::new();
+    while stderr.read_line(&mut line).unwrap() > 0 {
+        if let Some(rest) = line.trim().strip_prefix("codemode: serving MCP at ") {
+            url = Some(rest.to_owned());
+            break;
+        }
+        line.clear();
+    }
+    let drain = std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let url = url.expect("the server reports its address");
+    node(&["http", &url], Some("e2e-token"));
+    // Ctrl-C: the server stops serving, shuts its MCP servers down and exits 0.
+    let interrupted = Command::new("kill")
+        .args(["-INT", &server.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(interrupted.success());
+    assert_eq!(server.wait().unwrap().code(), Some(0));
+    let _ = drain.join();
+    let _ = std::fs::remove_file(&surface_file);
 }

@@ -30,6 +30,9 @@ pub const DEFAULT_MAX_SAVED_RESULTS: u64 = 64;
 pub const DEFAULT_MAX_SAVED_RESULT_BYTES: u64 = 10 * 1024 * 1024;
 /// Default `snapshotTtlSeconds`: how long a parked run waits for `wait`.
 pub const DEFAULT_SNAPSHOT_TTL_SECONDS: u64 = 900;
+/// Default `maxWaitMs`: the longest a `wait` call idles while the guest is blocked on pending
+/// host work and produces nothing new.
+pub const DEFAULT_MAX_WAIT_MS: u64 = 60_000;
 /// Default `searchDefaultLimit`: results of `tools.search` without a limit.
 pub const DEFAULT_SEARCH_DEFAULT_LIMIT: u64 = 8;
 /// Default `maxSearchLimit`: the most results `tools.search` returns.
@@ -46,7 +49,7 @@ struct Field {
 }
 
 /// Every integer field. `searchDefaultLimit` is clamped again to `maxSearchLimit` after parsing.
-const INTEGER_FIELDS: [Field; 11] = [
+const INTEGER_FIELDS: [Field; 12] = [
     Field {
         name: "timeoutMs",
         min: 100,
@@ -100,6 +103,12 @@ const INTEGER_FIELDS: [Field; 11] = [
         min: 1,
         max: 86_400,
         slot: |c| &mut c.snapshot_ttl_seconds,
+    },
+    Field {
+        name: "maxWaitMs",
+        min: 1_000,
+        max: 600_000,
+        slot: |c| &mut c.max_wait_ms,
     },
     Field {
         name: "searchDefaultLimit",
@@ -175,6 +184,9 @@ pub struct CodeModeConfig {
     pub max_saved_result_bytes: u64,
     /// Time a parked run waits for `wait`, in seconds.
     pub snapshot_ttl_seconds: u64,
+    /// The longest a `wait` call idles, in milliseconds, while the guest is blocked on pending
+    /// host work and produces no output; guest code still runs at most `timeout_ms` at a time.
+    pub max_wait_ms: u64,
     /// Results of `tools.search` without a limit (at most `max_search_limit`).
     pub search_default_limit: u64,
     /// The most results `tools.search` returns.
@@ -196,6 +208,7 @@ impl Default for CodeModeConfig {
             max_saved_results: DEFAULT_MAX_SAVED_RESULTS,
             max_saved_result_bytes: DEFAULT_MAX_SAVED_RESULT_BYTES,
             snapshot_ttl_seconds: DEFAULT_SNAPSHOT_TTL_SECONDS,
+            max_wait_ms: DEFAULT_MAX_WAIT_MS,
             search_default_limit: DEFAULT_SEARCH_DEFAULT_LIMIT,
             max_search_limit: DEFAULT_MAX_SEARCH_LIMIT,
             languages: vec![Language::Javascript, Language::Typescript],
@@ -250,6 +263,11 @@ impl CodeModeConfig {
     /// The wall-clock budget of one `exec` / `wait` call.
     pub fn timeout(&self) -> Duration {
         Duration::from_millis(self.timeout_ms)
+    }
+
+    /// The longest a `wait` call idles on pending host work.
+    pub fn max_wait(&self) -> Duration {
+        Duration::from_millis(self.max_wait_ms)
     }
 
     /// Whether cells in `language` are accepted.
@@ -353,6 +371,10 @@ struct CodeModeSettings {
     #[serde(default = "defaults::snapshot_ttl_seconds")]
     #[schemars(range(min = 1))]
     snapshot_ttl_seconds: u64,
+    /// Longest idle of one wait call on pending host work in ms (clamped to 1000..=600000).
+    #[serde(default = "defaults::max_wait_ms")]
+    #[schemars(range(min = 1))]
+    max_wait_ms: u64,
     /// Default tools.search limit (clamped to 1..=maxSearchLimit).
     #[serde(default = "defaults::search_default_limit")]
     #[schemars(range(min = 1))]
@@ -397,6 +419,9 @@ mod defaults {
     }
     pub(super) fn snapshot_ttl_seconds() -> u64 {
         CodeModeConfig::default().snapshot_ttl_seconds
+    }
+    pub(super) fn max_wait_ms() -> u64 {
+        CodeModeConfig::default().max_wait_ms
     }
     pub(super) fn search_default_limit() -> u64 {
         CodeModeConfig::default().search_default_limit

@@ -11,7 +11,9 @@ use codemode_mcp_decls::{DeclCache, McpDecls, McpServer, McpTool};
 use codemode_namespaces::{
     CancellationState, CatalogTool, NamespaceRegistry, NamespaceRuntime, ScopeContext, ToolOwner,
 };
-use codemode_sandbox::{JsonText, Limits, Run, RunScope, SnapshotStore, Step, StoreError};
+use codemode_sandbox::{
+    JsonText, Limits, Run, RunScope, SnapshotStore, Step, StoreError, SuspendReason,
+};
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
@@ -536,7 +538,13 @@ impl CodeModeSession {
     }
 
     /// Runs a `wait` call: resumes a suspended run with a fresh time budget.
+    ///
+    /// `wait` idles while the guest is blocked on pending host work: it returns when the run
+    /// completes or fails, yields, or produces output, or once `maxWaitMs` (or a smaller
+    /// `timeoutMs` in the input) has passed. Guest code runs at most `timeoutMs` of the config
+    /// per leg; output is noticed at the end of a leg.
     pub async fn wait(&self, input: &Value) -> CodeModeResult {
+        let raw_input = input;
         let input = match WaitInput::from_json(input) {
             Ok(input) => input,
             Err(error) => return self.invalid(error),
@@ -546,8 +554,32 @@ impl CodeModeSession {
             Ok(resumption) => resumption,
             Err(error) => return self.store_failure(error),
         };
-        let deadline = Instant::now() + self.inner.config.timeout();
-        let step = resumption.run_mut().drive(deadline).instrument(span).await;
+        // Idle while the guest only waits on host work: drive again, each leg with the full
+        // `timeoutMs` for guest code, until the run ends, yields or prints, or the next leg
+        // would pass `maxWaitMs` (or the smaller `timeoutMs` the caller asked for).
+        let config = &self.inner.config;
+        let idle_budget = match raw_input.get("timeoutMs").and_then(Value::as_u64) {
+            Some(asked) => config.max_wait().min(Duration::from_millis(asked.max(1))),
+            None => config.max_wait(),
+        };
+        let leg = config.timeout().min(idle_budget);
+        let started = Instant::now();
+        let step = loop {
+            let deadline = Instant::now() + leg;
+            let step = resumption
+                .run_mut()
+                .drive(deadline)
+                .instrument(span.clone())
+                .await;
+            match &step {
+                Step::Suspended {
+                    reason: SuspendReason::PendingTools,
+                    output,
+                    ..
+                } if output.is_empty() && started.elapsed() + leg <= idle_budget => continue,
+                _ => break step,
+            }
+        };
         let host = Arc::clone(&resumption.extra().host);
         let restart_safe = host.restart_safe;
         let telemetry = self.telemetry(&host.counters);

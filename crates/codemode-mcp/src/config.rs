@@ -68,6 +68,12 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default for [`HubOptions::shutdown_timeout`]: 10 s.
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Default for [`HubOptions::restart_backoff`]: 1 s.
+pub const DEFAULT_RESTART_BACKOFF: Duration = Duration::from_secs(1);
+
+/// Default for [`HubOptions::max_restart_backoff`]: 60 s.
+pub const DEFAULT_MAX_RESTART_BACKOFF: Duration = Duration::from_secs(60);
+
 /// Default for [`HubOptions::max_tools_per_server`]: 1024.
 pub const DEFAULT_MAX_TOOLS_PER_SERVER: usize = 1024;
 
@@ -116,6 +122,14 @@ pub struct HubOptions {
     /// Most pages followed for one list (tools, resources, prompts); a
     /// server whose `nextCursor` never ends gets truncated with a warning.
     pub max_list_pages: usize,
+    /// A server that exited is restarted on its next use. The first restart is immediate;
+    /// each further restart within [`HubOptions::max_restart_backoff`] of the previous one
+    /// waits twice as long as the one before, starting from this (calls in the meantime fail
+    /// with [`McpError::Restarting`](crate::McpError::Restarting)).
+    pub restart_backoff: Duration,
+    /// The longest wait between two restarts of one server; a server quiet for this long
+    /// starts over with an immediate restart.
+    pub max_restart_backoff: Duration,
 }
 
 impl Default for HubOptions {
@@ -126,6 +140,8 @@ impl Default for HubOptions {
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             max_tools_per_server: DEFAULT_MAX_TOOLS_PER_SERVER,
             max_list_pages: DEFAULT_MAX_LIST_PAGES,
+            restart_backoff: DEFAULT_RESTART_BACKOFF,
+            max_restart_backoff: DEFAULT_MAX_RESTART_BACKOFF,
         }
     }
 }
@@ -163,6 +179,14 @@ impl HubOptions {
     #[must_use]
     pub fn with_max_list_pages(mut self, max: usize) -> Self {
         self.max_list_pages = max;
+        self
+    }
+
+    /// Sets [`HubOptions::restart_backoff`] and [`HubOptions::max_restart_backoff`].
+    #[must_use]
+    pub fn with_restart_backoff(mut self, first: Duration, max: Duration) -> Self {
+        self.restart_backoff = first;
+        self.max_restart_backoff = max.max(first);
         self
     }
 }

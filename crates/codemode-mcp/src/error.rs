@@ -91,8 +91,8 @@ pub enum McpError {
         /// The call timeout that ran out.
         timeout: Duration,
     },
-    /// The server process exited or closed its connection (crash mid-call,
-    /// or an earlier crash). The server stays unusable; the others are unaffected.
+    /// The server process exited or closed its connection (crash mid-call).
+    /// It is restarted on its next use; the others are unaffected.
     #[error("MCP server `{server}` exited or closed its connection during {operation}{}", stderr_note(.stderr))]
     ServerExited {
         /// The server name.
@@ -101,6 +101,15 @@ pub enum McpError {
         operation: String,
         /// The last lines the server wrote on stderr, oldest first.
         stderr: Vec<String>,
+    },
+    /// The server exited and its next restart waits for the backoff
+    /// ([`HubOptions::restart_backoff`](crate::HubOptions::restart_backoff)).
+    #[error("MCP server `{server}` exited; it is restarted on a call in {}", human_duration(*.retry_in))]
+    Restarting {
+        /// The server name.
+        server: String,
+        /// How long until the next restart may be tried.
+        retry_in: Duration,
     },
     /// The hub was shut down.
     #[error("MCP server `{server}` was shut down")]
@@ -152,6 +161,7 @@ impl McpError {
             | Self::InvalidArguments { server, .. }
             | Self::Timeout { server, .. }
             | Self::ServerExited { server, .. }
+            | Self::Restarting { server, .. }
             | Self::ShutDown { server }
             | Self::Rejected { server, .. }
             | Self::Malformed { server, .. } => server,
@@ -216,6 +226,10 @@ impl McpError {
             Self::ServerExited { server, .. } => {
                 format!("MCP server `{server}` is not running (it exited)")
             }
+            Self::Restarting { server, retry_in } => format!(
+                "MCP server `{server}` is not running (it exited; it is restarted on a call in {})",
+                human_duration(*retry_in)
+            ),
             Self::ShutDown { server } => {
                 format!("MCP server `{server}` is not running (it was shut down)")
             }

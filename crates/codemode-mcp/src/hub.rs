@@ -4,17 +4,18 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
+use std::time::{Duration, Instant};
 
 use codemode_catalog::{McpCapability, ToolDescriptor, ToolOrigin};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, GetPromptRequestParams,
     Implementation, JsonObject, PaginatedRequestParams, ReadResourceRequestParams, Tool,
 };
-use rmcp::service::{RunningService, ServiceError};
+use rmcp::service::{NotificationContext, RunningService, ServiceError};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{Peer, RoleClient, ServiceExt as _};
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt as _};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -28,7 +29,7 @@ use crate::stderr::StderrTail;
 /// Longest server error message kept in [`McpError::Rejected`], in bytes.
 const MAX_ERROR_MESSAGE_BYTES: usize = 4 * 1024;
 
-type Client = RunningService<RoleClient, ClientConfig>;
+type Client = RunningService<RoleClient, HubClient>;
 
 /// The running MCP servers of a host: starts them, lists what they offer,
 /// and executes tool calls, resource reads and prompt gets on them.
@@ -36,7 +37,10 @@ type Client = RunningService<RoleClient, ClientConfig>;
 /// Cloning is cheap (the servers are shared) and every request method takes
 /// `&self`, so many tasks can use one hub concurrently. A server that fails
 /// to start is left out; one that crashes later makes only its own requests
-/// fail ([`McpError::ServerExited`]).
+/// fail ([`McpError::ServerExited`]) and is restarted on its next use, with a
+/// backoff between repeated restarts ([`HubOptions::restart_backoff`]). A
+/// server's `notifications/tools/list_changed` makes the hub list its tools
+/// again; [`McpHub::changes`] reports every such change (and every restart).
 ///
 /// Shutting down: [`McpHub::shutdown`] closes every server's stdin and waits
 /// (up to [`HubOptions::shutdown_timeout`]) for it to exit, then rmcp sends
@@ -68,8 +72,25 @@ type Client = RunningService<RoleClient, ClientConfig>;
 /// ```
 #[derive(Clone, Default)]
 pub struct McpHub {
-    servers: Arc<BTreeMap<String, Arc<Connection>>>,
+    servers: Arc<BTreeMap<String, Arc<Slot>>>,
     options: HubOptions,
+    changes: Arc<Changes>,
+}
+
+/// The hub-wide count of tool-list changes, for [`McpHub::changes`].
+#[derive(Debug)]
+struct Changes(tokio::sync::watch::Sender<u64>);
+
+impl Default for Changes {
+    fn default() -> Self {
+        Changes(tokio::sync::watch::Sender::new(0))
+    }
+}
+
+impl Changes {
+    fn bump(&self) {
+        self.0.send_modify(|count| *count += 1);
+    }
 }
 
 /// An optional server capability.
@@ -79,13 +100,106 @@ enum Feature {
     Prompts,
 }
 
-/// One running server.
+/// One configured server: how to start it, what it offers now, its live connection.
+struct Slot {
+    name: String,
+    config: McpServerConfig,
+    /// What the server offers: replaced on restart, its tools on `tools/list_changed`.
+    info: RwLock<ServerInfo>,
+    /// The live connection (replaced on restart; `None` only before the first start).
+    connection: RwLock<Option<Arc<Connection>>>,
+    /// Serialises restarts and holds their backoff.
+    restarts: tokio::sync::Mutex<Backoff>,
+    changes: Arc<Changes>,
+    options: HubOptions,
+}
+
+/// When the next restart of a server may happen.
+#[derive(Debug, Default)]
+struct Backoff {
+    /// Restarts in a row, each within `max_restart_backoff` of the previous one.
+    restarts: u32,
+    last: Option<Instant>,
+}
+
+impl Backoff {
+    /// How long to wait before the next restart, given the options.
+    fn wait(&self, options: &HubOptions, now: Instant) -> Duration {
+        let Some(last) = self.last else {
+            return Duration::ZERO;
+        };
+        let since = now.saturating_duration_since(last);
+        if since >= options.max_restart_backoff || self.restarts == 0 {
+            return Duration::ZERO;
+        }
+        let delay = options
+            .restart_backoff
+            .saturating_mul(1u32 << (self.restarts - 1).min(16))
+            .min(options.max_restart_backoff);
+        delay.saturating_sub(since)
+    }
+
+    fn record(&mut self, options: &HubOptions, now: Instant) {
+        let quiet = self
+            .last
+            .is_none_or(|last| now.saturating_duration_since(last) >= options.max_restart_backoff);
+        self.restarts = if quiet {
+            1
+        } else {
+            self.restarts.saturating_add(1)
+        };
+        self.last = Some(now);
+    }
+}
+
+/// One running server process.
 struct Connection {
-    info: ServerInfo,
+    name: String,
     peer: Peer<RoleClient>,
     /// `None` once the hub was shut down.
     client: Mutex<Option<Client>>,
     stderr: StderrTail,
+    /// Set when a request found the server gone.
+    exited: AtomicBool,
+}
+
+/// The client side of one connection: our identity, and a fresh tool listing when the server
+/// says its tools changed.
+struct HubClient {
+    slot: Weak<Slot>,
+}
+
+impl ClientHandler for HubClient {
+    fn get_info(&self) -> ClientConfig {
+        client_config()
+    }
+
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        let Some(slot) = self.slot.upgrade() else {
+            return;
+        };
+        let listing = tokio::time::timeout(
+            slot.options.call_timeout,
+            list_tools(&context.peer, &slot.name, &slot.options),
+        )
+        .await;
+        match listing {
+            Ok(Ok((tools, warnings))) => {
+                let mut info = slot.info.write().unwrap_or_else(PoisonError::into_inner);
+                info.tools = tools;
+                info.warnings = warnings;
+                drop(info);
+                tracing::debug!(target: "codemode", server = slot.name, "MCP server tools changed");
+                slot.changes.bump();
+            }
+            Ok(Err(error)) => {
+                tracing::warn!(target: "codemode", server = slot.name, "listing changed tools failed: {error}");
+            }
+            Err(_) => {
+                tracing::warn!(target: "codemode", server = slot.name, "listing changed tools timed out");
+            }
+        }
+    }
 }
 
 impl fmt::Debug for McpHub {
@@ -125,15 +239,41 @@ impl McpHub {
         servers: BTreeMap<String, McpServerConfig>,
         options: HubOptions,
     ) -> (McpHub, Vec<McpError>) {
-        let starts = servers
+        let changes = Arc::new(Changes::default());
+        let slots: Vec<Arc<Slot>> = servers
             .into_iter()
-            .map(|(name, config)| start_server(name, config, &options));
+            .map(|(name, config)| {
+                Arc::new(Slot {
+                    info: RwLock::new(ServerInfo {
+                        name: name.clone(),
+                        tools: Vec::new(),
+                        has_resources: false,
+                        has_prompts: false,
+                        instructions: None,
+                        warnings: Vec::new(),
+                        process_id: None,
+                    }),
+                    name,
+                    config,
+                    connection: RwLock::new(None),
+                    restarts: tokio::sync::Mutex::new(Backoff::default()),
+                    changes: Arc::clone(&changes),
+                    options: options.clone(),
+                })
+            })
+            .collect();
+        let starts = slots.iter().map(|slot| async move {
+            let started = start_server(slot).await?;
+            slot.install(started);
+            Ok::<_, McpError>(())
+        });
+        let outcomes = futures::future::join_all(starts).await;
         let mut running = BTreeMap::new();
         let mut failures = Vec::new();
-        for outcome in futures::future::join_all(starts).await {
+        for (slot, outcome) in slots.into_iter().zip(outcomes) {
             match outcome {
-                Ok(connection) => {
-                    running.insert(connection.info.name.clone(), Arc::new(connection));
+                Ok(()) => {
+                    running.insert(slot.name.clone(), slot);
                 }
                 Err(error) => {
                     tracing::warn!(server = error.server(), "{error}");
@@ -144,8 +284,16 @@ impl McpHub {
         let hub = McpHub {
             servers: Arc::new(running),
             options,
+            changes,
         };
         (hub, failures)
+    }
+
+    /// Counts tool-list changes of every server (`tools/list_changed`, restarts): the value
+    /// changes after the hub has the new listing, so a host that activates code mode after
+    /// seeing it gets the new tools from [`McpHub::descriptors`].
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.0.subscribe()
     }
 
     /// The catalog descriptors of every admitted tool, servers in name
@@ -155,13 +303,14 @@ impl McpHub {
     pub fn descriptors(&self) -> Vec<ToolDescriptor> {
         self.servers
             .values()
-            .flat_map(|connection| {
-                connection.info.tools.iter().map(|tool| ToolDescriptor {
-                    origin: ToolOrigin::Mcp(connection.info.name.clone()),
-                    name: tool.name.clone(),
-                    label: tool.title.clone(),
-                    description: tool.description.clone(),
-                    parameters: Some(tool.input_schema.clone()),
+            .flat_map(|slot| {
+                let info = slot.info();
+                info.tools.into_iter().map(move |tool| ToolDescriptor {
+                    origin: ToolOrigin::Mcp(info.name.clone()),
+                    name: tool.name,
+                    label: tool.title,
+                    description: tool.description,
+                    parameters: Some(tool.input_schema),
                     direct_only: false,
                     read_only: tool.read_only,
                 })
@@ -171,15 +320,12 @@ impl McpHub {
 
     /// What every running server offers, in name order.
     pub fn servers(&self) -> Vec<ServerInfo> {
-        self.servers
-            .values()
-            .map(|connection| connection.info.clone())
-            .collect()
+        self.servers.values().map(|slot| slot.info()).collect()
     }
 
     /// What one running server offers.
-    pub fn server(&self, name: &str) -> Option<&ServerInfo> {
-        self.servers.get(name).map(|connection| &connection.info)
+    pub fn server(&self, name: &str) -> Option<ServerInfo> {
+        self.servers.get(name).map(|slot| slot.info())
     }
 
     /// Calls `tool` on `server` with `arguments` (a JSON object, or `null`
@@ -193,7 +339,7 @@ impl McpHub {
         arguments: Value,
     ) -> Result<Value, McpError> {
         let operation = format!("tools/call `{tool}`");
-        let connection = self.connection(server)?;
+        let connection = self.connection(server).await?;
         let arguments = arguments_object(server, &operation, arguments)?;
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = arguments;
@@ -211,7 +357,7 @@ impl McpHub {
     /// [`HubOptions::max_list_pages`]) as `{ "resources": [...] }`.
     pub async fn list_resources(&self, server: &str) -> Result<Value, McpError> {
         let operation = "resources/list".to_owned();
-        let connection = self.offering(server, Feature::Resources)?;
+        let connection = self.offering(server, Feature::Resources).await?;
         let (resources, _truncated) = connection
             .request(
                 &operation,
@@ -233,7 +379,7 @@ impl McpHub {
     /// `ReadResourceResult` as JSON: `{ contents: [...] }`.
     pub async fn read_resource(&self, server: &str, uri: &str) -> Result<Value, McpError> {
         let operation = format!("resources/read `{uri}`");
-        let connection = self.offering(server, Feature::Resources)?;
+        let connection = self.offering(server, Feature::Resources).await?;
         let result = connection
             .request(
                 &operation,
@@ -249,7 +395,7 @@ impl McpHub {
     /// Lists the prompts of `server` (all pages, bounded) as `{ "prompts": [...] }`.
     pub async fn list_prompts(&self, server: &str) -> Result<Value, McpError> {
         let operation = "prompts/list".to_owned();
-        let connection = self.offering(server, Feature::Prompts)?;
+        let connection = self.offering(server, Feature::Prompts).await?;
         let (prompts, _truncated) = connection
             .request(
                 &operation,
@@ -277,7 +423,7 @@ impl McpHub {
         arguments: Option<Value>,
     ) -> Result<Value, McpError> {
         let operation = format!("prompts/get `{name}`");
-        let connection = self.offering(server, Feature::Prompts)?;
+        let connection = self.offering(server, Feature::Prompts).await?;
         let arguments = arguments_object(server, &operation, arguments.unwrap_or(Value::Null))?;
         let mut params = GetPromptRequestParams::new(name);
         params.arguments = arguments;
@@ -368,13 +514,14 @@ impl McpHub {
         let clients: Vec<(String, Client)> = self
             .servers
             .values()
-            .filter_map(|connection| {
+            .filter_map(|slot| {
+                let connection = slot.current()?;
                 let client = connection
                     .client
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .take();
-                client.map(|client| (connection.info.name.clone(), client))
+                client.map(|client| (slot.name.clone(), client))
             })
             .collect();
         let timeout = self.options.shutdown_timeout;
@@ -390,20 +537,23 @@ impl McpHub {
         .await;
     }
 
-    fn connection(&self, server: &str) -> Result<&Connection, McpError> {
-        self.servers
+    /// The live connection of `server`, restarted first when the server exited.
+    async fn connection(&self, server: &str) -> Result<Arc<Connection>, McpError> {
+        let slot = self
+            .servers
             .get(server)
-            .map(Arc::as_ref)
             .ok_or_else(|| McpError::UnknownServer {
                 server: server.to_owned(),
-            })
+            })?;
+        slot.live_connection().await
     }
 
-    fn offering(&self, server: &str, feature: Feature) -> Result<&Connection, McpError> {
-        let connection = self.connection(server)?;
+    async fn offering(&self, server: &str, feature: Feature) -> Result<Arc<Connection>, McpError> {
+        let connection = self.connection(server).await?;
+        let info = self.servers.get(server).map(|slot| slot.info());
         let (offered, name) = match feature {
-            Feature::Resources => (connection.info.has_resources, "resources"),
-            Feature::Prompts => (connection.info.has_prompts, "prompts"),
+            Feature::Resources => (info.is_some_and(|i| i.has_resources), "resources"),
+            Feature::Prompts => (info.is_some_and(|i| i.has_prompts), "prompts"),
         };
         if offered {
             Ok(connection)
@@ -413,6 +563,64 @@ impl McpHub {
                 feature: name,
             })
         }
+    }
+}
+
+impl Slot {
+    fn info(&self) -> ServerInfo {
+        self.info
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn current(&self) -> Option<Arc<Connection>> {
+        self.connection
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn install(&self, (connection, info): (Connection, ServerInfo)) {
+        *self.info.write().unwrap_or_else(PoisonError::into_inner) = info;
+        *self
+            .connection
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(connection));
+    }
+
+    /// The connection, restarted first when the server exited (at most one restart at a time;
+    /// repeated restarts wait for the backoff).
+    async fn live_connection(self: &Arc<Self>) -> Result<Arc<Connection>, McpError> {
+        let current = self.current();
+        if let Some(connection) = &current
+            && (connection.is_shut_down() || !connection.has_exited())
+        {
+            return Ok(Arc::clone(connection));
+        }
+        let mut backoff = self.restarts.lock().await;
+        // Another call may have restarted it while this one waited for the lock.
+        if let Some(connection) = self.current()
+            && (connection.is_shut_down() || !connection.has_exited())
+        {
+            return Ok(connection);
+        }
+        let now = Instant::now();
+        let wait = backoff.wait(&self.options, now);
+        if !wait.is_zero() {
+            return Err(McpError::Restarting {
+                server: self.name.clone(),
+                retry_in: Duration::from_secs(wait.as_secs() + u64::from(wait.subsec_nanos() > 0)),
+            });
+        }
+        backoff.record(&self.options, now);
+        tracing::info!(target: "codemode", server = self.name, "restarting the MCP server");
+        let started = start_server(self).await?;
+        self.install(started);
+        self.changes.bump();
+        self.current().ok_or_else(|| McpError::ShutDown {
+            server: self.name.clone(),
+        })
     }
 }
 
@@ -426,7 +634,7 @@ impl Connection {
     ) -> Result<T, McpError> {
         if self.is_shut_down() {
             return Err(McpError::ShutDown {
-                server: self.info.name.clone(),
+                server: self.name.clone(),
             });
         }
         match tokio::time::timeout(timeout, request).await {
@@ -434,11 +642,16 @@ impl Connection {
             Ok(Err(error)) => Err(self.request_error(operation, error).await),
             // Dropping the request future sends `notifications/cancelled`.
             Err(_elapsed) => Err(McpError::Timeout {
-                server: self.info.name.clone(),
+                server: self.name.clone(),
                 operation: operation.to_owned(),
                 timeout,
             }),
         }
+    }
+
+    /// The server is gone: a request found its connection closed, or rmcp did.
+    fn has_exited(&self) -> bool {
+        self.exited.load(Ordering::Relaxed) || self.peer.is_transport_closed()
     }
 
     fn is_shut_down(&self) -> bool {
@@ -449,7 +662,14 @@ impl Connection {
     }
 
     async fn request_error(&self, operation: &str, error: ServiceError) -> McpError {
-        let server = self.info.name.clone();
+        let server = self.name.clone();
+        if matches!(
+            error,
+            ServiceError::TransportClosed | ServiceError::TransportSend(_)
+        ) || (matches!(error, ServiceError::Cancelled { .. }) && !self.is_shut_down())
+        {
+            self.exited.store(true, Ordering::Relaxed);
+        }
         let operation = operation.to_owned();
         match error {
             ServiceError::McpError(data) => McpError::Rejected {
@@ -499,11 +719,40 @@ fn client_config() -> ClientConfig {
     )
 }
 
-async fn start_server(
-    name: String,
-    config: McpServerConfig,
+/// Lists and admits the tools of a server (every page, bounded).
+async fn list_tools(
+    peer: &Peer<RoleClient>,
+    name: &str,
     options: &HubOptions,
-) -> Result<Connection, McpError> {
+) -> Result<(Vec<crate::listing::ToolInfo>, Vec<String>), String> {
+    let (tools, truncated) = list_pages(options.max_list_pages, |params| async {
+        let page = peer.list_tools(Some(params)).await?;
+        Ok((page.tools, page.next_cursor))
+    })
+    .await
+    .map_err(|error| format!("listing its tools failed: {error}"))?;
+    let (tools, mut warnings) = admit_tools(
+        tools.into_iter().map(listed_tool).collect(),
+        options.max_tools_per_server,
+    );
+    if let Some(pages) = truncated {
+        warnings.insert(
+            0,
+            format!(
+                "the tool list was cut: the server still sent a nextCursor after {pages} pages"
+            ),
+        );
+    }
+    for warning in &warnings {
+        tracing::warn!(server = name, "{warning}");
+    }
+    Ok((tools, warnings))
+}
+
+async fn start_server(slot: &Arc<Slot>) -> Result<(Connection, ServerInfo), McpError> {
+    let name = slot.name.clone();
+    let config = &slot.config;
+    let options = &slot.options;
     check_server_name(&name).map_err(|reason| McpError::InvalidServerName {
         server: name.clone(),
         reason,
@@ -527,7 +776,10 @@ async fn start_server(
         None => StderrTail::empty(),
     };
     let handshake = async {
-        let client = client_config()
+        let handler = HubClient {
+            slot: Arc::downgrade(slot),
+        };
+        let client = handler
             .serve(transport)
             .await
             .map_err(|error| format!("MCP handshake failed: {error}"))?;
@@ -535,31 +787,11 @@ async fn start_server(
         let info = peer.peer_info();
         let capabilities = info.as_ref().map(|info| info.capabilities.clone());
         let offers_tools = capabilities.as_ref().is_some_and(|c| c.tools.is_some());
-        let (tools, truncated) = if offers_tools {
-            list_pages(options.max_list_pages, |params| async {
-                let page = peer.list_tools(Some(params)).await?;
-                Ok((page.tools, page.next_cursor))
-            })
-            .await
-            .map_err(|error| format!("listing its tools failed: {error}"))?
+        let (tools, warnings) = if offers_tools {
+            list_tools(&peer, &name, options).await?
         } else {
-            (Vec::new(), None)
+            (Vec::new(), Vec::new())
         };
-        let (tools, mut warnings) = admit_tools(
-            tools.into_iter().map(listed_tool).collect(),
-            options.max_tools_per_server,
-        );
-        if let Some(pages) = truncated {
-            warnings.insert(
-                0,
-                format!(
-                    "the tool list was cut: the server still sent a nextCursor after {pages} pages"
-                ),
-            );
-        }
-        for warning in &warnings {
-            tracing::warn!(server = name, "{warning}");
-        }
         let info = ServerInfo {
             name: name.clone(),
             tools,
@@ -569,16 +801,20 @@ async fn start_server(
             warnings,
             process_id,
         };
-        Ok::<_, String>(Connection {
+        Ok::<_, String>((
+            Connection {
+                name: name.clone(),
+                peer,
+                client: Mutex::new(Some(client)),
+                stderr: stderr.clone(),
+                exited: AtomicBool::new(false),
+            },
             info,
-            peer,
-            client: Mutex::new(Some(client)),
-            stderr: stderr.clone(),
-        })
+        ))
     };
     // On timeout or failure the transport is dropped, which kills the child.
     match tokio::time::timeout(options.start_timeout, handshake).await {
-        Ok(Ok(connection)) => Ok(connection),
+        Ok(Ok(started)) => Ok(started),
         Ok(Err(detail)) => Err(McpError::Handshake {
             server: name,
             detail,

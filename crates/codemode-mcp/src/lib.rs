@@ -5,7 +5,11 @@
 //! `read_only` from the `readOnlyHint` annotation), and executes tool calls,
 //! resource reads and prompt gets for the host's tool executor. Start
 //! failures, crashes mid-call, timeouts and malformed responses become an
-//! [`McpError`] naming the server; the other servers keep working. Its
+//! [`McpError`] naming the server; the other servers keep working. A server
+//! that exited is restarted on its next use, with a backoff between repeated
+//! restarts ([`HubOptions::restart_backoff`]); a server's
+//! `notifications/tools/list_changed` makes the hub list its tools again
+//! ([`McpHub::changes`] counts both). Its
 //! `Display` is for the host and keeps every detail (the server's last stderr
 //! lines, its command); what reaches guest code through [`McpHub::execute`]
 //! is [`McpError::guest_message`]: the server's name and a short reason,
@@ -34,9 +38,10 @@ mod listing;
 mod stderr;
 
 pub use config::{
-    DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_LIST_PAGES, DEFAULT_MAX_TOOLS_PER_SERVER,
-    DEFAULT_SHUTDOWN_TIMEOUT, DEFAULT_START_TIMEOUT, HubOptions, MAX_DESCRIPTION_BYTES,
-    MAX_SCHEMA_DEPTH, MAX_TOOL_NAME_BYTES, McpServerConfig,
+    DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_LIST_PAGES, DEFAULT_MAX_RESTART_BACKOFF,
+    DEFAULT_MAX_TOOLS_PER_SERVER, DEFAULT_RESTART_BACKOFF, DEFAULT_SHUTDOWN_TIMEOUT,
+    DEFAULT_START_TIMEOUT, HubOptions, MAX_DESCRIPTION_BYTES, MAX_SCHEMA_DEPTH,
+    MAX_TOOL_NAME_BYTES, McpServerConfig,
 };
 pub use error::McpError;
 pub use hub::McpHub;

@@ -68,7 +68,7 @@ fn process_is_gone(pid: u32) -> bool {
 #[tokio::test]
 async fn test_server_tools_are_listed_across_pages_and_become_descriptors() {
     let hub = start_ok(vec![("test", test_server(&[]))], HubOptions::default()).await;
-    let info = hub.server("test").cloned();
+    let info = hub.server("test");
     let Some(info) = info else {
         panic!("server `test` is not running");
     };
@@ -172,14 +172,26 @@ async fn a_crash_mid_call_is_an_error_for_that_server_only() {
         ),
         "{message}"
     );
-    // The crashed server stays unusable, with the same clear error.
+    // The crashed server is restarted on its next use: a new process answers.
+    let first_process = hub.server("fragile").and_then(|info| info.process_id);
+    let mut changes = hub.changes();
     let again = hub
         .call_tool("fragile", "echo", json!({ "text": "still there?" }))
         .await;
-    assert!(
-        matches!(again, Err(McpError::ServerExited { .. })),
+    assert_eq!(
+        again.as_ref().map(first_text).ok(),
+        Some("still there?"),
         "{again:?}"
     );
+    assert_ne!(
+        hub.server("fragile").and_then(|info| info.process_id),
+        first_process
+    );
+    assert!(
+        changes.has_changed().unwrap_or(false),
+        "a restart counts as a change"
+    );
+    changes.borrow_and_update();
     // The other server keeps working.
     let sturdy = hub
         .call_tool("sturdy", "echo", json!({ "text": "fine" }))
@@ -480,9 +492,11 @@ async fn tools_named_like_mcp_methods_are_called_as_tools() {
 /// server's stderr (here with a host path), its command and rmcp's words stay with the host.
 #[tokio::test]
 async fn guest_messages_name_the_server_and_hide_host_details() {
+    // A backoff far longer than the test: the second restart is refused by construction.
+    let hour = Duration::from_secs(3600);
     let hub = start_ok(
         vec![("fragile", test_server(&[])), ("odd", test_server(&[]))],
-        HubOptions::default(),
+        HubOptions::default().with_restart_backoff(hour, hour),
     )
     .await;
     let mut messages = Vec::new();
@@ -504,6 +518,8 @@ async fn guest_messages_name_the_server_and_hide_host_details() {
         other => panic!("expected a guest error, got {other:?}"),
     };
     guest("fragile", hub.execute("mcp:fragile:crash", json!({})).await);
+    // The first restart is immediate: the server is back, and crashes again.
+    guest("fragile", hub.execute("mcp:fragile:crash", json!({})).await);
     guest(
         "fragile",
         hub.execute("mcp:fragile:echo", json!({ "text": "again" }))
@@ -512,6 +528,13 @@ async fn guest_messages_name_the_server_and_hide_host_details() {
     guest("odd", hub.execute("mcp:odd:malformed", json!({})).await);
     guest("odd", hub.execute("mcp:odd:no_such_tool", json!({})).await);
     guest("odd", hub.execute("mcp:odd:echo", json!([1])).await);
+    let restarting = messages.remove(2);
+    assert!(
+        restarting.starts_with(
+            "MCP server `fragile` is not running (it exited; it is restarted on a call in 3"
+        ),
+        "{restarting}"
+    );
     assert_eq!(
         messages,
         [
@@ -522,14 +545,14 @@ async fn guest_messages_name_the_server_and_hide_host_details() {
             "invalid arguments for MCP server `odd`: arguments must be a JSON object, not an array",
         ]
     );
-    // The host's typed error keeps the server's last words.
+    // The host's typed error says when the next restart may happen.
     let host = hub
         .call_tool("fragile", "echo", json!({ "text": "host" }))
-        .await
-        .err()
-        .map(|error| error.to_string())
-        .unwrap_or_default();
-    assert!(host.contains("crashing on purpose (/"), "{host}");
+        .await;
+    assert!(
+        matches!(host, Err(McpError::Restarting { ref server, retry_in }) if server == "fragile" && retry_in > Duration::from_secs(3000)),
+        "{host:?}"
+    );
     hub.shutdown().await;
 
     // `slow_forever` never answers: the timeout fires by construction.
@@ -607,7 +630,7 @@ async fn server_everything_from_npm() {
         .find(|descriptor| descriptor.name == "echo");
     assert_eq!(echo.map(|descriptor| descriptor.read_only), Some(true));
     assert!(descriptors.len() > 5, "{} tools", descriptors.len());
-    let info = hub.server("everything").cloned();
+    let info = hub.server("everything");
     assert_eq!(
         info.as_ref()
             .map(|info| (info.has_resources, info.has_prompts)),
@@ -768,4 +791,43 @@ fn dropping_the_runtime_kills_the_servers() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(all_killed, "still running: {pids:?}");
+}
+
+/// `notifications/tools/list_changed` makes the hub list the server's tools again; the change
+/// counter moves once the new listing is in place (that is the signal this test waits on).
+#[tokio::test]
+async fn tools_list_changed_refreshes_the_listing() {
+    let hub = start_ok(
+        vec![("growing", test_server(&["--grow"]))],
+        HubOptions::default(),
+    )
+    .await;
+    let names = |hub: &McpHub| -> Vec<String> {
+        hub.descriptors()
+            .into_iter()
+            .map(|tool| tool.name)
+            .collect()
+    };
+    assert!(names(&hub).contains(&"grow".to_owned()));
+    assert!(!names(&hub).contains(&"grown".to_owned()));
+    let mut changes = hub.changes();
+    changes.borrow_and_update();
+    let grown = hub.call_tool("growing", "grow", json!({})).await;
+    assert_eq!(
+        grown.as_ref().map(first_text).ok(),
+        Some("grown"),
+        "{grown:?}"
+    );
+    tokio::time::timeout(Duration::from_secs(60), changes.changed())
+        .await
+        .expect("the listing changes within the failure bound")
+        .expect("the hub is alive");
+    assert!(
+        names(&hub).contains(&"grown".to_owned()),
+        "{:?}",
+        names(&hub)
+    );
+    let called = hub.call_tool("growing", "grown", json!({})).await;
+    assert_eq!(called.as_ref().map(first_text).ok(), Some("here"));
+    hub.shutdown().await;
 }

@@ -22,6 +22,8 @@
 //!
 //! Flags change the whole server for hostile-start tests:
 //! `--exit-before-handshake`, `--never-answer` (reads nothing, says nothing),
+//! `--grow` (adds a `grow {}` tool: calling it adds the tool `grown` and sends
+//! `notifications/tools/list_changed` before answering),
 //! `--hostile-tools` (adds tools with empty, huge, control-character,
 //! duplicate names and a too-deep schema), `--endless-pages` (every tools page
 //! has a `nextCursor`), `--capability-named-tools` (adds the tools
@@ -49,6 +51,9 @@ use serde_json::{Value, json};
 /// Tools per `tools/list` page.
 const PAGE_SIZE: usize = 3;
 
+/// Set by the `grow` tool (one server per process).
+static GROWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Exit status of the `crash` tool.
 const CRASH_EXIT_CODE: i32 = 70;
 
@@ -57,6 +62,7 @@ struct Behaviour {
     hostile_tools: bool,
     endless_pages: bool,
     capability_named_tools: bool,
+    grow: bool,
 }
 
 /// The tools of `--capability-named-tools`.
@@ -129,6 +135,20 @@ fn tool_list(behaviour: Behaviour) -> Vec<Value> {
                 "inputSchema": object_schema(json!({}), &[]),
             })
         }));
+    }
+    if behaviour.grow {
+        tools.push(json!({
+            "name": "grow",
+            "description": "Adds the tool `grown` and announces the change.",
+            "inputSchema": object_schema(json!({}), &[]),
+        }));
+        if GROWN.load(std::sync::atomic::Ordering::Relaxed) {
+            tools.push(json!({
+                "name": "grown",
+                "description": "Exists once `grow` was called.",
+                "inputSchema": object_schema(json!({}), &[]),
+            }));
+        }
     }
     if behaviour.hostile_tools {
         let mut deep = json!({ "type": "string" });
@@ -277,6 +297,16 @@ impl ServerHandler for TestServer {
                     false,
                 )?
             }
+            "grow" if self.behaviour.grow => {
+                GROWN.store(true, std::sync::atomic::Ordering::Relaxed);
+                context
+                    .peer
+                    .notify_tool_list_changed()
+                    .await
+                    .map_err(internal)?;
+                text_result("grown", None, false)?
+            }
+            "grown" if self.behaviour.grow => text_result("here", None, false)?,
             "malformed" => {
                 // Answer behind rmcp's back with a result that is not a valid
                 // CallToolResult, then never let rmcp answer.
@@ -390,6 +420,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--hostile-tools" => behaviour.hostile_tools = true,
             "--endless-pages" => behaviour.endless_pages = true,
             "--capability-named-tools" => behaviour.capability_named_tools = true,
+            "--grow" => behaviour.grow = true,
             other => return Err(format!("unknown flag: {other}").into()),
         }
     }

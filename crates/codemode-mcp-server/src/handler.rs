@@ -1,0 +1,272 @@
+//! One MCP client session: rmcp's `ServerHandler` over a lazily activated `CodeModeSession`.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use codemode_core::{Activation, CodeModeResult, CodeModeSession, RunContext};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, NumberOrString, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
+use serde_json::Value;
+use tokio::sync::OwnedSemaphorePermit;
+
+use crate::{ServeError, Shared};
+
+/// What the client sees when it is past the session bound.
+pub(crate) fn too_many_sessions(max: usize) -> String {
+    format!("too many MCP sessions: this server allows {max} at a time; close one and retry")
+}
+
+/// The state of one client session. Dropping it ends the session: its suspended runs are
+/// dropped and their host work cancelled.
+pub(crate) struct SessionHandler {
+    shared: Arc<Shared>,
+    /// `mcp_<uuid>`: the session id and agent-run id of every run of this session.
+    id: String,
+    activation: OnceLock<Result<CodeModeSession, String>>,
+    /// The HTTP transport's session id, once a request carried it.
+    http_session: OnceLock<String>,
+    /// The runIds of this session's suspended runs, oldest first.
+    parked: Mutex<VecDeque<String>>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl SessionHandler {
+    /// A new session, if the session bound allows one.
+    pub(crate) fn open(shared: &Arc<Shared>) -> Result<SessionHandler, String> {
+        let permit = Arc::clone(&shared.sessions)
+            .try_acquire_owned()
+            .map_err(|_| too_many_sessions(shared.max_sessions))?;
+        let id = format!("mcp_{}", uuid::Uuid::new_v4().simple());
+        tracing::debug!(target: "codemode", session = %id, "MCP session opened");
+        Ok(SessionHandler {
+            shared: Arc::clone(shared),
+            id,
+            activation: OnceLock::new(),
+            http_session: OnceLock::new(),
+            parked: Mutex::default(),
+            _permit: permit,
+        })
+    }
+
+    /// Remembers the HTTP session id a request came with (none over stdio).
+    fn note_transport(&self, context: &RequestContext<RoleServer>) {
+        if self.http_session.get().is_some() {
+            return;
+        }
+        let Some(parts) = context.extensions.get::<axum::http::request::Parts>() else {
+            return;
+        };
+        let Some(id) = parts
+            .headers
+            .get("mcp-session-id")
+            .and_then(|value| value.to_str().ok())
+        else {
+            return;
+        };
+        if self.http_session.set(id.to_owned()).is_ok()
+            && let Ok(mut sessions) = self.shared.http_sessions.lock()
+        {
+            sessions.insert(id.to_owned(), self.id.clone());
+        }
+    }
+
+    fn session(&self) -> Result<&CodeModeSession, ErrorData> {
+        self.activation
+            .get_or_init(|| {
+                let run = RunContext {
+                    agent_id: Some(self.shared.name.clone()),
+                    agent_run_id: Some(self.id.clone()),
+                    session_id: Some(self.id.clone()),
+                    session_key: Some(self.id.clone()),
+                    ..RunContext::default()
+                };
+                let request = self.shared.tools.activation_request(run);
+                match self.shared.code_mode.activate(request) {
+                    Ok(Activation::Active(session)) => Ok(session),
+                    Ok(Activation::Unchanged(tools)) if tools.is_empty() => {
+                        Err("this code-mode server has no tools to offer".to_owned())
+                    }
+                    Ok(Activation::Unchanged(_)) => {
+                        Err(codemode_core::messages::DISABLED.to_owned())
+                    }
+                    Err(error) => Err(error.to_string()),
+                }
+            })
+            .as_ref()
+            .map_err(|message| ErrorData::internal_error(message.clone(), None))
+    }
+}
+
+impl SessionHandler {
+    /// Keeps the count of this session's suspended runs within its bound: `waited_on` is the runId
+    /// an `exec` or `wait` was about (`None` for a fresh exec), `result` what it answered.
+    fn track_parked(
+        &self,
+        session: &CodeModeSession,
+        waited_on: Option<&str>,
+        result: &CodeModeResult,
+    ) {
+        let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(run_id) = waited_on
+            && !matches!(result, CodeModeResult::Waiting { .. })
+        {
+            parked.retain(|id| id != run_id);
+        }
+        if let Some(run_id) = result.run_id()
+            && !parked.iter().any(|id| id == run_id)
+        {
+            parked.push_back(run_id.to_owned());
+        }
+        while parked.len() > self.shared.max_parked_per_session {
+            if let Some(oldest) = parked.pop_front() {
+                session.cancel(&oldest);
+            }
+        }
+    }
+}
+
+impl Drop for SessionHandler {
+    fn drop(&mut self) {
+        tracing::debug!(target: "codemode", session = %self.id, "MCP session closed");
+        self.shared.code_mode.end_session(&self.id);
+        if let Some(id) = self.http_session.get()
+            && let Ok(mut sessions) = self.shared.http_sessions.lock()
+        {
+            sessions.remove(id);
+        }
+    }
+}
+
+/// A code-mode result as an MCP tool result: the JSON as `structuredContent` and as text.
+fn tool_result(result: &CodeModeResult) -> CallToolResult {
+    let json = result.to_json();
+    let text = serde_json::to_string(&json).unwrap_or_else(|_| "null".into());
+    let mut tool_result = match result {
+        CodeModeResult::Failed { .. } => CallToolResult::error(vec![ContentBlock::text(text)]),
+        _ => CallToolResult::success(vec![ContentBlock::text(text)]),
+    };
+    tool_result.structured_content = Some(json);
+    tool_result
+}
+
+fn call_id(id: &NumberOrString) -> String {
+    match id {
+        NumberOrString::Number(n) => format!("mcp_call_{n}"),
+        NumberOrString::String(s) => format!("mcp_call_{s}"),
+    }
+}
+
+impl ServerHandler for SessionHandler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                self.shared.name.clone(),
+                self.shared.version.clone(),
+            ))
+            .with_instructions(
+                "Code mode: write JavaScript or TypeScript for `exec`; it searches and calls \
+                 the hidden tools. Answer a `waiting` result with `wait` and its runId.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.note_transport(&context);
+        let session = self.session()?;
+        let tools = session
+            .model_tools()
+            .iter()
+            .map(|tool| {
+                let schema = match &tool.parameters {
+                    Value::Object(schema) => schema.clone(),
+                    _ => serde_json::Map::from_iter([("type".to_owned(), "object".into())]),
+                };
+                Tool::new(tool.name.clone(), tool.description.clone(), schema)
+            })
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.note_transport(&context);
+        let session = self.session()?;
+        let input = Value::Object(request.arguments.unwrap_or_default());
+        let call_id = call_id(&context.id);
+        let name = request.name.as_ref();
+        let work = async {
+            match name {
+                "exec" => {
+                    let result = session.exec(&call_id, &input).await;
+                    self.track_parked(session, None, &result);
+                    Ok(tool_result(&result))
+                }
+                "wait" => {
+                    let result = session.wait(&input).await;
+                    let run_id = ["runId", "run_id"]
+                        .iter()
+                        .find_map(|key| input.get(*key).and_then(Value::as_str));
+                    self.track_parked(session, run_id, &result);
+                    Ok(tool_result(&result))
+                }
+                _ if session.model_tools().iter().any(|tool| tool.name == name) => {
+                    Ok(match self.shared.tools.call_direct(name, input).await {
+                        Ok(value) => {
+                            let text = serde_json::to_string(&value).unwrap_or_default();
+                            let mut result =
+                                CallToolResult::success(vec![ContentBlock::text(text)]);
+                            result.structured_content = Some(value);
+                            result
+                        }
+                        Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]),
+                    })
+                }
+                _ => Err(ErrorData::invalid_params(
+                    format!("unknown tool `{name}`: this server offers exec and wait"),
+                    None,
+                )),
+            }
+        };
+        // A cancelled request (the client's `notifications/cancelled`, or the session closing)
+        // drops the call: a running VM stops, and a run not yet parked is never parked.
+        tokio::select! {
+            biased;
+            () = context.ct.cancelled() => Err(ErrorData::internal_error("request cancelled", None)),
+            result = work => result.map(CallToolResponse::from),
+        }
+    }
+}
+
+/// Serves one session over a byte stream pair until the client closes it.
+pub(crate) async fn serve_io<R, W>(
+    shared: &Arc<Shared>,
+    read: R,
+    write: W,
+) -> Result<(), ServeError>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let handler = SessionHandler::open(shared).map_err(ServeError::Handshake)?;
+    let id = handler.id.clone();
+    let running = handler
+        .serve((read, write))
+        .await
+        .map_err(|error| ServeError::Handshake(error.to_string()))?;
+    let _ = running.waiting().await;
+    // The session has ended: drop its runs now. A call still finishing on another task cannot
+    // park after this (its request was cancelled), and the handler's `Drop` repeats this.
+    shared.code_mode.end_session(&id);
+    Ok(())
+}

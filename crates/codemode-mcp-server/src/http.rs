@@ -1,0 +1,247 @@
+//! Streamable HTTP: rmcp's session-keeping service at [`MCP_PATH`] behind a guard that checks
+//! the bearer token and the session bound before anything runs.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+
+use crate::handler::{SessionHandler, too_many_sessions};
+use crate::{ServeError, Shared};
+
+/// The endpoint path of the MCP server over HTTP.
+pub const MCP_PATH: &str = "/mcp";
+
+/// Default for [`HttpOptions::max_body_bytes`]: 2 MiB, room for the largest `exec` program
+/// (1 MiB) in JSON with escapes.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+
+/// Default for [`HttpOptions::session_idle`]: an HTTP session that sees no request for 30
+/// minutes is closed, and its suspended runs dropped.
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+
+/// The security options of the HTTP transport.
+///
+/// The defaults suit a server on a loopback address: `Host` must name a loopback host (DNS
+/// rebinding defence), an `Origin` header, when a client sends one, must be a loopback origin,
+/// no token is asked for. What they do not cover: TLS (put a proxy in front), rate limiting of
+/// requests within a session (each `exec` is bounded by the code-mode limits instead).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HttpOptions {
+    /// Accepted `Host` header values (names, or `name:port`). Default: `localhost`,
+    /// `127.0.0.1`, `::1`. A server on a non-loopback address must list the names clients use.
+    pub allowed_hosts: Vec<String>,
+    /// Accepted `Origin` header values (with scheme; `:*` for any port). A request without
+    /// `Origin` (not from a browser) passes; one with any other origin gets 403.
+    /// Default: `http://localhost:*`, `http://127.0.0.1:*`, `http://[::1]:*`.
+    pub allowed_origins: Vec<String>,
+    /// When set, every request must carry `Authorization: Bearer <token>`, or it gets 401 and
+    /// nothing runs.
+    pub auth_token: Option<String>,
+    /// Largest request body, in bytes (default [`DEFAULT_MAX_BODY_BYTES`]); larger gets 413.
+    pub max_body_bytes: usize,
+    /// How long an HTTP session may go without a request before it is closed (default
+    /// [`DEFAULT_SESSION_IDLE`]).
+    pub session_idle: Duration,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+            allowed_origins: vec![
+                "http://localhost:*".into(),
+                "http://127.0.0.1:*".into(),
+                "http://[::1]:*".into(),
+            ],
+            auth_token: None,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            session_idle: DEFAULT_SESSION_IDLE,
+        }
+    }
+}
+
+impl HttpOptions {
+    /// Requires `Authorization: Bearer <token>` on every request.
+    #[must_use]
+    pub fn auth_token(mut self, token: impl Into<String>) -> Self {
+        self.auth_token = Some(token.into());
+        self
+    }
+
+    /// Replaces the accepted `Host` values.
+    #[must_use]
+    pub fn allowed_hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.allowed_hosts = hosts.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Adds accepted `Origin` values.
+    #[must_use]
+    pub fn allow_origins(mut self, origins: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.allowed_origins
+            .extend(origins.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets the largest request body.
+    #[must_use]
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+
+    /// Sets the idle time after which an HTTP session is closed.
+    #[must_use]
+    pub fn session_idle(mut self, idle: Duration) -> Self {
+        self.session_idle = idle;
+        self
+    }
+}
+
+#[derive(Clone)]
+struct Guard {
+    shared: Arc<Shared>,
+    /// `Bearer <token>`, when a token is required.
+    expected_authorization: Option<Arc<[u8]>>,
+}
+
+/// Compares in time independent of where the first difference is.
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn json_error(status: StatusCode, code: i64, message: &str) -> Response {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": { "code": code, "message": message },
+    });
+    let mut response = (status, body.to_string()).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
+    if let Some(expected) = &guard.expected_authorization {
+        let given = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .map(HeaderValue::as_bytes)
+            .unwrap_or_default();
+        if !same_bytes(given, expected) {
+            let mut response = json_error(
+                StatusCode::UNAUTHORIZED,
+                -32001,
+                "unauthorized: this server needs `Authorization: Bearer <token>`",
+            );
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return response;
+        }
+    }
+    // A POST without a session id would open a session: refuse it up front past the bound, so
+    // the client reads why (the session factory refuses too, for requests that race here).
+    let opens_session =
+        request.method() == Method::POST && !request.headers().contains_key("mcp-session-id");
+    if opens_session && guard.shared.sessions.available_permits() == 0 {
+        return json_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            -32000,
+            &too_many_sessions(guard.shared.max_sessions),
+        );
+    }
+    // DELETE ends a session: its runs are dropped before the client hears so.
+    let deleted = (request.method() == Method::DELETE)
+        .then(|| request.headers().get("mcp-session-id").cloned())
+        .flatten();
+    let response = next.run(request).await;
+    if let Some(id) = deleted.as_ref().and_then(|id| id.to_str().ok())
+        && response.status().is_success()
+    {
+        let session = guard
+            .shared
+            .http_sessions
+            .lock()
+            .ok()
+            .and_then(|mut sessions| sessions.remove(id));
+        if let Some(session) = session {
+            guard.shared.code_mode.end_session(&session);
+        }
+    }
+    response
+}
+
+fn router(
+    shared: &Arc<Shared>,
+    options: &HttpOptions,
+    shutdown: &CancellationToken,
+) -> axum::Router {
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(options.session_idle);
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(options.allowed_hosts.clone())
+        .with_allowed_origins(options.allowed_origins.clone())
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(options.max_body_bytes)
+        .with_cancellation_token(shutdown.child_token());
+    let factory_shared = Arc::clone(shared);
+    let service = StreamableHttpService::new(
+        move || SessionHandler::open(&factory_shared).map_err(std::io::Error::other),
+        Arc::new(manager),
+        config,
+    );
+    let guard_state = Guard {
+        shared: Arc::clone(shared),
+        expected_authorization: options
+            .auth_token
+            .as_ref()
+            .map(|token| Arc::from(format!("Bearer {token}").into_bytes())),
+    };
+    axum::Router::new()
+        .route_service(MCP_PATH, service)
+        .layer(middleware::from_fn_with_state(guard_state, guard))
+}
+
+pub(crate) async fn serve(
+    shared: &Arc<Shared>,
+    addr: SocketAddr,
+    options: HttpOptions,
+    shutdown: CancellationToken,
+    on_bound: impl FnOnce(SocketAddr) + Send,
+) -> Result<(), ServeError> {
+    if options.auth_token.as_deref().is_some_and(str::is_empty) {
+        return Err(ServeError::Options("the auth token is empty".into()));
+    }
+    let http_error = |source| ServeError::Http {
+        addr: addr.to_string(),
+        source,
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(http_error)?;
+    let bound = listener.local_addr().map_err(http_error)?;
+    let app = router(shared, &options, &shutdown);
+    on_bound(bound);
+    tracing::info!(target: "codemode", %bound, "serving MCP over HTTP at {MCP_PATH}");
+    axum::serve(listener, app.into_make_service())
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
+        .map_err(|source| ServeError::Http {
+            addr: bound.to_string(),
+            source,
+        })?;
+    Ok(())
+}

@@ -1,0 +1,244 @@
+//! Serves code mode as an MCP server: any [`CodeMode`] becomes an MCP server whose tools are
+//! exactly the model-visible surface of code mode (`exec`, `wait` and the kept direct-only
+//! tools), over stdio or streamable HTTP (endpoint [`MCP_PATH`]).
+//!
+//! Each MCP client session gets its own [`CodeModeSession`](codemode_core::CodeModeSession),
+//! activated from the host's [`ToolSource`] when the session first needs it; a `runId` of one
+//! session cannot be resumed from another. When a session ends (the stdio client exits, the
+//! HTTP session is deleted or idles out), its suspended runs are dropped and their host work is
+//! cancelled. `exec` and `wait` results go back as tool results: the SPEC §6 result JSON as
+//! `structuredContent` and as text, `isError: true` for a failed run.
+//!
+//! This crate is the only one that knows rmcp's SERVER side (the client side stays in
+//! `codemode-mcp`), and the only one that knows axum; no rmcp or axum type appears in its API.
+//! It knows nothing about where the tools come from (demo catalog, MCP servers), QuickJS,
+//! TypeScript or the CLI: the host hands it a [`CodeMode`] and a [`ToolSource`].
+//! HTTP security (loopback hosts, `Origin` validation, bearer token, body and session bounds)
+//! is configured by [`HttpOptions`]. Runs on Tokio. No feature flags.
+#![forbid(unsafe_code)]
+
+mod handler;
+mod http;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use codemode_core::{ActivationRequest, CodeMode, RunContext};
+use serde_json::Value;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+pub use http::{DEFAULT_MAX_BODY_BYTES, DEFAULT_SESSION_IDLE, HttpOptions, MCP_PATH};
+
+/// Default bound on concurrent client sessions ([`CodeModeServer::max_sessions`]).
+pub const DEFAULT_MAX_SESSIONS: usize = 64;
+
+/// Default bound on the suspended runs one session keeps
+/// ([`CodeModeServer::max_parked_runs_per_session`]). The snapshot store of a `CodeMode` holds
+/// at most 64 suspended runs for all sessions together; this keeps one session from taking
+/// them all.
+pub const DEFAULT_MAX_PARKED_RUNS_PER_SESSION: usize = 16;
+
+/// Where a session's tools come from: asked once per client session, when it activates, so a
+/// host whose tools change (an upstream's `tools/list_changed`) serves the new list to the
+/// sessions that activate afterwards.
+pub trait ToolSource: Send + Sync + 'static {
+    /// The effective tools of a session that activates now, with its run context (the server
+    /// fills in a fresh session id and agent-run id per client session).
+    fn activation_request(&self, run: RunContext) -> ActivationRequest;
+
+    /// Calls a direct-only tool (a model-visible tool other than `exec` and `wait`) by its
+    /// name. The default refuses: override it when the host has direct-only tools.
+    fn call_direct<'a>(&'a self, name: &'a str, input: Value) -> DirectCall<'a> {
+        let _ = input;
+        Box::pin(async move { Err(format!("direct-only tool `{name}` is not served here")) })
+    }
+}
+
+impl<F> ToolSource for F
+where
+    F: Fn(RunContext) -> ActivationRequest + Send + Sync + 'static,
+{
+    fn activation_request(&self, run: RunContext) -> ActivationRequest {
+        self(run)
+    }
+}
+
+/// The future of [`ToolSource::call_direct`]: the tool's result, or the message the client sees.
+pub type DirectCall<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, String>> + Send + 'a>>;
+
+/// The error of a server that could not start or stopped on an I/O failure.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// The MCP handshake with the client failed.
+    #[error("MCP handshake failed: {0}")]
+    Handshake(String),
+    /// Binding or serving the HTTP listener failed.
+    #[error("HTTP server on {addr}: {source}")]
+    Http {
+        /// The address.
+        addr: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The HTTP options are not usable (e.g. a non-loopback address without allowed hosts).
+    #[error("{0}")]
+    Options(String),
+}
+
+/// Code mode served over MCP. Cheap to clone; every clone serves the same sessions bound.
+///
+/// ```no_run
+/// # use std::sync::Arc;
+/// # use codemode_core::{ActivationRequest, CodeMode, CodeModeConfig, RunContext, ToolCallContext, ToolError, ToolExecutor};
+/// # struct Tools;
+/// # #[async_trait::async_trait]
+/// # impl ToolExecutor for Tools {
+/// #     async fn execute(&self, _: &str, input: serde_json::Value, _: ToolCallContext)
+/// #         -> Result<serde_json::Value, ToolError> { Ok(input) }
+/// # }
+/// # async fn demo(tools: Vec<codemode_catalog::ToolDescriptor>) -> Result<(), codemode_mcp_server::ServeError> {
+/// let code_mode = CodeMode::builder(CodeModeConfig::enabled(), Arc::new(Tools)).build();
+/// let server = codemode_mcp_server::CodeModeServer::new(
+///     code_mode,
+///     Arc::new(move |run: RunContext| ActivationRequest::new(tools.clone()).with_run(run)),
+/// );
+/// server.serve_stdio().await
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct CodeModeServer {
+    shared: Arc<Shared>,
+}
+
+pub(crate) struct Shared {
+    pub(crate) code_mode: CodeMode,
+    pub(crate) tools: Arc<dyn ToolSource>,
+    pub(crate) sessions: Arc<Semaphore>,
+    pub(crate) max_sessions: usize,
+    pub(crate) max_parked_per_session: usize,
+    pub(crate) name: String,
+    pub(crate) version: String,
+    /// HTTP transport session id (`Mcp-Session-Id`) -> code-mode session id, so that a DELETE
+    /// ends the session's runs before it is answered.
+    pub(crate) http_sessions: std::sync::Mutex<std::collections::HashMap<String, String>>,
+}
+
+impl CodeModeServer {
+    /// Serves `code_mode` with the tools of `tools`, at most [`DEFAULT_MAX_SESSIONS`] sessions.
+    pub fn new(code_mode: CodeMode, tools: Arc<dyn ToolSource>) -> Self {
+        Self::build(
+            code_mode,
+            tools,
+            (DEFAULT_MAX_SESSIONS, DEFAULT_MAX_PARKED_RUNS_PER_SESSION),
+            "codemode".into(),
+            env!("CARGO_PKG_VERSION").into(),
+        )
+    }
+
+    fn build(
+        code_mode: CodeMode,
+        tools: Arc<dyn ToolSource>,
+        (max_sessions, max_parked_per_session): (usize, usize),
+        name: String,
+        version: String,
+    ) -> Self {
+        CodeModeServer {
+            shared: Arc::new(Shared {
+                code_mode,
+                tools,
+                sessions: Arc::new(Semaphore::new(max_sessions)),
+                max_sessions,
+                max_parked_per_session,
+                name,
+                version,
+                http_sessions: Default::default(),
+            }),
+        }
+    }
+
+    /// Bounds concurrent client sessions (default [`DEFAULT_MAX_SESSIONS`]); a client past the
+    /// bound gets a clear error and no session. A bound of 0 is taken as 1.
+    #[must_use]
+    pub fn max_sessions(self, max: usize) -> Self {
+        let shared = &self.shared;
+        Self::build(
+            shared.code_mode.clone(),
+            Arc::clone(&shared.tools),
+            (max.max(1), shared.max_parked_per_session),
+            shared.name.clone(),
+            shared.version.clone(),
+        )
+    }
+
+    /// Bounds the suspended runs one session keeps (default
+    /// [`DEFAULT_MAX_PARKED_RUNS_PER_SESSION`]): when a run of the session parks past the
+    /// bound, its oldest suspended run is cancelled (a later `wait` on it finds it unavailable).
+    /// A bound of 0 is taken as 1.
+    #[must_use]
+    pub fn max_parked_runs_per_session(self, max: usize) -> Self {
+        let shared = &self.shared;
+        Self::build(
+            shared.code_mode.clone(),
+            Arc::clone(&shared.tools),
+            (shared.max_sessions, max.max(1)),
+            shared.name.clone(),
+            shared.version.clone(),
+        )
+    }
+
+    /// The server name and version sent in `initialize` (default: `codemode` and this crate's).
+    #[must_use]
+    pub fn server_info(self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        let shared = &self.shared;
+        Self::build(
+            shared.code_mode.clone(),
+            Arc::clone(&shared.tools),
+            (shared.max_sessions, shared.max_parked_per_session),
+            name.into(),
+            version.into(),
+        )
+    }
+
+    /// The code mode being served.
+    pub fn code_mode(&self) -> &CodeMode {
+        &self.shared.code_mode
+    }
+
+    /// Client sessions currently open.
+    pub fn open_sessions(&self) -> usize {
+        self.shared.max_sessions - self.shared.sessions.available_permits()
+    }
+
+    /// Serves one client over this process's stdin and stdout, until the client closes it.
+    /// Its suspended runs are dropped when it returns.
+    pub async fn serve_stdio(&self) -> Result<(), ServeError> {
+        let (stdin, stdout) = rmcp::transport::stdio();
+        self.serve_io(stdin, stdout).await
+    }
+
+    /// Serves one client over any byte stream pair (newline-delimited JSON-RPC, as stdio), until
+    /// the client closes it. Its suspended runs are dropped when it returns.
+    pub async fn serve_io<R, W>(&self, read: R, write: W) -> Result<(), ServeError>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        handler::serve_io(&self.shared, read, write).await
+    }
+
+    /// Binds `addr` and serves MCP over streamable HTTP at [`MCP_PATH`] until `shutdown` is
+    /// cancelled. `on_bound` receives the bound address (useful with port 0).
+    pub async fn serve_http(
+        &self,
+        addr: SocketAddr,
+        options: HttpOptions,
+        shutdown: CancellationToken,
+        on_bound: impl FnOnce(SocketAddr) + Send,
+    ) -> Result<(), ServeError> {
+        http::serve(&self.shared, addr, options, shutdown, on_bound).await
+    }
+}

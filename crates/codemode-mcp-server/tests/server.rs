@@ -1,0 +1,628 @@
+//! The MCP server against rmcp's client, in process (the stdio code path over an in-memory
+//! pipe), and its HTTP guard over a real socket. No test waits on a timer: every timeout below
+//! is a failure bound only.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use codemode_catalog::{ToolDescriptor, ToolOrigin};
+use codemode_core::{
+    ActivationRequest, CodeMode, CodeModeConfig, RunContext, ToolCallContext, ToolError,
+    ToolExecutor,
+};
+use codemode_mcp_server::{CodeModeServer, HttpOptions, MCP_PATH};
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::{RoleClient, ServiceExt as _};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Failure bound for anything awaited in these tests.
+const BOUND: Duration = Duration::from_secs(60);
+
+/// `add` answers at once; `hold` reports that it started, then waits for its cancellation and
+/// reports when it ends.
+struct Tools {
+    started: mpsc::UnboundedSender<()>,
+    cancelled: mpsc::UnboundedSender<()>,
+}
+
+#[async_trait::async_trait]
+impl ToolExecutor for Tools {
+    async fn execute(
+        &self,
+        id: &str,
+        input: Value,
+        context: ToolCallContext,
+    ) -> Result<Value, ToolError> {
+        match id {
+            "openclaw:core:add" => {
+                let a = input["a"].as_f64().unwrap_or_default();
+                let b = input["b"].as_f64().unwrap_or_default();
+                Ok(json!({ "sum": a + b }))
+            }
+            "openclaw:core:hold" => {
+                // Reports when the call ends: cancelled, or its future dropped.
+                struct Report(mpsc::UnboundedSender<()>);
+                impl Drop for Report {
+                    fn drop(&mut self) {
+                        let _ = self.0.send(());
+                    }
+                }
+                let _report = Report(self.cancelled.clone());
+                let _ = self.started.send(());
+                context.cancellation.cancelled().await;
+                Err(ToolError::new("cancelled"))
+            }
+            other => Err(ToolError::new(format!("Unknown tool id: {other}"))),
+        }
+    }
+}
+
+fn descriptor(name: &str) -> ToolDescriptor {
+    ToolDescriptor {
+        origin: ToolOrigin::Core,
+        name: name.into(),
+        label: None,
+        description: format!("The {name} tool."),
+        parameters: Some(json!({ "type": "object" })),
+        direct_only: false,
+        read_only: true,
+    }
+}
+
+struct Fixture {
+    server: CodeModeServer,
+    started: mpsc::UnboundedReceiver<()>,
+    cancelled: mpsc::UnboundedReceiver<()>,
+}
+
+fn fixture() -> Fixture {
+    let (started_tx, started) = mpsc::unbounded_channel();
+    let (cancelled_tx, cancelled) = mpsc::unbounded_channel();
+    let tools = Tools {
+        started: started_tx,
+        cancelled: cancelled_tx,
+    };
+    let code_mode = CodeMode::builder(CodeModeConfig::enabled(), Arc::new(tools)).build();
+    let server = CodeModeServer::new(
+        code_mode,
+        Arc::new(|run: RunContext| {
+            ActivationRequest::new(vec![descriptor("add"), descriptor("hold")]).with_run(run)
+        }),
+    );
+    Fixture {
+        server,
+        started,
+        cancelled,
+    }
+}
+
+type Client = RunningService<RoleClient, ()>;
+
+/// Connects an rmcp client to a fresh session; the handle ends when the session has ended.
+async fn connect(server: &CodeModeServer) -> (Client, tokio::task::JoinHandle<()>) {
+    let (client_io, server_io) = tokio::io::duplex(1 << 20);
+    let (server_read, server_write) = tokio::io::split(server_io);
+    let server = server.clone();
+    let session = tokio::spawn(async move {
+        server
+            .serve_io(server_read, server_write)
+            .await
+            .expect("the session serves");
+    });
+    let (client_read, client_write) = tokio::io::split(client_io);
+    let client = tokio::time::timeout(BOUND, ().serve((client_read, client_write)))
+        .await
+        .expect("bound")
+        .expect("initialize");
+    (client, session)
+}
+
+async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments must be an object")
+    };
+    let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+    tokio::time::timeout(BOUND, client.call_tool(request))
+        .await
+        .expect("bound")
+        .expect("tools/call")
+}
+
+fn structured(result: &CallToolResult) -> &Value {
+    result
+        .structured_content
+        .as_ref()
+        .expect("structuredContent")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_exec_wait_other_session_and_close() {
+    let mut fixture = fixture();
+    let server = fixture.server.clone();
+    let (client, session) = connect(&server).await;
+
+    // tools/list: exactly the surface of code mode.
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
+    assert_eq!(names, ["exec", "wait"]);
+    assert_eq!(
+        tools[0].input_schema.get("type"),
+        Some(&json!("object")),
+        "exec takes an object"
+    );
+
+    // exec: the result JSON as structuredContent and as text.
+    let result = call(
+        &client,
+        "exec",
+        json!({ "code": "return (await tools.add({ a: 2, b: 3 })).sum" }),
+    )
+    .await;
+    assert_eq!(result.is_error, Some(false), "{:#}", structured(&result));
+    let value = structured(&result);
+    assert_eq!(value["status"], "completed", "{value:#}");
+    assert_eq!(value["value"], 5);
+    let text = result.content[0].as_text().expect("text").text.clone();
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).expect("JSON text"),
+        *value
+    );
+
+    // A failed run is a tool error with the stable message, not a protocol error.
+    let failed = call(
+        &client,
+        "exec",
+        json!({ "code": "throw new Error('boom')" }),
+    )
+    .await;
+    assert_eq!(failed.is_error, Some(true));
+    assert_eq!(structured(&failed)["status"], "failed");
+    assert!(
+        structured(&failed)["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("boom")
+    );
+
+    // Bad input: missing code is a tool error; an unknown tool is a protocol error; the
+    // session keeps serving.
+    let invalid = call(&client, "exec", json!({ "source": 1 })).await;
+    assert_eq!(invalid.is_error, Some(true));
+    assert_eq!(
+        structured(&invalid)["code"],
+        "invalid_input",
+        "{:#}",
+        structured(&invalid)
+    );
+    let unknown = client
+        .call_tool(CallToolRequestParams::new("shell"))
+        .await
+        .expect_err("unknown tool");
+    assert!(
+        unknown.to_string().contains("unknown tool `shell`"),
+        "{unknown}"
+    );
+
+    // A run that suspends, then `wait` in a later request.
+    let waiting = call(
+        &client,
+        "exec",
+        json!({ "code": "await yield_control(); return 'resumed'" }),
+    )
+    .await;
+    assert_eq!(
+        structured(&waiting)["status"],
+        "waiting",
+        "{:#}",
+        structured(&waiting)
+    );
+    let run_id = structured(&waiting)["runId"]
+        .as_str()
+        .expect("runId")
+        .to_owned();
+    let done = call(&client, "wait", json!({ "runId": run_id })).await;
+    assert_eq!(
+        structured(&done)["status"],
+        "completed",
+        "{:#}",
+        structured(&done)
+    );
+    assert_eq!(structured(&done)["value"], "resumed");
+
+    // A second session cannot wait on the first session's run.
+    let parked = call(
+        &client,
+        "exec",
+        json!({ "code": "const held = tools.hold({}); await yield_control(); return await held" }),
+    )
+    .await;
+    assert_eq!(structured(&parked)["status"], "waiting");
+    let parked_id = structured(&parked)["runId"]
+        .as_str()
+        .expect("runId")
+        .to_owned();
+    tokio::time::timeout(BOUND, fixture.started.recv())
+        .await
+        .expect("bound")
+        .expect("hold started");
+    let (other, other_session) = connect(&server).await;
+    let refused = call(&other, "wait", json!({ "runId": parked_id })).await;
+    assert_eq!(refused.is_error, Some(true));
+    assert!(
+        structured(&refused)["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("belongs to a different session"),
+        "{:#}",
+        structured(&refused)
+    );
+    assert_eq!(
+        server.code_mode().suspended_runs(),
+        1,
+        "refusal kept the run"
+    );
+    assert_eq!(server.open_sessions(), 2);
+
+    // Closing the first session drops its run and cancels its host work.
+    client.cancel().await.expect("close");
+    tokio::time::timeout(BOUND, session)
+        .await
+        .expect("bound")
+        .expect("session task");
+    assert_eq!(server.code_mode().suspended_runs(), 0);
+    tokio::time::timeout(BOUND, fixture.cancelled.recv())
+        .await
+        .expect("bound")
+        .expect("hold cancelled");
+
+    // The other session still serves.
+    let still = call(&other, "exec", json!({ "code": "return 1" })).await;
+    assert_eq!(structured(&still)["value"], 1);
+    other.cancel().await.expect("close");
+    tokio::time::timeout(BOUND, other_session)
+        .await
+        .expect("bound")
+        .expect("session task");
+    assert_eq!(server.open_sessions(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_json_rpc_gets_an_error_and_the_session_goes_on() {
+    let fixture = fixture();
+    let (mut client_io, server_io) = tokio::io::duplex(1 << 16);
+    let (server_read, server_write) = tokio::io::split(server_io);
+    let server = fixture.server.clone();
+    let session = tokio::spawn(async move { server.serve_io(server_read, server_write).await });
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": { "name": "raw", "version": "0" } } });
+    let lines = [
+        init.to_string(),
+        json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }).to_string(),
+        "{ this is not json".to_owned(),
+        json!({ "jsonrpc": "2.0", "id": "x", "oops": true }).to_string(),
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "no/such/method" }).to_string(),
+        json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": { "name": "exec", "arguments": [1, 2] } })
+        .to_string(),
+        json!({ "jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                "params": { "name": "exec", "arguments": { "code": "return 7" } } })
+        .to_string(),
+    ];
+    for line in lines {
+        client_io.write_all(line.as_bytes()).await.expect("write");
+        client_io.write_all(b"\n").await.expect("write");
+    }
+    // Read until the answer to id 4 arrives (or the bound fails the test).
+    let mut answers: Vec<Value> = Vec::new();
+    let mut buffer = Vec::new();
+    let read = async {
+        while !answers.iter().any(|a| a["id"] == 4) {
+            let mut chunk = [0u8; 4096];
+            let n = client_io.read(&mut chunk).await.expect("read");
+            assert!(n > 0, "the server closed the stream");
+            buffer.extend_from_slice(&chunk[..n]);
+            while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = buffer.drain(..=end).collect();
+                answers.push(serde_json::from_slice(&line).expect("JSON line"));
+            }
+        }
+    };
+    tokio::time::timeout(BOUND, read).await.expect("bound");
+    let by_id = |id: Value| answers.iter().find(|a| a["id"] == id).cloned();
+    assert!(
+        answers
+            .iter()
+            .any(|a| a["id"].is_null() && a["error"]["code"] == -32600),
+        "a malformed message gets Invalid Request: {answers:#?}"
+    );
+    let unknown = by_id(json!(2)).expect("answer to the unknown method");
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    let not_object = by_id(json!(3)).expect("answer to non-object arguments");
+    assert!(not_object["error"].is_object(), "{not_object}");
+    let ok = by_id(json!(4)).expect("answer to exec");
+    assert_eq!(ok["result"]["structuredContent"]["value"], 7, "{ok}");
+    drop(client_io);
+    tokio::time::timeout(BOUND, session)
+        .await
+        .expect("bound")
+        .expect("task")
+        .expect("serves");
+}
+
+/// One raw HTTP/1.1 request; returns the status and the body.
+async fn http(addr: std::net::SocketAddr, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let mut request = format!(
+        "POST {MCP_PATH} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        addr.port(),
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).await.expect("send");
+    // An accepted initialize answers with an SSE stream that stays open: stop at its first
+    // JSON-RPC message. Every other answer ends with the connection (`Connection: close`).
+    let mut response = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        let n = stream.read(&mut chunk).await.expect("read");
+        if n == 0 {
+            break;
+        }
+        response.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&response);
+        if text.starts_with("HTTP/1.1 200")
+            && text.contains("\"jsonrpc\"")
+            && text.ends_with("\n\n")
+        {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .expect("a status line");
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+fn initialize_body() -> String {
+    json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": { "name": "raw", "version": "0" } } })
+    .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_guard_token_origin_body_and_session_bound() {
+    let fixture = fixture();
+    let server = fixture.server.clone().max_sessions(1);
+    let shutdown = CancellationToken::new();
+    let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
+    let serving = {
+        let server = server.clone();
+        let shutdown = shutdown.clone();
+        let options = HttpOptions::default()
+            .auth_token("s3cret")
+            .max_body_bytes(64 * 1024);
+        tokio::spawn(async move {
+            server
+                .serve_http(
+                    "127.0.0.1:0".parse().expect("addr"),
+                    options,
+                    shutdown,
+                    |addr| {
+                        let _ = bound_tx.send(addr);
+                    },
+                )
+                .await
+        })
+    };
+    let addr = tokio::time::timeout(BOUND, bound_rx)
+        .await
+        .expect("bound")
+        .expect("addr");
+    let auth = ("Authorization", "Bearer s3cret");
+
+    let (status, body) = http(addr, &[], &initialize_body()).await;
+    assert_eq!(status, 401, "{body}");
+    let (status, _) = http(
+        addr,
+        &[("Authorization", "Bearer wrong")],
+        &initialize_body(),
+    )
+    .await;
+    assert_eq!(status, 401);
+    assert_eq!(server.open_sessions(), 0, "nothing ran");
+
+    let (status, _) = http(
+        addr,
+        &[auth, ("Origin", "http://evil.example")],
+        &initialize_body(),
+    )
+    .await;
+    assert_eq!(status, 403, "a foreign Origin is refused");
+
+    let huge = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"pad\":\"{}\"}}",
+        "x".repeat(100 * 1024)
+    );
+    let (status, _) = http(addr, &[auth], &huge).await;
+    assert_eq!(status, 413, "a body past the bound is refused");
+
+    let (status, body) = http(
+        addr,
+        &[auth, ("Origin", "http://localhost:3000")],
+        &initialize_body(),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"result\""), "{body}");
+    assert_eq!(server.open_sessions(), 1);
+    let (status, body) = http(addr, &[auth], &initialize_body()).await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("too many MCP sessions"), "{body}");
+
+    shutdown.cancel();
+    tokio::time::timeout(BOUND, serving)
+        .await
+        .expect("bound")
+        .expect("task")
+        .expect("served");
+}
+
+/// The tool source is asked when a session activates: after the host's tools change (an
+/// upstream's `tools/list_changed`), new sessions see the new catalog, open ones keep theirs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_activating_after_a_tool_change_see_the_new_tools() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let grown = Arc::new(AtomicBool::new(false));
+    let (started, _) = mpsc::unbounded_channel();
+    let (cancelled, _) = mpsc::unbounded_channel();
+    let code_mode = CodeMode::builder(
+        CodeModeConfig::enabled(),
+        Arc::new(Tools { started, cancelled }),
+    )
+    .build();
+    let source_grown = Arc::clone(&grown);
+    let server = CodeModeServer::new(
+        code_mode,
+        Arc::new(move |run: RunContext| {
+            let mut tools = vec![descriptor("add")];
+            if source_grown.load(Ordering::SeqCst) {
+                tools.push(descriptor("grown"));
+            }
+            ActivationRequest::new(tools).with_run(run)
+        }),
+    );
+    let names = "return ALL_TOOLS.map(t => t.name)";
+    let (before, before_session) = connect(&server).await;
+    let listed = call(&before, "exec", json!({ "code": names })).await;
+    assert_eq!(structured(&listed)["value"], json!(["add"]));
+    grown.store(true, Ordering::SeqCst);
+    let (after, after_session) = connect(&server).await;
+    let listed = call(&after, "exec", json!({ "code": names })).await;
+    assert_eq!(structured(&listed)["value"], json!(["add", "grown"]));
+    let listed = call(&before, "exec", json!({ "code": names })).await;
+    assert_eq!(
+        structured(&listed)["value"],
+        json!(["add"]),
+        "an open session keeps its catalog"
+    );
+    for (client, session) in [(before, before_session), (after, after_session)] {
+        client.cancel().await.expect("close");
+        tokio::time::timeout(BOUND, session)
+            .await
+            .expect("bound")
+            .expect("session task");
+    }
+}
+
+/// One session cannot hold every suspended run of the server: past its bound, its oldest
+/// suspended run is cancelled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_keeps_at_most_its_bound_of_suspended_runs() {
+    let fixture = fixture();
+    let server = fixture.server.clone().max_parked_runs_per_session(2);
+    let (client, session) = connect(&server).await;
+    let mut run_ids = Vec::new();
+    for _ in 0..3 {
+        let waiting = call(
+            &client,
+            "exec",
+            json!({ "code": "await yield_control(); return 1" }),
+        )
+        .await;
+        assert_eq!(structured(&waiting)["status"], "waiting");
+        run_ids.push(
+            structured(&waiting)["runId"]
+                .as_str()
+                .expect("runId")
+                .to_owned(),
+        );
+    }
+    assert_eq!(server.code_mode().suspended_runs(), 2);
+    let oldest = call(&client, "wait", json!({ "runId": run_ids[0] })).await;
+    assert_eq!(
+        structured(&oldest)["error"],
+        "code mode run is unavailable or expired.",
+        "{:#}",
+        structured(&oldest)
+    );
+    for run_id in &run_ids[1..] {
+        let done = call(&client, "wait", json!({ "runId": run_id })).await;
+        assert_eq!(
+            structured(&done)["status"],
+            "completed",
+            "{:#}",
+            structured(&done)
+        );
+    }
+    assert_eq!(server.code_mode().suspended_runs(), 0);
+    client.cancel().await.expect("close");
+    tokio::time::timeout(BOUND, session)
+        .await
+        .expect("bound")
+        .expect("session task");
+}
+
+/// A client that goes away while its `exec` runs: the run stops, its host work is cancelled,
+/// nothing is parked, and other sessions keep being served. (rmcp first gives in-flight
+/// requests a few seconds to answer, then cancels them: the run ends within that bound.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_disconnecting_mid_run_cancels_the_run() {
+    let mut fixture = fixture();
+    let server = fixture.server.clone();
+    let (other, other_session) = connect(&server).await;
+    let (client, session) = connect(&server).await;
+    let peer = client.peer().clone();
+    let in_flight = tokio::spawn(async move {
+        let Value::Object(arguments) = json!({ "code": "return await tools.hold({})" }) else {
+            unreachable!()
+        };
+        peer.call_tool(CallToolRequestParams::new("exec").with_arguments(arguments))
+            .await
+    });
+    tokio::time::timeout(BOUND, fixture.started.recv())
+        .await
+        .expect("bound")
+        .expect("hold started");
+    client.cancel().await.expect("close");
+    tokio::time::timeout(BOUND, session)
+        .await
+        .expect("bound")
+        .expect("session task");
+    tokio::time::timeout(BOUND, fixture.cancelled.recv())
+        .await
+        .expect("bound")
+        .expect("hold cancelled");
+    assert!(
+        tokio::time::timeout(BOUND, in_flight)
+            .await
+            .expect("bound")
+            .expect("task")
+            .is_err(),
+        "the call has no answer"
+    );
+    assert_eq!(server.code_mode().suspended_runs(), 0);
+    let still = call(&other, "exec", json!({ "code": "return 2" })).await;
+    assert_eq!(structured(&still)["value"], 2);
+    other.cancel().await.expect("close");
+    tokio::time::timeout(BOUND, other_session)
+        .await
+        .expect("bound")
+        .expect("session task");
+}
