@@ -85,13 +85,20 @@ fn run(command: &mut Command) -> Result<()> {
     Ok(())
 }
 
-/// Installs the pinned npm MCP servers into `tests/mcp-servers/node_modules` when missing.
+/// Installs the pinned npm MCP servers (and the TypeScript SDK client) into
+/// `tests/mcp-servers/node_modules` when missing or older than the lock file.
 fn ensure_npm_servers(root: &Path) -> Result<()> {
     let folder = root.join(NPM_SERVERS);
     if !folder.join("package.json").exists() {
         return Ok(());
     }
-    if folder.join("node_modules/.package-lock.json").exists() {
+    // Installed, and not older than the lock file (a pin changed since): nothing to do.
+    let modified = |path: PathBuf| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    if let (Some(installed), Some(locked)) = (
+        modified(folder.join("node_modules/.package-lock.json")),
+        modified(folder.join("package-lock.json")),
+    ) && installed >= locked
+    {
         return Ok(());
     }
     let has_lock = folder.join("package-lock.json").exists();

@@ -1387,7 +1387,14 @@ async fn the_guest_runtime_is_declared_in_guest_globals_d_ts() {
     assert!(paths.contains(&json!("mcp/index.d.ts")), "{paths:?}");
     assert_eq!(value[1], 1);
     let text = value[2].as_str().unwrap();
-    for name in ["console", "setTimeout", "TextEncoder", "structuredClone", "results", "yield_control"] {
+    for name in [
+        "console",
+        "setTimeout",
+        "TextEncoder",
+        "structuredClone",
+        "results",
+        "yield_control",
+    ] {
         assert!(text.contains(name), "{name} is declared");
     }
     codemode_ts::check_declaration_file(text).expect("the guest declarations parse as .d.ts");

@@ -170,8 +170,12 @@ fn output_10000_lines(bencher: divan::Bencher<'_, '_>, via: &str) {
 fn thousand_zero_delay_callbacks(bencher: divan::Bencher<'_, '_>, via: &str) {
     let rt = runtime();
     let program = match via {
-        "setTimeout" => "let n = 0; await Promise.all(Array.from({ length: 1000 }, () => new Promise((r) => setTimeout(() => { n++; r() }, 0)))); return n",
-        _ => "let n = 0; await Promise.all(Array.from({ length: 1000 }, () => new Promise((r) => Promise.resolve().then(() => { n++; r() })))); return n",
+        "setTimeout" => {
+            "let n = 0; await Promise.all(Array.from({ length: 1000 }, () => new Promise((r) => setTimeout(() => { n++; r() }, 0)))); return n"
+        }
+        _ => {
+            "let n = 0; await Promise.all(Array.from({ length: 1000 }, () => new Promise((r) => Promise.resolve().then(() => { n++; r() })))); return n"
+        }
     };
     bencher.bench_local(|| rt.block_on(complete(program)));
 }
