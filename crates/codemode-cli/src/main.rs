@@ -3,7 +3,7 @@
 //! virtual MCP declaration files, or serves code mode as an MCP server.
 //!
 //! ```text
-//! codemode run [--config FILE] [--lang javascript|typescript] [--no-wait | --max-waits N] [FILE|-]
+//! codemode run [--config FILE] [--lang javascript|typescript] [--no-wait | --max-waits N] [FILE...|-]
 //! codemode surface [--config FILE]
 //! codemode decls [--config FILE] [PATH]
 //! codemode serve [--config FILE] [--demo] [--http ADDR] [--auth-token-env NAME] [--max-sessions N]
@@ -37,7 +37,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
-use codemode_core::{Activation, CodeModeResult, Language, RunContext};
+use codemode_core::{Activation, CodeModeResult, CodeModeSession, Language, RunContext};
 use codemode_mcp_server::{CodeModeServer, DEFAULT_MAX_SESSIONS, HttpOptions};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -111,9 +111,11 @@ struct RunArgs {
     /// Answer `waiting` with at most N automatic `wait` calls.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_WAITS)]
     max_waits: u32,
-    /// The program file; `-` or nothing reads stdin.
+    /// The program files, run as successive cells of one session (each followed by its
+    /// `wait`s); `-` or nothing reads one program from stdin. The command stops at the first
+    /// cell that fails or is left waiting.
     #[arg(value_name = "FILE|-")]
-    file: Option<String>,
+    files: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -322,30 +324,57 @@ fn decls(activation: &Activation, path: Option<&str>) -> anyhow::Result<u8> {
 }
 
 async fn run_cell(activation: &Activation, args: &RunArgs) -> anyhow::Result<u8> {
-    let max_waits = if args.no_wait { 0 } else { args.max_waits };
-    let (source, file) = read_source(args.file.as_deref())?;
-    let language = args
-        .language
-        .unwrap_or_else(|| language_of(file.as_deref()));
     let Activation::Active(session) = activation else {
         print_json(&CodeModeResult::disabled().to_json());
         return Ok(1);
     };
+    let operands: Vec<Option<&str>> = if args.files.is_empty() {
+        vec![None]
+    } else {
+        args.files.iter().map(|file| Some(file.as_str())).collect()
+    };
+    // Read every cell first: a missing file is a usage error before anything runs.
+    let mut cells = Vec::with_capacity(operands.len());
+    for operand in operands {
+        cells.push(read_source(operand)?);
+    }
+    for (index, (source, file)) in cells.into_iter().enumerate() {
+        let language = args
+            .language
+            .unwrap_or_else(|| language_of(file.as_deref()));
+        let call_id = format!("call_{}", index + 1);
+        let code = run_one_cell(session, &call_id, source, language, args).await;
+        if code != 0 {
+            return Ok(code);
+        }
+    }
+    Ok(0)
+}
+
+/// Runs one cell and answers its `waiting` results with `wait`, printing each result.
+async fn run_one_cell(
+    session: &CodeModeSession,
+    call_id: &str,
+    source: String,
+    language: Language,
+    args: &RunArgs,
+) -> u8 {
+    let max_waits = if args.no_wait { 0 } else { args.max_waits };
     let input = json!({ "code": source, "language": language.as_str() });
-    let mut result = session.exec("call_1", &input).await;
+    let mut result = session.exec(call_id, &input).await;
     let mut waits = 0;
     loop {
         print_json(&result.to_json());
         match &result {
-            CodeModeResult::Completed { .. } => return Ok(0),
-            CodeModeResult::Failed { .. } => return Ok(1),
+            CodeModeResult::Completed { .. } => return 0,
+            CodeModeResult::Failed { .. } => return 1,
             CodeModeResult::Waiting { .. } if waits >= max_waits => {
                 if max_waits > 0 {
                     eprintln!(
                         "codemode: the run is still waiting after {waits} automatic waits (--max-waits {max_waits})"
                     );
                 }
-                return Ok(EXIT_WAITING);
+                return EXIT_WAITING;
             }
             CodeModeResult::Waiting { run_id, .. } => {
                 waits += 1;

@@ -602,3 +602,55 @@ fn serve_end_to_end_with_the_typescript_sdk_client() {
     let _ = drain.join();
     let _ = std::fs::remove_file(&surface_file);
 }
+
+#[test]
+fn console_and_timers_example() {
+    let results = check(&["run", "examples/console-timers.js"], None, 0);
+    let last = results.last().unwrap();
+    assert_eq!(last["status"], "completed");
+    assert_eq!(
+        last["value"],
+        json!({ "waited": true, "ticks": 3, "bytes": 2 })
+    );
+    let texts: Vec<String> = results
+        .iter()
+        .flat_map(|result| result["output"].as_array().cloned().unwrap_or_default())
+        .filter_map(|item| item["text"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(texts[0], "searching for echo");
+    assert!(
+        texts[1].starts_with("info: found {\"id\":\"openclaw:core:echo\"}"),
+        "{texts:?}"
+    );
+    assert_eq!(
+        texts[2],
+        "warn: waited at least 50 ms over 3 interval ticks"
+    );
+}
+
+#[test]
+fn several_files_are_successive_cells_of_one_session() {
+    let results = check(
+        &[
+            "run",
+            "examples/results-across-cells.js",
+            "examples/results-next-cell.js",
+        ],
+        None,
+        0,
+    );
+    let completed: Vec<&Value> = results
+        .iter()
+        .filter(|result| result["status"] == "completed")
+        .collect();
+    assert_eq!(completed.len(), 2, "{results:#?}");
+    assert_eq!(completed[0]["value"]["saved"]["key"], "issues");
+    assert_eq!(
+        completed[1]["value"],
+        json!({ "keys": ["issues"], "loaded": true })
+    );
+    // A missing file is a usage error before any cell runs.
+    let output = codemode(&["run", "examples/parallel.js", "no/such/file.js"], None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(lines(&output).is_empty(), "nothing ran");
+}
