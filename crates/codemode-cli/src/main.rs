@@ -314,10 +314,19 @@ fn decls(activation: &Activation, path: Option<&str>) -> anyhow::Result<u8> {
         Activation::Active(session) => session.mcp_declarations(),
         Activation::Unchanged(_) => bail!("code mode is disabled in this config"),
     };
+    use codemode_core::guest_declarations as guest;
+    let guest_row = json!({ "path": guest::PATH, "description": guest::DESCRIPTION, "bytes": guest::TEXT.len() });
     match (declarations, path) {
-        (None, None) => print_json(&json!([])),
+        (_, Some(path)) if path == guest::PATH => println!("{}", guest::TEXT),
+        (None, None) => print_json(&json!([guest_row])),
         (None, Some(path)) => bail!("no MCP servers are configured, so there is no `{path}`"),
-        (Some(declarations), None) => print_json(&serde_json::to_value(declarations.list(None)?)?),
+        (Some(declarations), None) => {
+            let mut rows = serde_json::to_value(declarations.list(None)?)?;
+            if let Value::Array(rows) = &mut rows {
+                rows.push(guest_row);
+            }
+            print_json(&rows);
+        }
         (Some(declarations), Some(path)) => println!("{}", declarations.read(path)?),
     }
     Ok(0)

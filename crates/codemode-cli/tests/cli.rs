@@ -384,8 +384,13 @@ fn surface_shows_exec_and_wait() {
 }
 
 #[test]
-fn decls_without_servers_lists_nothing() {
-    assert_eq!(check(&["decls"], None, 0)[0], json!([]));
+fn decls_without_servers_lists_only_the_guest_runtime() {
+    let rows = check(&["decls"], None, 0);
+    assert_eq!(rows[0].as_array().map(Vec::len), Some(1));
+    assert_eq!(rows[0][0]["path"], "guest/globals.d.ts");
+    let output = codemode(&["decls", "guest/globals.d.ts"], None);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("declare const results"));
     let output = codemode(&["decls", "mcp/none.d.ts"], None);
     assert_eq!(output.status.code(), Some(2));
 }

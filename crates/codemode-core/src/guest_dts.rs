@@ -2,14 +2,14 @@
 //! `API.read("guest/globals.d.ts")` beside the MCP declaration files.
 
 /// The virtual path of the file.
-pub(crate) const PATH: &str = "guest/globals.d.ts";
+pub const PATH: &str = "guest/globals.d.ts";
 
 /// What `API.list` says the file declares.
-pub(crate) const DESCRIPTION: &str =
+pub const DESCRIPTION: &str =
     "The code mode runtime: tools, output, console, timers, encoders and the results store.";
 
 /// The file.
-pub(crate) const TEXT: &str = r#"/** A catalogued tool, compactly (no schema). */
+pub const TEXT: &str = r#"/** A catalogued tool, compactly (no schema). */
 interface ToolCatalogEntry { id: string; name: string; description: string; source: string; label?: string }
 
 /** Every catalogued tool (MCP tools are under `MCP`). Frozen. */

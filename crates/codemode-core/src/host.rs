@@ -46,7 +46,7 @@ pub(crate) struct RunHost {
     pub(crate) counters: Arc<Counters>,
     pub(crate) cancellation: CancellationToken,
     /// Calls in flight: bridge request id -> (nested call id, exact catalog id).
-    pub(crate) in_flight: Mutex<HashMap<u64, (String, String)>>,
+    pub(crate) in_flight: Mutex<HashMap<u64, (String, String, std::time::Instant)>>,
 }
 
 #[async_trait]
@@ -157,7 +157,10 @@ impl RunHost {
     fn track(&self, request_id: u64, call: Option<(String, String)>) {
         if let Ok(mut in_flight) = self.in_flight.lock() {
             match call {
-                Some(call) => in_flight.insert(request_id, call),
+                Some((nested_call_id, catalog_id)) => in_flight.insert(
+                    request_id,
+                    (nested_call_id, catalog_id, std::time::Instant::now()),
+                ),
                 None => in_flight.remove(&request_id),
             };
         }
@@ -173,15 +176,19 @@ impl RunHost {
         pending
             .into_iter()
             .map(|call| match in_flight.get(&call.id.0) {
-                Some((nested_call_id, catalog_id)) => PendingToolCall {
+                Some((nested_call_id, catalog_id, since)) => PendingToolCall {
                     id: nested_call_id.clone(),
                     method: call.method,
                     tool_id: Some(catalog_id.clone()),
+                    pending_ms: Some(
+                        u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    ),
                 },
                 None => PendingToolCall {
                     id: format!("{}/request-{}", self.parent_call_id, call.id),
                     method: call.method,
                     tool_id: None,
+                    pending_ms: None,
                 },
             })
             .collect()

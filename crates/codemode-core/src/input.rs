@@ -214,10 +214,24 @@ fn language_schema(_generator: &mut schemars::SchemaGenerator) -> schemars::Sche
 }
 
 /// The `wait` tool's wire schema.
+/// Drops the `"default": null` schemars derives from `#[serde(default)]`: the model sees an
+/// optional integer, never a nullable one.
+fn without_default(schema: &mut schemars::Schema) {
+    schema.remove("default");
+}
+
 #[derive(JsonSchema, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(dead_code, reason = "exists for its JSON Schema only")]
 pub(crate) struct WaitSchema {
     /// The runId of a `waiting` exec or wait result.
     run_id: String,
+    #[schemars(
+        description = "The longest this call may wait while the run only awaits tool calls, in ms (at most the configured maxWaitMs, which is also the default).",
+        with = "u64",
+        range(min = 1),
+        transform = without_default
+    )]
+    #[serde(default)]
+    timeout_ms: Option<u64>,
 }

@@ -45,6 +45,11 @@ pub use result::{
     WaitReason,
 };
 pub use results::MAX_RESULT_KEY_CHARS;
+/// `guest/globals.d.ts`: the guest runtime's own API as TypeScript declarations (also served by
+/// `API.read` inside a cell).
+pub mod guest_declarations {
+    pub use crate::guest_dts::{DESCRIPTION, PATH, TEXT};
+}
 pub use session::{
     Activation, ActivationError, ActivationRequest, CodeMode, CodeModeBuilder, CodeModeSession,
     McpServerCapabilities,

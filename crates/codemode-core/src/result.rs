@@ -45,6 +45,10 @@ pub struct PendingToolCall {
     /// `mcp-capability:<server>:<method>` id of an MCP resource or prompt call.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_id: Option<String>,
+    /// How long the call has been pending, in milliseconds (absent for a call still queued
+    /// behind `maxPendingToolCalls`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_ms: Option<u64>,
 }
 
 /// Per-source catalog counts.

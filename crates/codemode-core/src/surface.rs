@@ -167,8 +167,10 @@ pub(crate) fn wait_tool() -> ModelTool {
     ModelTool {
         name: WAIT_TOOL.into(),
         description:
-            "Continue a code-mode run that returned `waiting`: pass its runId. Returns the same \
-result shape as exec (completed, failed, or waiting again)."
+            "Continue a code-mode run that returned `waiting`: pass its runId. While the run only \
+awaits tool calls, the call waits for them (up to timeoutMs, or the configured maximum) instead of \
+returning at once, and returns as soon as the run completes, fails, yields or prints. Returns the \
+same result shape as exec (completed, failed, or waiting again with what is still pending)."
                 .into(),
         parameters: inline_schema::<WaitSchema>(),
     }

@@ -1399,3 +1399,19 @@ async fn the_guest_runtime_is_declared_in_guest_globals_d_ts() {
     }
     codemode_ts::check_declaration_file(text).expect("the guest declarations parse as .d.ts");
 }
+
+#[tokio::test]
+async fn waiting_says_what_is_pending_and_for_how_long() {
+    let h = harness_with(fast(), support::tools());
+    let result = h.js("await tools.approve_me({}); return 1").await;
+    assert_eq!(result["status"], "waiting", "{result:#}");
+    let pending = &result["pendingToolCalls"][0];
+    assert_eq!(pending["toolId"], "openclaw:core:approve_me");
+    assert!(pending["pendingMs"].as_u64().is_some(), "{pending}");
+    let wait = &h.session.model_tools()[1];
+    assert_eq!(
+        wait.parameters["properties"]["timeoutMs"]["type"],
+        "integer"
+    );
+    assert!(!wait.parameters.to_string().contains("null"));
+}
