@@ -13,7 +13,7 @@ use tokio::task::{JoinError, JoinSet};
 
 use crate::engine::{Engine, Flags, HOST_CALL_FAILED, Progress, StepInput, StepOutput};
 use crate::install::InstallPlan;
-use crate::vm_threads::run_step;
+use crate::vm_threads::{Leftover, run_step_then_drop};
 use crate::{BridgeHost, GuestSetup, Limits, Output, PendingCall, RunError, check_program};
 
 /// How long after its deadline a leg still waits for a VM step stuck in one native call before it
@@ -278,27 +278,30 @@ impl Run {
         let flags = Arc::clone(&self.flags);
         let host = Arc::clone(&self.host);
         let limits = self.limits.clone();
-        let job = move || -> (Option<Box<Engine>>, StepOutput) {
+        let job = move || -> ((Option<Box<Engine>>, StepOutput), Leftover) {
             let mut engine = match phase {
                 Phase::Built(engine) => engine,
                 Phase::Unbuilt { program, plan } => {
                     match Engine::build(&program, plan, limits, host, flags) {
                         Ok(engine) => Box::new(engine),
-                        Err(error) => return (None, StepOutput::failed(error)),
+                        Err(error) => return ((None, StepOutput::failed(error)), None),
                     }
                 }
-                Phase::Dead => return (None, StepOutput::failed(RunError::Finished)),
+                Phase::Dead => return ((None, StepOutput::failed(RunError::Finished)), None),
             };
             let answer = engine.step(input);
             match answer.progress {
-                Progress::Completed(..) | Progress::Failed(_) => (None, answer),
-                Progress::Yielded | Progress::Idle => (Some(engine), answer),
+                // The finished VM is torn down after the answer went out.
+                Progress::Completed(..) | Progress::Failed(_) => {
+                    ((None, answer), Some(engine as Box<dyn Send>))
+                }
+                Progress::Yielded | Progress::Idle => ((Some(engine), answer), None),
             }
         };
         let give_up = deadline.checked_add(DEADLINE_GRACE).unwrap_or(deadline);
         // If this future is dropped mid-step (the caller gave up), the VM stops at its next poll.
         let abandon = StopOnDrop(Some(Arc::clone(&self.flags)));
-        let answer = tokio::time::timeout_at(give_up.into(), run_step(job)).await;
+        let answer = tokio::time::timeout_at(give_up.into(), run_step_then_drop(job)).await;
         abandon.defuse();
         match answer {
             Ok(Ok((engine, answer))) => {

@@ -84,6 +84,19 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
+    run_step_then_drop(move || (step(), None)).await
+}
+
+/// What a step leaves behind for its thread to drop once the answer is on its way (a finished
+/// VM: tearing it down is off the caller's path).
+pub(crate) type Leftover = Option<Box<dyn Send>>;
+
+/// Like [`run_step`], for a step that also leaves something to drop after it answered.
+pub(crate) async fn run_step_then_drop<T, F>(step: F) -> Result<T, StepLost>
+where
+    F: FnOnce() -> (T, Leftover) + Send + 'static,
+    T: Send + 'static,
+{
     let pool = pool();
     let permit = Arc::clone(&pool.slots)
         .acquire_owned()
@@ -92,11 +105,12 @@ where
     let (answer, receiver) = oneshot::channel();
     let job: Job = Box::new(move || {
         let outcome = catch_unwind(AssertUnwindSafe(step));
-        drop(permit);
-        if let Ok(value) = outcome {
+        if let Ok((value, leftover)) = outcome {
             // The caller may be gone (its future was dropped); the answer is dropped here then.
             let _ = answer.send(value);
+            drop(catch_unwind(AssertUnwindSafe(move || drop(leftover))));
         }
+        drop(permit);
     });
     ensure_thread(pool);
     pool.jobs.send(job).map_err(|_| StepLost::Failed)?;
@@ -133,16 +147,40 @@ fn ensure_thread(pool: &'static Pool) {
     }
 }
 
+/// How long a VM thread that just finished a step keeps looking for the next one before it
+/// sleeps: a run's next step (after a host answer) usually comes within this, and waking a
+/// sleeping thread costs tens of microseconds on a virtual machine.
+const SPIN_BEFORE_SLEEP: std::time::Duration = std::time::Duration::from_micros(50);
+
 fn worker(receiver: &Mutex<Receiver<Job>>) {
     loop {
-        let job = {
-            let receiver = receiver.lock().unwrap_or_else(PoisonError::into_inner);
-            receiver.recv()
-        };
-        match job {
-            Ok(job) => job(),
-            Err(_) => return,
+        let spin_until = std::time::Instant::now() + SPIN_BEFORE_SLEEP;
+        let mut job = None;
+        while std::time::Instant::now() < spin_until {
+            let next = receiver
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .try_recv();
+            match next {
+                Ok(found) => {
+                    job = Some(found);
+                    break;
+                }
+                Err(std::sync::mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => return,
+            }
         }
+        let job = match job {
+            Some(job) => job,
+            None => {
+                let receiver = receiver.lock().unwrap_or_else(PoisonError::into_inner);
+                match receiver.recv() {
+                    Ok(job) => job,
+                    Err(_) => return,
+                }
+            }
+        };
+        job();
     }
 }
 
