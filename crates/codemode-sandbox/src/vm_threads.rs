@@ -79,6 +79,7 @@ pub(crate) enum StepLost {
 /// Runs `step` on a VM thread and returns its answer. Waits (asynchronously) for a slot when
 /// the pool is saturated. Dropping the returned future does not stop the step: it finishes on
 /// its thread and its answer (with whatever it owns, such as a VM) is dropped there.
+#[cfg(test)]
 pub(crate) async fn run_step<T, F>(step: F) -> Result<T, StepLost>
 where
     F: FnOnce() -> T + Send + 'static,
