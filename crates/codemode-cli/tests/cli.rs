@@ -432,7 +432,8 @@ fn readme_mcp_example_against_real_servers() {
         [
             "mcp/index.d.ts",
             "mcp/everything.d.ts",
-            "mcp/filesystem.d.ts"
+            "mcp/filesystem.d.ts",
+            "guest/globals.d.ts"
         ]
     );
     let output = codemode(
