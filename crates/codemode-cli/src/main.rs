@@ -135,7 +135,7 @@ struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS as u32,
           value_parser = clap::value_parser!(u32).range(1..=65_536))]
     max_sessions: u32,
-    /// Also accept this browser Origin on HTTP (loopback origins always pass), e.g. https://app.example:443.
+    /// Also accept this browser Origin on HTTP (loopback origins always pass), e.g. `https://app.example:443`.
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
     allow_origins: Vec<String>,
     /// Also accept this Host header on HTTP (needed when ADDR is not loopback).
