@@ -57,10 +57,9 @@ impl SavedResults {
         };
         let bytes = text.len();
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-        let replaced = entries.map.get(&key).map_or(0, String::len);
-        let total = entries.bytes - replaced + bytes;
-        if replaced == 0 && !entries.map.contains_key(&key) && entries.map.len() >= self.max_entries
-        {
+        let replaced = entries.map.get(&key).map(String::len);
+        let total = entries.bytes - replaced.unwrap_or(0) + bytes;
+        if replaced.is_none() && entries.map.len() >= self.max_entries {
             return Err(format!(
                 "the code mode results store is full: {} entries (remove one with results.delete).",
                 self.max_entries

@@ -41,8 +41,6 @@ export default function (natives, maxScan) {
   const arrayPush = ArrayProto.push;
   const arrayPop = ArrayProto.pop;
   const arrayIncludes = ArrayProto.includes;
-  const TIMEOUT = 'code mode timeout exceeded';
-  const OUTPUT_LIMIT = 'code mode output limit exceeded';
 
   // V8-style stack hooks hand the functions on the stack to guest code (CallSite#getFunction),
   // which would expose the internals below. Pin them off before any guest code runs.
@@ -1153,7 +1151,6 @@ export default function (natives, maxScan) {
   const setForEach = Set.prototype.forEach;
   const setAdd = Set.prototype.add;
   const Uint8ArrayCtor = Uint8Array;
-  const ArrayBufferCtor = ArrayBuffer;
   const isView = ArrayBuffer.isView;
   const bufferSlice = ArrayBuffer.prototype.slice;
   const typedArrayProto = getPrototypeOf(Uint8Array.prototype);

@@ -497,12 +497,7 @@ impl Engine {
         let Some(id) = due else {
             return Ok(false);
         };
-        #[allow(
-            clippy::cast_precision_loss,
-            reason = "ids are sequential and far below 2^53"
-        )]
-        let id = id as f64;
-        self.call_control("fireTimer", (id,))?;
+        self.call_control("fireTimer", (js_number(id),))?;
         Ok(true)
     }
 
@@ -597,13 +592,7 @@ impl Engine {
 
     /// Settles one bridge call or yield in the VM; `Ok(false)` when the VM knows no such id.
     pub(crate) fn settle(&self, id: u64, ok: bool, payload: &str) -> Result<bool, RunError> {
-        // Request ids stay far below 2^53, so they are exact as JS numbers.
-        #[allow(
-            clippy::cast_precision_loss,
-            reason = "ids are sequential and far below 2^53"
-        )]
-        let id = id as f64;
-        self.call_control("settle", (id, ok, payload))
+        self.call_control("settle", (js_number(id), ok, payload))
     }
 
     fn settle_outcome(&self, id: u64, outcome: Result<Value, String>) -> Result<(), RunError> {
@@ -646,6 +635,32 @@ impl Engine {
                 return Err(RunError::Timeout);
             }
         }
+    }
+}
+
+/// A request id, timer id or byte count as a JS number: all stay far below 2^53, so exact.
+#[allow(
+    clippy::cast_precision_loss,
+    reason = "ids and byte budgets are far below 2^53"
+)]
+fn js_number(n: impl Into<u64>) -> f64 {
+    n.into() as f64
+}
+
+/// A byte count as a JS number (see [`js_number`]).
+fn js_bytes(bytes: usize) -> f64 {
+    js_number(u64::try_from(bytes).unwrap_or(u64::MAX))
+}
+
+/// What a registering native answers: the new id as a number, or the refusal as a string the
+/// bootstrap throws.
+fn id_or_refusal<'js>(
+    ctx: Ctx<'js>,
+    registered: Result<u64, String>,
+) -> rquickjs::Result<JsValue<'js>> {
+    match registered {
+        Ok(id) => Ok(JsValue::new_number(ctx, js_number(id))),
+        Err(message) => rquickjs::String::from_str(ctx, &message).map(rquickjs::String::into_value),
     }
 }
 
@@ -712,16 +727,7 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
             } else {
                 register_call(&call_state, index, &payload, &call_limits)
             };
-            match registered {
-                #[allow(
-                    clippy::cast_precision_loss,
-                    reason = "ids are sequential and far below 2^53"
-                )]
-                Ok(id) => Ok(JsValue::new_number(ctx, id as f64)),
-                Err(message) => {
-                    rquickjs::String::from_str(ctx, &message).map(rquickjs::String::into_value)
-                }
-            }
+            id_or_refusal(ctx, registered)
         },
     )?;
 
@@ -798,12 +804,7 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
         state.yields.push(id);
         state.yield_requested = true;
         tracing::debug!(target: "codemode_sandbox", "guest yielded");
-        #[allow(
-            clippy::cast_precision_loss,
-            reason = "ids are sequential and far below 2^53"
-        )]
-        let id = id as f64;
-        id
+        js_number(id)
     })?;
 
     let finish_state = Arc::clone(&state);
@@ -847,16 +848,7 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
             } else {
                 register_timer(&timer_state, delay_ms, repeat, max_timers)
             };
-            match registered {
-                #[allow(
-                    clippy::cast_precision_loss,
-                    reason = "ids are sequential and far below 2^53"
-                )]
-                Ok(id) => Ok(JsValue::new_number(ctx, id as f64)),
-                Err(message) => {
-                    rquickjs::String::from_str(ctx, &message).map(rquickjs::String::into_value)
-                }
-            }
+            id_or_refusal(ctx, registered)
         },
     )?;
     let clear_state = Arc::clone(&state);
@@ -874,12 +866,7 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
     let max_output_bytes = limits.max_output_bytes;
     let host_output_remaining = Function::new(ctx.clone(), move || -> f64 {
         let used = lock(&remaining_state).output_bytes;
-        #[allow(
-            clippy::cast_precision_loss,
-            reason = "byte budgets are far below 2^53"
-        )]
-        let remaining = max_output_bytes.saturating_sub(used) as f64;
-        remaining
+        js_bytes(max_output_bytes.saturating_sub(used))
     })?;
 
     let poll_flags = Arc::clone(&flags);
@@ -891,11 +878,7 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
     let make_control: Function<'js> = load_bootstrap(ctx)?;
     let host_is_proxy = Function::new(ctx.clone(), |value: JsValue<'js>| value.is_proxy())?;
     // A dense array needs at least 8 bytes per element, so any longer array-like must be sparse.
-    #[allow(
-        clippy::cast_precision_loss,
-        reason = "an approximate bound is all that is needed"
-    )]
-    let max_scan = (limits.memory_bytes / 8).max(1 << 20) as f64;
+    let max_scan = js_bytes((limits.memory_bytes / 8).max(1 << 20));
     // More natives than a Rust tuple carries: handed over as one plain object the bootstrap
     // destructures before any guest code runs.
     let natives = Object::new(ctx.clone())?;
@@ -909,18 +892,8 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
     natives.set("hostTimer", host_timer)?;
     natives.set("hostOutputRemaining", host_output_remaining)?;
     natives.set("hostClearTimer", host_clear_timer)?;
-    #[allow(
-        clippy::cast_precision_loss,
-        reason = "byte budgets are far below 2^53"
-    )]
-    let max_call_args = limits.max_call_args_bytes as f64;
-    natives.set("maxCallArgs", max_call_args)?;
-    #[allow(
-        clippy::cast_precision_loss,
-        reason = "byte budgets are far below 2^53"
-    )]
-    let max_output_chars = limits.max_output_bytes as f64;
-    natives.set("maxOutput", max_output_chars)?;
+    natives.set("maxCallArgs", js_bytes(limits.max_call_args_bytes))?;
+    natives.set("maxOutput", js_bytes(limits.max_output_bytes))?;
     let control: Object<'js> = make_control.call((natives, max_scan))?;
     ctx.store_userdata(control.clone())
         .map_err(|_| rquickjs::Error::Unknown)?;
