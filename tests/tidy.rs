@@ -1,6 +1,6 @@
 //! Invariants of the workspace as tests (rust-analyzer's `tidy`): which crate may depend on
-//! which outside dependency, that every library says what it is, and that the documented limit
-//! defaults are the ones in the code. Each check is a function over plain data, so the unit
+//! which outside dependency, that every library says what it is, that each crate has one
+//! integration-test binary, and that the documented limit defaults are the ones in the code. Each check is a function over plain data, so the unit
 //! tests at the bottom show it failing on a deliberately broken case.
 
 use std::path::{Path, PathBuf};
@@ -221,6 +221,72 @@ fn documented_limit_defaults_are_the_codes() {
     assert!(mismatches.is_empty(), "docs/reference.md: {mismatches:#?}");
 }
 
+/// Test binaries that measure the whole process (its CPU time, its allocator) and so must stay
+/// alone in theirs, beside their crate's one integration-test binary.
+const MEASURING_TEST_BINARIES: &[&str] = &[
+    "crates/codemode-sandbox/tests/hostile.rs",
+    "crates/codemode-core/tests/host_memory.rs",
+];
+
+/// Crates with more than one integration-test binary (a `tests/*.rs` file or a
+/// `tests/<dir>/main.rs`), not counting [`MEASURING_TEST_BINARIES`]. `binaries` are paths
+/// relative to the workspace root, grouped per crate by their `crates/<name>/` prefix.
+fn crates_with_several_test_binaries(binaries: &[String]) -> Vec<String> {
+    let mut per_crate: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for binary in binaries {
+        if MEASURING_TEST_BINARIES.contains(&binary.as_str()) {
+            continue;
+        }
+        let krate = binary.split("/tests/").next().unwrap_or(binary);
+        per_crate.entry(krate).or_default().push(binary);
+    }
+    per_crate
+        .into_iter()
+        .filter(|(_, binaries)| binaries.len() > 1)
+        .map(|(krate, binaries)| format!("{krate}: {binaries:?}"))
+        .collect()
+}
+
+/// Integration-test binaries of the crates under `crates/`, as workspace-relative paths.
+fn test_binaries() -> Vec<String> {
+    let mut binaries = Vec::new();
+    for entry in std::fs::read_dir(root().join("crates")).expect("crates/ exists") {
+        let krate = entry.expect("a crate folder").path();
+        let Ok(tests) = std::fs::read_dir(krate.join("tests")) else {
+            continue;
+        };
+        for test in tests {
+            let path = test.expect("a tests/ entry").path();
+            let binary = if path.extension().is_some_and(|e| e == "rs") {
+                path
+            } else if path.join("main.rs").is_file() {
+                path.join("main.rs")
+            } else {
+                continue;
+            };
+            let relative = binary.strip_prefix(root()).expect("under the root");
+            binaries.push(relative.to_string_lossy().replace('\\', "/"));
+        }
+    }
+    binaries.sort();
+    binaries
+}
+
+#[test]
+fn each_crate_has_one_integration_test_binary() {
+    let binaries = test_binaries();
+    assert!(
+        binaries
+            .iter()
+            .any(|b| b.ends_with("codemode-core/tests/core/main.rs"))
+    );
+    let several = crates_with_several_test_binaries(&binaries);
+    assert!(
+        several.is_empty(),
+        "merge these into one binary (tests/<crate>/main.rs with a module each): {several:#?}"
+    );
+}
+
 #[test]
 fn the_checks_fail_on_broken_cases() {
     let pairs = [
@@ -241,4 +307,17 @@ fn the_checks_fail_on_broken_cases() {
     let defaults = serde_json::json!({ "timeoutMs": 10000, "memoryLimitBytes": 67108864 });
     let mismatches = default_mismatches(&table_rows(table, "Limits"), 1, 2, &defaults);
     assert_eq!(mismatches, ["timeoutMs: documented 999, code 10000"]);
+    let binaries = [
+        "crates/codemode-core/tests/core/main.rs",
+        "crates/codemode-core/tests/host_memory.rs",
+        "crates/codemode-ts/tests/ts/main.rs",
+        "crates/codemode-ts/tests/extra.rs",
+    ]
+    .map(str::to_owned);
+    assert_eq!(
+        crates_with_several_test_binaries(&binaries),
+        [
+            r#"crates/codemode-ts: ["crates/codemode-ts/tests/ts/main.rs", "crates/codemode-ts/tests/extra.rs"]"#
+        ]
+    );
 }

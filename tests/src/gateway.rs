@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use codemode_catalog::{ToolDescriptor, ToolOrigin};
 use codemode_core::{
-    Activation, ActivationRequest, CodeMode, CodeModeConfig, CodeModeResult, CodeModeSession,
-    EventSink, McpServerCapabilities, NestedCallEvent, RunContext, ToolCallContext, ToolError,
+    Activation, ActivationRequest, AgentRunContext, CodeMode, CodeModeConfig, CodeModeResult,
+    CodeModeSession, EventSink, McpServerCapabilities, NestedCallEvent, ToolCallContext, ToolError,
     ToolExecutor,
 };
 use codemode_mcp::{HubOptions, McpHub, McpServerConfig};
@@ -358,7 +358,7 @@ impl Gateway {
             }
         }
         request.tools = effective;
-        request.run = RunContext {
+        request.agent_run = AgentRunContext {
             agent_id: Some("e2e-agent".into()),
             agent_run_id: Some(format!("run-{session_id}")),
             session_id: Some(session_id.into()),

@@ -28,7 +28,7 @@
 )]
 
 mod demo;
-mod host;
+mod tool_host;
 
 use std::io::Read;
 use std::net::SocketAddr;
@@ -37,12 +37,12 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
-use codemode_core::{Activation, CodeModeResult, CodeModeSession, Language, RunContext};
+use codemode_core::{Activation, AgentRunContext, CodeModeResult, CodeModeSession, Language};
 use codemode_mcp_server::{CodeModeServer, DEFAULT_MAX_SESSIONS, HttpOptions};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::host::Host;
+use crate::tool_host::ToolHost;
 
 /// What `--help` shows after the options of every command.
 const EXIT_STATUS_HELP: &str = "Exit status: 0 completed, 1 failed, 2 usage or config error, \
@@ -197,14 +197,14 @@ async fn run(command: Command) -> anyhow::Result<u8> {
         Command::Surface { config } | Command::Decls { config, .. } => config.config.as_deref(),
         Command::Serve(_) => None,
     };
-    let host = Host::start(config, true).await?;
+    let host = ToolHost::start(config, true).await?;
     let code_mode = host.code_mode();
     let activation = code_mode
-        .activate(host.activation_request(RunContext {
+        .activate(host.activation_request(AgentRunContext {
             agent_id: Some("codemode-cli".into()),
             agent_run_id: Some("cli-run".into()),
             session_id: Some("cli-session".into()),
-            ..RunContext::default()
+            ..AgentRunContext::default()
         }))
         .context("code mode activation failed")?;
     let code = match &command {
@@ -226,7 +226,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<u8> {
             _ => bail!("--auth-token-env {name}: the variable is not set or empty"),
         },
     };
-    let host = Host::start(args.config.config.as_deref(), args.demo).await?;
+    let host = ToolHost::start(args.config.config.as_deref(), args.demo).await?;
     if host.tool_count() == 0 {
         bail!("nothing to serve: configure mcpServers in --config, or pass --demo");
     }

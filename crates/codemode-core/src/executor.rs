@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 /// Who is running code mode: copied into every nested call's context.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RunContext {
+pub struct AgentRunContext {
     /// The active agent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
@@ -38,7 +38,7 @@ pub type UpdateSink = Arc<dyn Fn(Value) + Send + Sync>;
 #[derive(Clone)]
 pub struct ToolCallContext {
     /// The run's identity (agent, session, sender, channel).
-    pub run: RunContext,
+    pub agent_run: AgentRunContext,
     /// The model's tool-call id of the `exec` that started this code-mode run.
     pub parent_call_id: String,
     /// This nested call's id, unique within the code-mode run (`<parent>/<n>`).
@@ -52,7 +52,7 @@ pub struct ToolCallContext {
 impl std::fmt::Debug for ToolCallContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolCallContext")
-            .field("run", &self.run)
+            .field("agent_run", &self.agent_run)
             .field("parent_call_id", &self.parent_call_id)
             .field("nested_call_id", &self.nested_call_id)
             .finish_non_exhaustive()

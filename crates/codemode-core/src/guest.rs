@@ -10,8 +10,7 @@ use codemode_sandbox::{Callable, GuestPath, GuestSetup, LocalFn};
 use serde_json::Value;
 
 use crate::guest_dts;
-use crate::host::{Counters, MCP_CALL, MCP_CAPABILITY, NAMESPACE_CALL, TOOLS_CALL};
-use crate::session::SessionShared;
+use crate::state::{Counters, MCP_CALL, MCP_CAPABILITY, NAMESPACE_CALL, SessionState, TOOLS_CALL};
 
 fn path(parts: &[&str]) -> GuestPath {
     parts.iter().map(|part| (*part).to_owned()).collect()
@@ -30,7 +29,7 @@ fn local(f: impl Fn(Vec<Value>) -> Result<Value, String> + Send + Sync + 'static
 }
 
 /// The guest setup of one code-mode run. `counters` receive the search/describe counts.
-pub(crate) fn setup(session: &SessionShared, counters: &Arc<Counters>) -> GuestSetup {
+pub(crate) fn setup(session: &SessionState, counters: &Arc<Counters>) -> GuestSetup {
     let mut setup = GuestSetup::default();
     let catalog = &session.catalog;
     setup

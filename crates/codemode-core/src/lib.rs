@@ -16,16 +16,18 @@
 //! No feature flags.
 #![forbid(unsafe_code)]
 
+mod activation;
+mod bridge;
 mod config;
 mod executor;
 mod guest;
 mod guest_dts;
-mod host;
 mod input;
 mod outcome;
 mod result;
 mod results;
 mod session;
+mod state;
 mod surface;
 
 pub use config::{
@@ -36,12 +38,12 @@ pub use config::{
     DEFAULT_TIMEOUT_MS,
 };
 pub use executor::{
-    EventSink, NestedCallEvent, NestedCallOutcome, NoEvents, RunContext, ToolCallContext,
+    AgentRunContext, EventSink, NestedCallEvent, NestedCallOutcome, NoEvents, ToolCallContext,
     ToolError, ToolExecutor, UpdateSink,
 };
 pub use input::{ExecInput, InputError, Language, MAX_PROGRAM_BYTES, WaitInput};
 pub use result::{
-    CodeModeResult, ErrorCode, Output, PendingToolCall, SourceTelemetry, Telemetry, Truncation,
+    CodeModeResult, ErrorCode, OutputItem, PendingToolCall, SourceTelemetry, Telemetry, Truncation,
     WaitReason,
 };
 pub use results::MAX_RESULT_KEY_CHARS;
@@ -50,17 +52,15 @@ pub use results::MAX_RESULT_KEY_CHARS;
 pub mod guest_declarations {
     pub use crate::guest_dts::{DESCRIPTION, PATH, TEXT};
 }
-pub use session::{
-    Activation, ActivationError, ActivationRequest, CodeMode, CodeModeBuilder, CodeModeSession,
-    McpServerCapabilities,
-};
+pub use activation::{Activation, ActivationError, ActivationRequest, McpServerCapabilities};
+pub use session::{CodeMode, CodeModeBuilder, CodeModeSession};
 pub use surface::{
     CODE_MODE_EXEC_KIND, EXEC_TOOL, HookMetadata, ModelTool, PayloadError, WAIT_TOOL, check_payload,
 };
 
 /// Messages of SPEC §6 and §8 that tests and hosts match on.
 pub mod messages {
-    pub use crate::host::RESTART_SAFE_TOOLS;
+    pub use crate::bridge::RESTART_SAFE_TOOLS;
     /// `exec` while code mode is disabled.
     pub const DISABLED: &str = "code mode is disabled.";
 }

@@ -1,62 +1,50 @@
 //! Turns sandbox steps and errors into the `exec` / `wait` result shapes of SPEC §6.
 
-use codemode_sandbox::{RunError, Step, StoreError, SuspendReason};
+use codemode_sandbox::{RunError, Step, StoreError};
 
-use crate::result::{CodeModeResult, ErrorCode, Output, PendingToolCall, Telemetry, WaitReason};
-
-fn output(items: Vec<codemode_sandbox::Output>) -> Vec<Output> {
-    items
-        .into_iter()
-        .map(|item| match item {
-            codemode_sandbox::Output::Text(text) => Output::Text { text },
-            codemode_sandbox::Output::Json(value) => Output::Json { value },
-        })
-        .collect()
-}
+use crate::result::{
+    CodeModeResult, ErrorCode, OutputItem, PendingToolCall, Telemetry, WaitReason,
+};
 
 pub(crate) fn failed_run(
     error: RunError,
-    items: Vec<codemode_sandbox::Output>,
+    items: Vec<OutputItem>,
     telemetry: Telemetry,
 ) -> CodeModeResult {
     CodeModeResult::Failed {
         code: error.code(),
         error: error.to_string(),
-        output: output(items),
+        output: items,
         telemetry,
     }
 }
 
 pub(crate) fn store_failed(
     error: StoreError,
-    items: Vec<codemode_sandbox::Output>,
+    items: Vec<OutputItem>,
     telemetry: Telemetry,
 ) -> CodeModeResult {
     CodeModeResult::Failed {
         code: Some(error.code()),
         error: error.to_string(),
-        output: output(items),
+        output: items,
         telemetry,
     }
 }
 
 pub(crate) fn waiting(
     run_id: String,
-    reason: SuspendReason,
+    reason: WaitReason,
     pending_tool_calls: Vec<PendingToolCall>,
-    items: Vec<codemode_sandbox::Output>,
+    items: Vec<OutputItem>,
     replay_safe: bool,
     telemetry: Telemetry,
 ) -> CodeModeResult {
-    let reason = match reason {
-        SuspendReason::Yield => WaitReason::Yield,
-        _ => WaitReason::PendingTools,
-    };
     CodeModeResult::Waiting {
         run_id,
         reason,
         pending_tool_calls,
-        output: output(items),
+        output: items,
         replay_safe,
         telemetry,
     }
@@ -71,7 +59,7 @@ pub(crate) fn finished(step: Step, replay_safe: bool, telemetry: Telemetry) -> C
             truncated,
         } => CodeModeResult::Completed {
             value,
-            output: output(items),
+            output: items,
             truncated,
             replay_safe,
             telemetry,
@@ -83,7 +71,7 @@ pub(crate) fn finished(step: Step, replay_safe: bool, telemetry: Telemetry) -> C
         Step::Suspended { output: items, .. } => CodeModeResult::Failed {
             error: "code mode run suspended unexpectedly.".into(),
             code: Some(ErrorCode::InternalError),
-            output: output(items),
+            output: items,
             telemetry,
         },
     }

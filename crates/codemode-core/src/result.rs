@@ -5,33 +5,7 @@ use serde_json::Value;
 
 /// The stable error code of a failed result (SPEC §6); shared with the sandbox, which decides
 /// most of them.
-pub use codemode_sandbox::{ErrorCode, Truncation};
-
-/// One output item, in the order of the guest's `text` / `json` calls.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
-pub enum Output {
-    /// `text(value)`.
-    Text {
-        /// Strings verbatim, other values as compact JSON.
-        text: String,
-    },
-    /// `json(value)`.
-    Json {
-        /// A JSON-compatible copy.
-        value: Value,
-    },
-}
-
-/// Why a run is waiting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WaitReason {
-    /// Nested calls are still in flight at the deadline.
-    PendingTools,
-    /// The guest called `yield_control`.
-    Yield,
-}
+pub use codemode_sandbox::{ErrorCode, OutputItem, Truncation, WaitReason};
 
 /// A nested call still in flight when a run was parked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -98,7 +72,7 @@ pub enum CodeModeResult {
         value: Value,
         /// Output produced during this call.
         #[serde(skip_serializing_if = "Vec::is_empty")]
-        output: Vec<Output>,
+        output: Vec<OutputItem>,
         /// Set when `value` was cut to fit `maxOutputBytes` (`{ originalBytes, keptBytes }`):
         /// the value is still valid JSON, with markers saying what was dropped. Keep a large
         /// value out of the model's context with `results.save` instead.
@@ -121,7 +95,7 @@ pub enum CodeModeResult {
         pending_tool_calls: Vec<PendingToolCall>,
         /// Output produced during this call.
         #[serde(skip_serializing_if = "Vec::is_empty")]
-        output: Vec<Output>,
+        output: Vec<OutputItem>,
         /// Set for restartSafe runs.
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         replay_safe: bool,
@@ -137,7 +111,7 @@ pub enum CodeModeResult {
         code: Option<ErrorCode>,
         /// Output produced during this call before the failure.
         #[serde(skip_serializing_if = "Vec::is_empty")]
-        output: Vec<Output>,
+        output: Vec<OutputItem>,
         /// Counters.
         telemetry: Telemetry,
     },
@@ -167,7 +141,7 @@ impl CodeModeResult {
     }
 
     /// The output items of this call.
-    pub fn output(&self) -> &[Output] {
+    pub fn output(&self) -> &[OutputItem] {
         match self {
             CodeModeResult::Completed { output, .. }
             | CodeModeResult::Waiting { output, .. }

@@ -1,27 +1,23 @@
 //! Activation (SPEC §4) and the per-agent-run code-mode session: `exec`, `wait`, cancellation
 //! and restart recovery (SPEC §6, §8).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use codemode_catalog::{Catalog, McpCapability, SearchLimits, Source, ToolDescriptor, ToolOrigin};
-use codemode_mcp_decls::{DeclCache, McpDecls, McpServer, McpTool};
-use codemode_namespaces::{
-    CancellationState, CatalogTool, NamespaceRegistry, NamespaceRuntime, ScopeContext, ToolOwner,
-};
-use codemode_sandbox::{
-    JsonText, Limits, Run, RunScope, SnapshotStore, Step, StoreError, SuspendReason,
-};
+use codemode_catalog::Catalog;
+use codemode_mcp_decls::{DeclCache, McpDecls};
+use codemode_namespaces::NamespaceRegistry;
+use codemode_sandbox::{Limits, Run, RunScope, SnapshotStore, Step, StoreError, WaitReason};
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
 
-use crate::executor::{EventSink, NoEvents, RunContext, ToolExecutor};
-use crate::host::{Counters, RunHost};
-use crate::result::{CodeModeResult, ErrorCode, SourceTelemetry, Telemetry};
-use crate::surface::{self, DescriptionParts, ModelTool, PayloadError};
+use crate::bridge::RunHost;
+use crate::executor::{EventSink, NoEvents, ToolExecutor};
+use crate::result::{CodeModeResult, ErrorCode, Telemetry};
+use crate::state::{Counters, SessionState};
+use crate::surface::{self, ModelTool, PayloadError};
 use crate::{CodeModeConfig, ExecInput, InputError, Language, WaitInput, guest, outcome};
 
 /// Capacity of the per-process cache of generated MCP declarations.
@@ -51,16 +47,16 @@ const DECL_CACHE_CAPACITY: u64 = 64;
 /// ```
 #[derive(Clone)]
 pub struct CodeMode {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<CodeModeState>,
 }
 
-struct Shared {
-    config: CodeModeConfig,
-    executor: Arc<dyn ToolExecutor>,
-    events: Arc<dyn EventSink>,
-    namespaces: Arc<NamespaceRegistry>,
-    store: SnapshotStore<Parked>,
-    decl_cache: DeclCache,
+pub(crate) struct CodeModeState {
+    pub(crate) config: CodeModeConfig,
+    pub(crate) executor: Arc<dyn ToolExecutor>,
+    pub(crate) events: Arc<dyn EventSink>,
+    pub(crate) namespaces: Arc<NamespaceRegistry>,
+    pub(crate) store: SnapshotStore<Parked>,
+    pub(crate) decl_cache: DeclCache,
 }
 
 /// Builds a [`CodeMode`].
@@ -87,7 +83,7 @@ impl CodeModeBuilder {
     /// Finishes the builder.
     pub fn build(self) -> CodeMode {
         CodeMode {
-            shared: Arc::new(Shared {
+            shared: Arc::new(CodeModeState {
                 config: self.config,
                 executor: self.executor,
                 events: self.events,
@@ -97,72 +93,6 @@ impl CodeModeBuilder {
             }),
         }
     }
-}
-
-/// What an MCP server offers besides tools.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct McpServerCapabilities {
-    /// `resources/list` and `resources/read` are available.
-    pub resources: bool,
-    /// `prompts/list` and `prompts/get` are available.
-    pub prompts: bool,
-}
-
-/// The input of [`CodeMode::activate`]: one agent run's effective tools.
-#[derive(Debug, Clone, Default)]
-pub struct ActivationRequest {
-    /// The effective tool list, after the host's allow/deny policy.
-    pub tools: Vec<ToolDescriptor>,
-    /// Who runs (agent, agent run, session, sender, channel).
-    pub run: RunContext,
-    /// The run intentionally has no tools (disable-tools flag, raw model call).
-    pub tools_disabled: bool,
-    /// Resource / prompt capabilities per MCP server name.
-    pub mcp_capabilities: BTreeMap<String, McpServerCapabilities>,
-}
-
-impl ActivationRequest {
-    /// A request for these tools, with an empty run context.
-    pub fn new(tools: Vec<ToolDescriptor>) -> Self {
-        ActivationRequest {
-            tools,
-            ..ActivationRequest::default()
-        }
-    }
-
-    /// Sets the run context.
-    pub fn with_run(mut self, run: RunContext) -> Self {
-        self.run = run;
-        self
-    }
-}
-
-/// The outcome of activation.
-pub enum Activation {
-    /// Code mode is disabled, or the run has no tools: expose these tools as usual.
-    Unchanged(Vec<ToolDescriptor>),
-    /// Code mode is active: expose [`CodeModeSession::model_tools`].
-    Active(CodeModeSession),
-}
-
-/// A failed activation: the run must fail (never fall back to exposing tools directly).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ActivationError {
-    /// A visible namespace could not create or serialize its scope.
-    #[error("code mode namespaces failed: {0}")]
-    Namespaces(String),
-    /// A direct-only tool (which stays model-visible) has the name of a code-mode control tool
-    /// (`exec` or `wait`): the model would see two tools of that name.
-    #[error(
-        "a direct-only tool named `{name}` ({id}) would collide with the code mode control tool `{name}`."
-    )]
-    ControlNameCollision {
-        /// The colliding name, `exec` or `wait`.
-        name: String,
-        /// The tool's id, `<source>:<owner>:<name>`.
-        id: String,
-    },
 }
 
 impl CodeMode {
@@ -181,128 +111,15 @@ impl CodeMode {
         &self.shared.config
     }
 
-    /// Decides the model-visible surface of one agent run (SPEC §4).
-    pub fn activate(&self, request: ActivationRequest) -> Result<Activation, ActivationError> {
-        let config = &self.shared.config;
-        if !config.enabled || request.tools_disabled || request.tools.is_empty() {
-            return Ok(Activation::Unchanged(request.tools));
-        }
-        let _span =
-            tracing::debug_span!(target: "codemode", "activate", tools = request.tools.len())
-                .entered();
-        let catalog = Catalog::build(request.tools);
-        check_control_names(&catalog)?;
-        let cancelled = Arc::new(AtomicBool::new(false));
-        let scope_context = ScopeContext {
-            agent_id: request.run.agent_id.clone(),
-            session_key: request.run.session_key.clone(),
-            session_id: request.run.session_id.clone(),
-            run_id: request.run.agent_run_id.clone(),
-            config: serde_json::to_value(config).unwrap_or(Value::Null),
-            cancellation: CancellationState::from_flag(Arc::clone(&cancelled)),
-        };
-        let namespaces = self
-            .shared
-            .namespaces
-            .prepare_run(
-                catalog.entries().iter().map(|entry| CatalogTool {
-                    id: &entry.id,
-                    name: &entry.name,
-                    owner: tool_owner(&entry.origin),
-                }),
-                &scope_context,
-            )
-            .map_err(|e| ActivationError::Namespaces(e.to_string()))?;
-        let servers = mcp_servers(&catalog, &request.mcp_capabilities);
-        let mcp = (!servers.is_empty()).then(|| self.shared.decl_cache.get(&servers));
-        let mcp_capability_ids = servers
-            .iter()
-            .flat_map(|server| {
-                let caps = request
-                    .mcp_capabilities
-                    .get(&server.name)
-                    .cloned()
-                    .unwrap_or_default();
-                McpCapability::ALL
-                    .into_iter()
-                    .filter(move |capability| {
-                        if capability.is_resources() {
-                            caps.resources
-                        } else {
-                            caps.prompts
-                        }
-                    })
-                    .map(|capability| capability.id(&server.name))
-            })
-            .collect::<Vec<String>>();
-        let server_names: Vec<String> = servers.iter().map(|s| s.name.clone()).collect();
-        let namespace_prompt = namespaces.prompt_text();
-        let description = surface::exec_description(&DescriptionParts {
-            config,
-            mcp_servers: &server_names,
-            namespace_prompt: namespace_prompt.as_deref(),
-        });
-        let mut model_tools = vec![surface::exec_tool(description), surface::wait_tool()];
-        let direct_only: Vec<String> = catalog
-            .direct_only()
-            .iter()
-            .map(|tool| tool.name.clone())
-            .collect();
-        model_tools.extend(catalog.direct_only().iter().map(|tool| {
-            ModelTool {
-                name: tool.name.clone(),
-                description: tool.description.clone(),
-                parameters: tool
-                    .parameters
-                    .clone()
-                    .unwrap_or_else(|| serde_json::json!({ "type": "object" })),
-            }
-        }));
-        let counts = catalog.source_counts();
-        let telemetry = Telemetry {
-            catalog_size: catalog.len(),
-            sources: SourceTelemetry {
-                openclaw: counts.openclaw,
-                mcp: counts.mcp,
-                client: counts.client,
-                mcp_capabilities: mcp_capability_ids.len(),
-            },
-            visible_tools: model_tools.iter().map(|tool| tool.name.clone()).collect(),
-            ..Telemetry::default()
-        };
-        let search_limits = SearchLimits::new(
-            config.search_default_limit as usize,
-            config.max_search_limit as usize,
-        );
-        let session = SessionShared {
-            config: config.clone(),
-            executor: Arc::clone(&self.shared.executor),
-            events: Arc::clone(&self.shared.events),
-            run: request.run,
-            all_tools: JsonText::new(&catalog.all_tools_json()),
-            catalog: Arc::new(catalog),
-            mcp,
-            mcp_capability_ids,
-            namespaces: Arc::new(namespaces),
-            model_tools,
-            direct_only,
-            telemetry,
-            search_limits,
-            results: Arc::new(crate::results::SavedResults::new(
-                config.max_saved_results as usize,
-                config.max_saved_result_bytes as usize,
-            )),
-            cancelled,
-        };
-        Ok(Activation::Active(CodeModeSession {
-            inner: Arc::new(session),
-            store: self.shared.store.clone(),
-        }))
-    }
-
     /// Drops every suspended run of a session (session end), cancelling their host work.
     pub fn end_session(&self, session_id: &str) {
         self.shared.store.drop_session(session_id);
+    }
+
+    /// Drops every suspended run of an agent run (the agent run ended), cancelling their host
+    /// work; returns how many were dropped.
+    pub fn end_agent_run(&self, agent_run_id: &str) -> usize {
+        self.shared.store.drop_agent_run(agent_run_id)
     }
 
     /// Drops every suspended run (host shutdown), cancelling their host work.
@@ -321,112 +138,6 @@ impl CodeMode {
     }
 }
 
-/// Fails activation when a direct-only tool, which stays model-visible, has the name of a
-/// control tool: the model must see exactly one `exec` and one `wait` (a core `wait` is the
-/// host's copy of code mode's own and never reaches [`Catalog::direct_only`]).
-fn check_control_names(catalog: &Catalog) -> Result<(), ActivationError> {
-    let control = [surface::EXEC_TOOL, surface::WAIT_TOOL];
-    match catalog
-        .direct_only()
-        .iter()
-        .find(|tool| control.contains(&tool.name.as_str()))
-    {
-        Some(tool) => Err(ActivationError::ControlNameCollision {
-            name: tool.name.clone(),
-            id: format!(
-                "{}:{}:{}",
-                tool.origin.source(),
-                tool.origin.owner(),
-                tool.name
-            ),
-        }),
-        None => Ok(()),
-    }
-}
-
-/// A catalog origin as namespace ownership sees it: only bundled and installed plugins own
-/// namespace tools.
-fn tool_owner(origin: &ToolOrigin) -> ToolOwner<'_> {
-    match origin {
-        ToolOrigin::BundledPlugin(plugin) | ToolOrigin::ExternalPlugin(plugin) => {
-            ToolOwner::Plugin(plugin)
-        }
-        ToolOrigin::Mcp(server) => ToolOwner::McpServer(server),
-        ToolOrigin::Client(owner) => ToolOwner::Client(owner),
-        ToolOrigin::Core => ToolOwner::Core,
-    }
-}
-
-fn mcp_servers(
-    catalog: &Catalog,
-    capabilities: &BTreeMap<String, McpServerCapabilities>,
-) -> Vec<McpServer> {
-    let mut servers: Vec<McpServer> = Vec::new();
-    for entry in catalog
-        .entries()
-        .iter()
-        .filter(|entry| entry.source == Source::Mcp)
-    {
-        let ToolOrigin::Mcp(server) = &entry.origin else {
-            continue;
-        };
-        let tool = McpTool {
-            name: entry.name.clone(),
-            catalog_id: entry.id.clone(),
-            description: entry.description.clone(),
-            input_schema: entry
-                .parameters
-                .clone()
-                .unwrap_or_else(|| serde_json::json!({ "type": "object" }))
-                .into(),
-            output_schema: None,
-        };
-        match servers.iter_mut().find(|s| &s.name == server) {
-            Some(existing) => existing.tools.push(tool),
-            None => {
-                let caps = capabilities.get(server).cloned().unwrap_or_default();
-                servers.push(McpServer {
-                    name: server.clone(),
-                    tools: vec![tool],
-                    has_resources: caps.resources,
-                    has_prompts: caps.prompts,
-                });
-            }
-        }
-    }
-    servers
-}
-
-/// What a session shares with the bridge hosts of its runs. It holds no handle to the snapshot
-/// store, so that a parked run (whose host holds this) never keeps the store alive: dropping the
-/// last [`CodeMode`] and [`CodeModeSession`] releases every parked VM.
-pub(crate) struct SessionShared {
-    pub(crate) config: CodeModeConfig,
-    pub(crate) executor: Arc<dyn ToolExecutor>,
-    pub(crate) events: Arc<dyn EventSink>,
-    pub(crate) run: RunContext,
-    pub(crate) catalog: Arc<Catalog>,
-    /// `ALL_TOOLS` as JSON text, made once: the catalog never changes within a session.
-    pub(crate) all_tools: JsonText,
-    pub(crate) mcp: Option<Arc<McpDecls>>,
-    /// The `mcp-capability:<server>:<method>` ids the guest may call ([`McpCapability::id`]).
-    pub(crate) mcp_capability_ids: Vec<String>,
-    pub(crate) namespaces: Arc<NamespaceRuntime>,
-    pub(crate) model_tools: Vec<ModelTool>,
-    pub(crate) direct_only: Vec<String>,
-    pub(crate) telemetry: Telemetry,
-    pub(crate) search_limits: SearchLimits,
-    /// The `results` store of this session: cleared when the session is dropped.
-    pub(crate) results: Arc<crate::results::SavedResults>,
-    cancelled: Arc<AtomicBool>,
-}
-
-impl Drop for SessionShared {
-    fn drop(&mut self) {
-        self.cancelled.store(true, Ordering::Relaxed);
-    }
-}
-
 /// State parked next to a suspended VM.
 pub(crate) struct Parked {
     /// The run's bridge host: its counters, restart-safety and calls in flight.
@@ -438,8 +149,8 @@ pub(crate) struct Parked {
 /// Code mode active for one agent run: the model-visible tools and `exec` / `wait`.
 #[derive(Clone)]
 pub struct CodeModeSession {
-    inner: Arc<SessionShared>,
-    store: SnapshotStore<Parked>,
+    pub(crate) inner: Arc<SessionState>,
+    pub(crate) store: SnapshotStore<Parked>,
 }
 
 impl CodeModeSession {
@@ -573,7 +284,7 @@ impl CodeModeSession {
                 .await;
             match &step {
                 Step::Suspended {
-                    reason: SuspendReason::PendingTools,
+                    reason: WaitReason::PendingTools,
                     output,
                     ..
                 } if output.is_empty() && started.elapsed() + leg <= idle_budget => continue,
@@ -679,9 +390,9 @@ impl CodeModeSession {
 
     fn scope(&self) -> RunScope {
         RunScope {
-            agent_run_id: self.inner.run.agent_run_id.clone(),
-            session_id: self.inner.run.session_id.clone(),
-            session_key: self.inner.run.session_key.clone(),
+            agent_run_id: self.inner.agent_run.agent_run_id.clone(),
+            session_id: self.inner.agent_run.session_id.clone(),
+            session_key: self.inner.agent_run.session_key.clone(),
         }
     }
 

@@ -4,8 +4,6 @@
 //! cell runs. The VM's own heap is QuickJS's (not the Rust allocator's) and is bounded by the
 //! memory limit itself; what is measured here is everything the host holds for the run.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,7 +44,17 @@ struct Host {
 
 fn host(config: CodeModeConfig) -> Host {
     let code_mode = CodeMode::builder(config, Arc::new(Forgetful)).build();
-    let tools = support::tools();
+    let tools = ["echo", "approve_me"]
+        .map(|name| codemode_catalog::ToolDescriptor {
+            origin: codemode_catalog::ToolOrigin::Core,
+            name: name.into(),
+            label: None,
+            description: format!("The {name} tool."),
+            parameters: Some(json!({ "type": "object" })),
+            direct_only: false,
+            read_only: name == "echo",
+        })
+        .to_vec();
     let Ok(Activation::Active(session)) = code_mode.activate(ActivationRequest::new(tools)) else {
         panic!("code mode did not activate")
     };

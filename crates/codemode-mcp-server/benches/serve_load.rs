@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use codemode_catalog::{ToolDescriptor, ToolOrigin};
 use codemode_core::{
-    ActivationRequest, CodeMode, CodeModeConfig, RunContext, ToolCallContext, ToolError,
+    ActivationRequest, AgentRunContext, CodeMode, CodeModeConfig, ToolCallContext, ToolError,
     ToolExecutor,
 };
 use codemode_mcp_server::{CodeModeServer, HttpOptions, MCP_PATH};
@@ -170,8 +170,8 @@ fn main() {
         };
         let server = CodeModeServer::new(
             code_mode,
-            Arc::new(move |run: RunContext| {
-                ActivationRequest::new(vec![add.clone()]).with_run(run)
+            Arc::new(move |run: AgentRunContext| {
+                ActivationRequest::new(vec![add.clone()]).with_agent_run(run)
             }),
         );
         let shutdown = CancellationToken::new();

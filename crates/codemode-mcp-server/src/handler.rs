@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use codemode_core::{Activation, CodeModeResult, CodeModeSession, RunContext};
+use codemode_core::{Activation, AgentRunContext, CodeModeResult, CodeModeSession};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, NumberOrString, PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -14,7 +14,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
 use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
 
-use crate::{ServeError, Shared};
+use crate::{ServeError, ServerState};
 
 /// What the client sees when it is past the session bound.
 pub(crate) fn too_many_sessions(max: usize) -> String {
@@ -24,7 +24,7 @@ pub(crate) fn too_many_sessions(max: usize) -> String {
 /// The state of one client session. Dropping it ends the session: its suspended runs are
 /// dropped and their host work cancelled.
 pub(crate) struct SessionHandler {
-    shared: Arc<Shared>,
+    shared: Arc<ServerState>,
     /// `mcp_<uuid>`: the session id and agent-run id of every run of this session.
     id: String,
     activation: OnceLock<Result<CodeModeSession, String>>,
@@ -37,7 +37,7 @@ pub(crate) struct SessionHandler {
 
 impl SessionHandler {
     /// A new session, if the session bound allows one.
-    pub(crate) fn open(shared: &Arc<Shared>) -> Result<SessionHandler, String> {
+    pub(crate) fn open(shared: &Arc<ServerState>) -> Result<SessionHandler, String> {
         let permit = Arc::clone(&shared.sessions)
             .try_acquire_owned()
             .map_err(|_| too_many_sessions(shared.max_sessions))?;
@@ -78,12 +78,12 @@ impl SessionHandler {
     fn session(&self) -> Result<&CodeModeSession, ErrorData> {
         self.activation
             .get_or_init(|| {
-                let run = RunContext {
+                let run = AgentRunContext {
                     agent_id: Some(self.shared.name.clone()),
                     agent_run_id: Some(self.id.clone()),
                     session_id: Some(self.id.clone()),
                     session_key: Some(self.id.clone()),
-                    ..RunContext::default()
+                    ..AgentRunContext::default()
                 };
                 let request = self.shared.tools.activation_request(run);
                 match self.shared.code_mode.activate(request) {
@@ -250,7 +250,7 @@ impl ServerHandler for SessionHandler {
 
 /// Serves one session over a byte stream pair until the client closes it.
 pub(crate) async fn serve_io<R, W>(
-    shared: &Arc<Shared>,
+    shared: &Arc<ServerState>,
     read: R,
     write: W,
 ) -> Result<(), ServeError>

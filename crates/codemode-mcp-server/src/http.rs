@@ -14,7 +14,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio_util::sync::CancellationToken;
 
 use crate::handler::{SessionHandler, too_many_sessions};
-use crate::{ServeError, Shared};
+use crate::{ServeError, ServerState};
 
 /// The endpoint path of the MCP server over HTTP.
 pub const MCP_PATH: &str = "/mcp";
@@ -109,7 +109,7 @@ impl HttpOptions {
 
 #[derive(Clone)]
 struct Guard {
-    shared: Arc<Shared>,
+    shared: Arc<ServerState>,
     /// `Bearer <token>`, when a token is required.
     expected_authorization: Option<Arc<[u8]>>,
 }
@@ -185,7 +185,7 @@ async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Resp
 }
 
 fn router(
-    shared: &Arc<Shared>,
+    shared: &Arc<ServerState>,
     options: &HttpOptions,
     shutdown: &CancellationToken,
 ) -> axum::Router {
@@ -216,7 +216,7 @@ fn router(
 }
 
 pub(crate) async fn serve(
-    shared: &Arc<Shared>,
+    shared: &Arc<ServerState>,
     addr: SocketAddr,
     options: HttpOptions,
     shutdown: CancellationToken,

@@ -23,7 +23,7 @@ mod http;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use codemode_core::{ActivationRequest, CodeMode, RunContext};
+use codemode_core::{ActivationRequest, AgentRunContext, CodeMode};
 use serde_json::Value;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -45,7 +45,7 @@ pub const DEFAULT_MAX_PARKED_RUNS_PER_SESSION: usize = 16;
 pub trait ToolSource: Send + Sync + 'static {
     /// The effective tools of a session that activates now, with its run context (the server
     /// fills in a fresh session id and agent-run id per client session).
-    fn activation_request(&self, run: RunContext) -> ActivationRequest;
+    fn activation_request(&self, run: AgentRunContext) -> ActivationRequest;
 
     /// Calls a direct-only tool (a model-visible tool other than `exec` and `wait`) by its
     /// name. The default refuses: override it when the host has direct-only tools.
@@ -57,9 +57,9 @@ pub trait ToolSource: Send + Sync + 'static {
 
 impl<F> ToolSource for F
 where
-    F: Fn(RunContext) -> ActivationRequest + Send + Sync + 'static,
+    F: Fn(AgentRunContext) -> ActivationRequest + Send + Sync + 'static,
 {
-    fn activation_request(&self, run: RunContext) -> ActivationRequest {
+    fn activation_request(&self, run: AgentRunContext) -> ActivationRequest {
         self(run)
     }
 }
@@ -93,7 +93,7 @@ pub enum ServeError {
 ///
 /// ```no_run
 /// # use std::sync::Arc;
-/// # use codemode_core::{ActivationRequest, CodeMode, CodeModeConfig, RunContext, ToolCallContext, ToolError, ToolExecutor};
+/// # use codemode_core::{ActivationRequest, CodeMode, CodeModeConfig, AgentRunContext, ToolCallContext, ToolError, ToolExecutor};
 /// # struct Tools;
 /// # #[async_trait::async_trait]
 /// # impl ToolExecutor for Tools {
@@ -104,17 +104,17 @@ pub enum ServeError {
 /// let code_mode = CodeMode::builder(CodeModeConfig::enabled(), Arc::new(Tools)).build();
 /// let server = codemode_mcp_server::CodeModeServer::new(
 ///     code_mode,
-///     Arc::new(move |run: RunContext| ActivationRequest::new(tools.clone()).with_run(run)),
+///     Arc::new(move |run: AgentRunContext| ActivationRequest::new(tools.clone()).with_agent_run(run)),
 /// );
 /// server.serve_stdio().await
 /// # }
 /// ```
 #[derive(Clone)]
 pub struct CodeModeServer {
-    shared: Arc<Shared>,
+    shared: Arc<ServerState>,
 }
 
-pub(crate) struct Shared {
+pub(crate) struct ServerState {
     pub(crate) code_mode: CodeMode,
     pub(crate) tools: Arc<dyn ToolSource>,
     pub(crate) sessions: Arc<Semaphore>,
@@ -147,7 +147,7 @@ impl CodeModeServer {
         version: String,
     ) -> Self {
         CodeModeServer {
-            shared: Arc::new(Shared {
+            shared: Arc::new(ServerState {
                 code_mode,
                 tools,
                 sessions: Arc::new(Semaphore::new(max_sessions)),

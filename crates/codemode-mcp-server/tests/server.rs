@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use codemode_catalog::{ToolDescriptor, ToolOrigin};
 use codemode_core::{
-    ActivationRequest, CodeMode, CodeModeConfig, RunContext, ToolCallContext, ToolError,
+    ActivationRequest, AgentRunContext, CodeMode, CodeModeConfig, ToolCallContext, ToolError,
     ToolExecutor,
 };
 use codemode_mcp_server::{CodeModeServer, HttpOptions, MCP_PATH};
@@ -89,8 +89,8 @@ fn fixture() -> Fixture {
     let code_mode = CodeMode::builder(CodeModeConfig::enabled(), Arc::new(tools)).build();
     let server = CodeModeServer::new(
         code_mode,
-        Arc::new(|run: RunContext| {
-            ActivationRequest::new(vec![descriptor("add"), descriptor("hold")]).with_run(run)
+        Arc::new(|run: AgentRunContext| {
+            ActivationRequest::new(vec![descriptor("add"), descriptor("hold")]).with_agent_run(run)
         }),
     );
     Fixture {
@@ -500,12 +500,12 @@ async fn sessions_activating_after_a_tool_change_see_the_new_tools() {
     let source_grown = Arc::clone(&grown);
     let server = CodeModeServer::new(
         code_mode,
-        Arc::new(move |run: RunContext| {
+        Arc::new(move |run: AgentRunContext| {
             let mut tools = vec![descriptor("add")];
             if source_grown.load(Ordering::SeqCst) {
                 tools.push(descriptor("grown"));
             }
-            ActivationRequest::new(tools).with_run(run)
+            ActivationRequest::new(tools).with_agent_run(run)
         }),
     );
     let names = "return ALL_TOOLS.map(t => t.name)";

@@ -8,47 +8,29 @@ use crate::MAX_JSON_DEPTH;
 /// Longest failure message kept from guest code; longer ones are cut at a char boundary.
 pub const MAX_ERROR_MESSAGE_BYTES: usize = 4096;
 
-/// One item of guest output, in guest call order.
+/// One item of guest output, in guest call order: the one output type of the workspace (core
+/// re-exports it in its results).
 ///
-/// Serialized as SPEC §6 `{"type":"text","text":..}` / `{"type":"json","value":..}`.
+/// Serialized as `{"type":"text","text":..}` / `{"type":"json","value":..}`.
 ///
 /// ```
-/// use codemode_sandbox::Output;
-/// let item = Output::Text("hi".into());
+/// use codemode_sandbox::OutputItem;
+/// let item = OutputItem::Text { text: "hi".into() };
 /// assert_eq!(serde_json::to_string(&item).unwrap(), r#"{"type":"text","text":"hi"}"#);
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(into = "OutputRepr", from = "OutputRepr")]
-pub enum Output {
-    /// From `text(value)`: strings verbatim, other values as compact JSON.
-    Text(String),
-    /// From `json(value)`: a JSON-compatible copy of the value.
-    Json(Value),
-}
-
-#[derive(Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum OutputRepr {
-    Text { text: String },
-    Json { value: Value },
-}
-
-impl From<Output> for OutputRepr {
-    fn from(output: Output) -> Self {
-        match output {
-            Output::Text(text) => Self::Text { text },
-            Output::Json(value) => Self::Json { value },
-        }
-    }
-}
-
-impl From<OutputRepr> for Output {
-    fn from(repr: OutputRepr) -> Self {
-        match repr {
-            OutputRepr::Text { text } => Self::Text(text),
-            OutputRepr::Json { value } => Self::Json(value),
-        }
-    }
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum OutputItem {
+    /// From `text(value)`.
+    Text {
+        /// Strings verbatim, other values as compact JSON.
+        text: String,
+    },
+    /// From `json(value)`.
+    Json {
+        /// A JSON-compatible copy of the value.
+        value: Value,
+    },
 }
 
 /// Lines the async-function wrapper adds before the program (`(async function anonymous(` and
@@ -185,10 +167,10 @@ pub(crate) fn output_item_bytes(is_json: bool, payload_bytes: usize) -> usize {
 }
 
 /// Wire bytes of an output item (see [`output_item_bytes`]).
-pub(crate) fn output_bytes(output: &Output) -> usize {
+pub(crate) fn output_bytes(output: &OutputItem) -> usize {
     match output {
-        Output::Text(text) => output_item_bytes(false, json_string_bytes(text)),
-        Output::Json(value) => output_item_bytes(true, json_bytes(value)),
+        OutputItem::Text { text } => output_item_bytes(false, json_string_bytes(text)),
+        OutputItem::Json { value } => output_item_bytes(true, json_bytes(value)),
     }
 }
 

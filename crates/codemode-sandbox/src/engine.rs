@@ -32,7 +32,7 @@ use crate::codec::{
 };
 use crate::install::{BridgeMethod, InstallPlan};
 use crate::{
-    BridgeHost, BridgeRequest, Limits, LocalFn, Output, PendingCall, RequestId, RunError,
+    BridgeHost, BridgeRequest, Limits, LocalFn, OutputItem, PendingCall, RequestId, RunError,
     Truncation,
 };
 
@@ -143,7 +143,7 @@ struct BridgeState {
     yield_requested: bool,
     /// Pending timers by id.
     timers: BTreeMap<u64, Timer>,
-    output: Vec<Output>,
+    output: Vec<OutputItem>,
     output_bytes: usize,
     finish: Option<Finish>,
 }
@@ -189,7 +189,7 @@ pub(crate) struct StepOutput {
     /// Host calls still pending after their first poll, for the driver to spawn.
     pub(crate) spawn: Vec<(u64, HostFuture)>,
     /// Output produced during the step.
-    pub(crate) output: Vec<Output>,
+    pub(crate) output: Vec<OutputItem>,
     /// When the earliest pending timer is due (the driver wakes the run then).
     pub(crate) next_timer: Option<Instant>,
 }
@@ -551,7 +551,7 @@ impl Engine {
     }
 
     /// Output produced but not handed out yet (kept when the driver gives up on a step).
-    pub(crate) fn take_output(&self) -> Vec<Output> {
+    pub(crate) fn take_output(&self) -> Vec<OutputItem> {
         std::mem::take(&mut lock(&self.state).output)
     }
 
@@ -783,11 +783,11 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
             }
             let item = if is_json {
                 match parse_bridge_json::<Value>(&payload) {
-                    Ok(value) => Output::Json(value),
+                    Ok(value) => OutputItem::Json { value },
                     Err(message) => return Some(format!("json() value {message}")),
                 }
             } else {
-                Output::Text(payload)
+                OutputItem::Text { text: payload }
             };
             let mut state = lock(&emit_state);
             state.output_bytes = state.output_bytes.saturating_add(bytes);

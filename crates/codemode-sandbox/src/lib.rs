@@ -33,7 +33,7 @@ mod vm_threads;
 /// Re-exported so implementors of [`BridgeHost`] need no direct dependency on `async-trait`.
 pub use async_trait::async_trait;
 pub use bridge::{BridgeHost, BridgeRequest, PendingCall, RequestId};
-pub use codec::Output;
+pub use codec::OutputItem;
 pub use codec::{MAX_ERROR_MESSAGE_BYTES, json_nests_deeper_than};
 pub use error::{ErrorCode, RunError, StoreError};
 pub use lexer::{MAX_NESTING, MAX_PROGRAM_NAMES, MAX_READINGS, check_body, check_program};
@@ -43,7 +43,7 @@ pub use limits::{
     DEFAULT_MEMORY_BYTES, DEFAULT_STACK_BYTES, DEFAULT_TIMEOUT, Limits, MAX_JSON_DEPTH,
 };
 pub use module_access::check_module_access;
-pub use run::{DEADLINE_GRACE, Run, Step, SuspendReason, Truncation};
+pub use run::{DEADLINE_GRACE, Run, Step, Truncation, WaitReason};
 pub use setup::{Callable, GuestPath, GuestSetup, JsonText, LocalFn};
 pub use store::{MAX_SUSPENDED_RUNS, Resumption, RunId, RunScope, SnapshotStore};
 pub use vm_threads::{MAX_QUEUED_STEPS, thread_count, threads_started};

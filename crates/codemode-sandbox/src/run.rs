@@ -14,7 +14,7 @@ use tokio::task::{JoinError, JoinSet};
 use crate::engine::{Engine, Flags, HOST_CALL_FAILED, Progress, StepInput, StepOutput};
 use crate::install::InstallPlan;
 use crate::vm_threads::{Leftover, run_step_then_drop};
-use crate::{BridgeHost, GuestSetup, Limits, Output, PendingCall, RunError, check_program};
+use crate::{BridgeHost, GuestSetup, Limits, OutputItem, PendingCall, RunError, check_program};
 
 /// How long after its deadline a leg still waits for a VM step stuck in one native call before it
 /// reports `timeout` anyway (the VM is then dropped on its own thread when the call returns).
@@ -35,8 +35,7 @@ pub struct Truncation {
 /// Why a leg ended with the run still alive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum SuspendReason {
+pub enum WaitReason {
     /// The deadline came while the guest was idle awaiting host work.
     PendingTools,
     /// The guest called `yield_control()`.
@@ -52,25 +51,25 @@ pub enum Step {
         /// The returned value.
         value: Value,
         /// Output produced during this leg.
-        output: Vec<Output>,
+        output: Vec<OutputItem>,
         /// Set when the value was cut to fit what was left of the output budget.
         truncated: Option<Truncation>,
     },
     /// The run is alive and can be parked and driven again later.
     Suspended {
         /// Why the leg ended.
-        reason: SuspendReason,
+        reason: WaitReason,
         /// Bridge calls not settled into the VM yet: started ones, then queued ones.
         pending: Vec<PendingCall>,
         /// Output produced during this leg.
-        output: Vec<Output>,
+        output: Vec<OutputItem>,
     },
     /// The run failed; it is dead (its VM and host work are already released).
     Failed {
         /// What went wrong.
         error: RunError,
         /// Output produced during this leg before the failure.
-        output: Vec<Output>,
+        output: Vec<OutputItem>,
     },
 }
 
@@ -109,7 +108,7 @@ enum Phase {
 /// match run.drive(deadline).await {
 ///     Step::Completed { value, output, .. } => {
 ///         assert_eq!(value, 21);
-///         assert_eq!(output, vec![codemode_sandbox::Output::Text("hi".into())]);
+///         assert_eq!(output, vec![codemode_sandbox::OutputItem::Text { text: "hi".into() }]);
 ///     }
 ///     other => panic!("unexpected {other:?}"),
 /// }
@@ -244,7 +243,7 @@ impl Run {
                 Progress::Failed(error) => return self.fail(error, output),
                 Progress::Yielded => {
                     self.resume_yields = true;
-                    return self.suspend(SuspendReason::Yield, output);
+                    return self.suspend(WaitReason::Yield, output);
                 }
                 Progress::Idle => {}
             }
@@ -252,7 +251,7 @@ impl Run {
                 return self.fail(RunError::PendingWithoutHostWork, output);
             }
             if Instant::now() >= deadline {
-                return self.suspend(SuspendReason::PendingTools, output);
+                return self.suspend(WaitReason::PendingTools, output);
             }
             // A timer due before the deadline wakes the run; one due later parks it.
             let timer = answer.next_timer.filter(|due| *due < deadline);
@@ -260,7 +259,7 @@ impl Run {
                 biased;
                 joined = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => joined,
                 () = sleep_until_timer(timer) => None,
-                () = &mut sleep => return self.suspend(SuspendReason::PendingTools, output),
+                () = &mut sleep => return self.suspend(WaitReason::PendingTools, output),
             };
             if let Some(joined) = joined {
                 self.collect(joined);
@@ -383,7 +382,7 @@ impl Run {
         self.ready.clear();
     }
 
-    fn fail(&mut self, error: RunError, mut output: Vec<Output>) -> Step {
+    fn fail(&mut self, error: RunError, mut output: Vec<OutputItem>) -> Step {
         tracing::debug!(target: "codemode_sandbox", %error, "code mode run failed");
         if let Phase::Built(engine) = &self.phase {
             output.extend(engine.take_output());
@@ -392,7 +391,7 @@ impl Run {
         Step::Failed { error, output }
     }
 
-    fn suspend(&mut self, reason: SuspendReason, output: Vec<Output>) -> Step {
+    fn suspend(&mut self, reason: WaitReason, output: Vec<OutputItem>) -> Step {
         Step::Suspended {
             reason,
             pending: self.pending_calls(),

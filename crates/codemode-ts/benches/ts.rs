@@ -6,7 +6,7 @@ fn main() {
 
 /// The ~50-line realistic cell of the snapshot tests (enum, namespace,
 /// parameter properties, generics, `import type`, top-level await/return).
-const CELL: &str = include_str!("../tests/cell.ts");
+const CELL: &str = include_str!("../tests/ts/cell.ts");
 
 #[divan::bench(sample_count = 20, sample_size = 10)]
 fn transform_50_line_cell() -> String {

@@ -1,14 +1,12 @@
 //! Property test: arbitrary short programs fed arbitrary JSON settlements never make the host
 //! panic, and every leg ends in a well-formed step within the limits.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
-use codemode_sandbox::{Output, Run, Step};
+use crate::support::{TestHost, limits, setup};
+use codemode_sandbox::{OutputItem, Run, Step};
 use proptest::prelude::*;
 use serde_json::Value;
-use support::{TestHost, limits, setup};
 
 fn arb_json() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
@@ -79,8 +77,8 @@ proptest! {
                     Step::Completed { output, .. } | Step::Suspended { output, .. } | Step::Failed { output, .. } => output,
                 };
                 emitted += output.iter().map(|item| serde_json::to_string(&match item {
-                    Output::Text(text) => Value::String(text.clone()),
-                    Output::Json(value) => value.clone(),
+                    OutputItem::Text { text } => Value::String(text.clone()),
+                    OutputItem::Json { value } => value.clone(),
                 }).unwrap().len()).sum::<usize>();
                 prop_assert!(emitted <= limits.max_output_bytes, "emitted {emitted} bytes");
                 match step {

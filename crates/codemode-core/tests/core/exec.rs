@@ -1,16 +1,14 @@
 //! `exec` / `wait` end to end through the real sandbox, catalog, TypeScript transform, MCP
 //! declarations and namespaces: the items of the seed's validation checklist this layer owns.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::*;
 use codemode_catalog::ToolOrigin;
 use codemode_core::*;
 use codemode_namespaces::{NamespaceRegistry, NamespaceTool, Registration, ScopeValue};
 use serde_json::{Value, json};
-use support::*;
 
 fn names(tools: &[ModelTool]) -> Vec<&str> {
     tools.iter().map(|t| t.name.as_str()).collect()
@@ -22,11 +20,11 @@ async fn disabled_config_leaves_the_tool_list_unchanged() {
         let config = CodeModeConfig::from_json(&config).unwrap();
         let code_mode = CodeMode::builder(config, TestExecutor::new()).build();
         let Ok(Activation::Unchanged(tools)) =
-            code_mode.activate(ActivationRequest::new(support::tools()))
+            code_mode.activate(ActivationRequest::new(crate::support::tools()))
         else {
             panic!("disabled code mode activated")
         };
-        assert_eq!(tools, support::tools());
+        assert_eq!(tools, crate::support::tools());
     }
 }
 
@@ -36,10 +34,10 @@ async fn runs_without_tools_never_activate() {
     assert!(
         matches!(code_mode.activate(ActivationRequest::new(vec![])), Ok(Activation::Unchanged(t)) if t.is_empty())
     );
-    let mut request = ActivationRequest::new(support::tools());
+    let mut request = ActivationRequest::new(crate::support::tools());
     request.tools_disabled = true;
     assert!(
-        matches!(code_mode.activate(request), Ok(Activation::Unchanged(t)) if t.len() == support::tools().len())
+        matches!(code_mode.activate(request), Ok(Activation::Unchanged(t)) if t.len() == crate::support::tools().len())
     );
 }
 
@@ -83,7 +81,7 @@ async fn enabled_shows_exec_wait_and_only_direct_tools() {
 
 #[tokio::test]
 async fn exec_description_omits_mcp_without_servers() {
-    let tools: Vec<_> = support::tools()
+    let tools: Vec<_> = crate::support::tools()
         .into_iter()
         .filter(|t| !matches!(t.origin, ToolOrigin::Mcp(_)))
         .collect();
@@ -268,7 +266,7 @@ async fn shell_exec_hidden_from_the_model_but_callable_by_id_and_no_recursion() 
         .await;
     assert_eq!(value, json!({ "shell": "ls" }));
     // Code mode's own exec and wait are never reachable from the guest.
-    let tools: Vec<_> = support::tools()
+    let tools: Vec<_> = crate::support::tools()
         .into_iter()
         .filter(|t| t.name != "exec")
         .collect();
@@ -383,7 +381,7 @@ async fn typescript_is_transformed_and_javascript_never_reaches_the_transform() 
     let js_only = harness_with(
         CodeModeConfig::from_json(&json!({ "enabled": true, "languages": ["javascript"] }))
             .unwrap(),
-        support::tools(),
+        crate::support::tools(),
     );
     let refused = js_only
         .session
@@ -510,7 +508,7 @@ async fn module_filesystem_network_and_environment_access_fail() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn infinite_loops_time_out_without_blocking_other_runs() {
     let config = CodeModeConfig::from_json(&json!({ "enabled": true, "timeoutMs": 300 })).unwrap();
-    let h = Arc::new(harness_with(config, support::tools()));
+    let h = Arc::new(harness_with(config, crate::support::tools()));
     let looping = {
         let h = Arc::clone(&h);
         tokio::spawn(async move { h.js("text('before'); while (true) {}").await })
@@ -536,7 +534,7 @@ async fn memory_limit_ends_the_guest_vm() {
     let config =
         CodeModeConfig::from_json(&json!({ "enabled": true, "memoryLimitBytes": 4194304 }))
             .unwrap();
-    let h = harness_with(config, support::tools());
+    let h = harness_with(config, crate::support::tools());
     let result = h
         .js("const hoard = []; while (true) { hoard.push(new Array(100000).fill(hoard.length)) }")
         .await;
@@ -554,7 +552,7 @@ async fn output_and_snapshot_limits_apply_to_completed_and_suspended_runs() {
         &json!({ "enabled": true, "maxOutputBytes": 1024, "timeoutMs": 400 }),
     )
     .unwrap();
-    let h = harness_with(config, support::tools());
+    let h = harness_with(config, crate::support::tools());
     let (error, code) = h.error("text('x'.repeat(2000)); return 1").await;
     assert_eq!(
         (error.as_str(), code),
@@ -578,7 +576,7 @@ async fn output_and_snapshot_limits_apply_to_completed_and_suspended_runs() {
         &json!({ "enabled": true, "maxSnapshotBytes": 1024, "timeoutMs": 400 }),
     )
     .unwrap();
-    let h = harness_with(config, support::tools());
+    let h = harness_with(config, crate::support::tools());
     let (error, code) = h.error("await tools.approve_me({}); return 1").await;
     assert_eq!(
         (error.as_str(), code),
@@ -602,7 +600,7 @@ fn fast() -> CodeModeConfig {
 
 #[tokio::test]
 async fn wait_resumes_a_suspended_run_and_returns_the_final_value() {
-    let h = harness_with(fast(), support::tools());
+    let h = harness_with(fast(), crate::support::tools());
     let result = h
         .js("text('before'); const r = await tools.approve_me({}); text('after'); return r")
         .await;
@@ -659,7 +657,7 @@ async fn yield_control_suspends_and_wait_continues() {
 
 #[tokio::test]
 async fn expired_cancelled_other_session_and_unknown_run_ids_fail() {
-    let h = harness_with(fast(), support::tools());
+    let h = harness_with(fast(), crate::support::tools());
     // Cancelled.
     let run_id = park(&h, "await tools.approve_me({}); return 1").await;
     assert!(h.session.cancel(&run_id));
@@ -667,7 +665,8 @@ async fn expired_cancelled_other_session_and_unknown_run_ids_fail() {
     assert_eq!(result["error"], "code mode run is unavailable or expired.");
     // Other session and other agent run.
     let run_id = park(&h, "await tools.approve_me({}); return 1").await;
-    let mut other = ActivationRequest::new(support::tools()).with_run(run_context("s2"));
+    let mut other =
+        ActivationRequest::new(crate::support::tools()).with_agent_run(run_context("s2"));
     other.mcp_capabilities = Default::default();
     let Ok(Activation::Active(other_session)) = h.code_mode.activate(other) else {
         panic!()
@@ -692,7 +691,7 @@ async fn expired_cancelled_other_session_and_unknown_run_ids_fail() {
     other_run.agent_run_id = Some("run-2".into());
     let Ok(Activation::Active(other_run)) = h
         .code_mode
-        .activate(ActivationRequest::new(support::tools()).with_run(other_run))
+        .activate(ActivationRequest::new(crate::support::tools()).with_agent_run(other_run))
     else {
         panic!()
     };
@@ -709,7 +708,7 @@ async fn expired_cancelled_other_session_and_unknown_run_ids_fail() {
         &json!({ "enabled": true, "timeoutMs": 400, "snapshotTtlSeconds": 1 }),
     )
     .unwrap();
-    let h = harness_with(config, support::tools());
+    let h = harness_with(config, crate::support::tools());
     let run_id = park(&h, "await tools.approve_me({}); return 1").await;
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let result = h.session.wait(&json!({ "runId": run_id })).await.to_json();
@@ -795,11 +794,11 @@ async fn namespaces_visible_callable_catchable_and_refused_when_restart_safe() {
     let code_mode = CodeMode::builder(CodeModeConfig::enabled(), executor.clone())
         .namespaces(registry.clone())
         .build();
-    let mut tools = support::tools();
+    let mut tools = crate::support::tools();
     tools.push(tool(plugin(), "issues_list", true));
     tools.push(tool(plugin(), "issues_fail", true));
     let Ok(Activation::Active(session)) =
-        code_mode.activate(ActivationRequest::new(tools.clone()).with_run(run_context("s")))
+        code_mode.activate(ActivationRequest::new(tools.clone()).with_agent_run(run_context("s")))
     else {
         panic!()
     };
@@ -828,7 +827,7 @@ async fn namespaces_visible_callable_catchable_and_refused_when_restart_safe() {
         "restart-safe code mode cannot call plugin namespaces."
     );
     // A same-named tool from another owner does not expose the namespace, nor its prompt.
-    let mut foreign = support::tools();
+    let mut foreign = crate::support::tools();
     foreign.push(tool(
         ToolOrigin::BundledPlugin("other".into()),
         "issues_list",
@@ -955,7 +954,7 @@ async fn dropping_code_mode_releases_parked_runs_and_cancels_their_host_work() {
         session,
         events,
         ..
-    } = harness_with(fast(), support::tools());
+    } = harness_with(fast(), crate::support::tools());
     let result = session
         .exec(
             "call_1",
@@ -1022,7 +1021,7 @@ async fn the_queue_bound_refuses_with_the_stable_message() {
         &json!({ "enabled": true, "maxPendingToolCalls": 1, "maxQueuedToolCalls": 0 }),
     )
     .unwrap();
-    let h = harness_with(config, support::tools());
+    let h = harness_with(config, crate::support::tools());
     let value = h
         .value(
             "const r = await Promise.allSettled([tools.echo({}), tools.echo({})]); \
@@ -1069,7 +1068,7 @@ fn cpu_bound_cells_do_not_starve_a_trivial_exec_on_a_two_worker_runtime() {
         .unwrap();
     let config =
         CodeModeConfig::from_json(&json!({ "enabled": true, "timeoutMs": 20000 })).unwrap();
-    let busy = harness_with(config, support::tools());
+    let busy = harness_with(config, crate::support::tools());
     let quiet = harness();
     runtime.block_on(async {
         let spin = json!({ "code": "for (;;) {}" });
@@ -1101,7 +1100,7 @@ fn cpu_bound_cells_do_not_starve_a_trivial_exec_on_a_two_worker_runtime() {
 async fn a_final_value_over_the_output_limit_completes_truncated() {
     let config =
         CodeModeConfig::from_json(&json!({ "enabled": true, "maxOutputBytes": 2048 })).unwrap();
-    let h = harness_with(config, support::tools());
+    let h = harness_with(config, crate::support::tools());
     let result = h
         .js("return Array.from({ length: 5000 }, (_, i) => ({ i }))")
         .await;
@@ -1135,7 +1134,7 @@ async fn direct_only_tools_named_like_a_control_tool_fail_activation() {
     for (origin, name, id) in cases {
         let mut direct = tool(origin, name, true);
         direct.direct_only = true;
-        let mut tools = support::tools();
+        let mut tools = crate::support::tools();
         tools.push(direct);
         let error = match code_mode.activate(ActivationRequest::new(tools)) {
             Err(error) => error,
@@ -1157,7 +1156,7 @@ async fn direct_only_tools_named_like_a_control_tool_fail_activation() {
     }
     // Catalogued (not direct-only) tools of those names stay hidden behind `exec`, and a core
     // `wait` is the host's copy of code mode's own control tool: both still activate.
-    let mut tools = support::tools();
+    let mut tools = crate::support::tools();
     tools.push(tool(ToolOrigin::Client("app".into()), "wait", true));
     let mut core_wait = tool(ToolOrigin::Core, "wait", true);
     core_wait.direct_only = true;
@@ -1176,14 +1175,14 @@ async fn direct_only_tools_named_like_a_control_tool_fail_activation() {
 async fn mcp_capabilities_are_their_own_kind_and_never_shadow_a_tool() {
     let executor = TestExecutor::new();
     let code_mode = CodeMode::builder(CodeModeConfig::enabled(), executor.clone()).build();
-    let mut tools = support::tools();
+    let mut tools = crate::support::tools();
     // A real MCP tool named like a capability, with side effects.
     tools.push(tool(
         ToolOrigin::Mcp("github".into()),
         "resources/list",
         false,
     ));
-    let mut request = ActivationRequest::new(tools).with_run(run_context("s"));
+    let mut request = ActivationRequest::new(tools).with_agent_run(run_context("s"));
     request.mcp_capabilities.insert(
         "github".into(),
         McpServerCapabilities {
@@ -1276,7 +1275,7 @@ async fn an_mcp_server_or_client_named_like_a_plugin_does_not_expose_its_namespa
         .namespaces(registry)
         .build();
     let visible = |origin: ToolOrigin| {
-        let mut tools = support::tools();
+        let mut tools = crate::support::tools();
         tools.push(tool(origin, "issues_list", true));
         let Ok(Activation::Active(session)) = code_mode.activate(ActivationRequest::new(tools))
         else {
@@ -1328,7 +1327,7 @@ async fn results_carry_values_across_cells_of_a_session_within_bounds() {
         &json!({ "enabled": true, "maxSavedResults": 2, "maxSavedResultBytes": 2048 }),
     )
     .unwrap();
-    let h = harness_with(config, support::tools());
+    let h = harness_with(config, crate::support::tools());
     let saved = h
         .value(
             "const r = await tools.echo({ rows: [1, 2, 3] }); return await results.save('rows', r)",
@@ -1369,7 +1368,7 @@ async fn results_carry_values_across_cells_of_a_session_within_bounds() {
         ])
     );
     // Another session has its own store.
-    let other = harness_with(CodeModeConfig::enabled(), support::tools());
+    let other = harness_with(CodeModeConfig::enabled(), crate::support::tools());
     assert_eq!(other.value("return await results.list()").await, json!([]));
 }
 
@@ -1402,7 +1401,7 @@ async fn the_guest_runtime_is_declared_in_guest_globals_d_ts() {
 
 #[tokio::test]
 async fn waiting_says_what_is_pending_and_for_how_long() {
-    let h = harness_with(fast(), support::tools());
+    let h = harness_with(fast(), crate::support::tools());
     let result = h.js("await tools.approve_me({}); return 1").await;
     assert_eq!(result["status"], "waiting", "{result:#}");
     let pending = &result["pendingToolCalls"][0];

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use async_trait::async_trait;
 use codemode_core::{
-    ActivationRequest, CodeMode, CodeModeConfig, McpServerCapabilities, RunContext,
+    ActivationRequest, AgentRunContext, CodeMode, CodeModeConfig, McpServerCapabilities,
     ToolCallContext, ToolError, ToolExecutor,
 };
 use codemode_mcp::{HubOptions, McpHub};
@@ -22,7 +22,7 @@ use crate::demo::{self, DemoTools};
 const CONFIG_KEYS: [&str; 2] = ["tools", "mcpServers"];
 
 /// The CLI's tool host.
-pub(crate) struct Host {
+pub(crate) struct ToolHost {
     code_mode: CodeMode,
     executor: Arc<Executor>,
 }
@@ -34,7 +34,7 @@ pub(crate) struct HostTools {
 }
 
 impl ToolSource for HostTools {
-    fn activation_request(&self, run: RunContext) -> ActivationRequest {
+    fn activation_request(&self, run: AgentRunContext) -> ActivationRequest {
         self.executor.activation_request(run)
     }
 }
@@ -57,8 +57,8 @@ impl Executor {
         tools
     }
 
-    fn activation_request(&self, run: RunContext) -> ActivationRequest {
-        let mut request = ActivationRequest::new(self.tools()).with_run(run);
+    fn activation_request(&self, run: AgentRunContext) -> ActivationRequest {
+        let mut request = ActivationRequest::new(self.tools()).with_agent_run(run);
         for server in self.mcp.servers() {
             let capabilities = McpServerCapabilities {
                 resources: server.has_resources,
@@ -96,10 +96,10 @@ impl ToolExecutor for Executor {
     }
 }
 
-impl Host {
+impl ToolHost {
     /// Reads the config (none: code mode on) and starts the host, with the demo catalog when
     /// `demo` is set.
-    pub(crate) async fn start(config_file: Option<&Path>, demo: bool) -> anyhow::Result<Host> {
+    pub(crate) async fn start(config_file: Option<&Path>, demo: bool) -> anyhow::Result<ToolHost> {
         let mut mcp_servers = BTreeMap::new();
         let config = match config_file {
             None => CodeModeConfig::enabled(),
@@ -148,7 +148,7 @@ impl Host {
         let code_mode = CodeMode::builder(config, executor.clone())
             .namespaces(registry)
             .build();
-        Ok(Host {
+        Ok(ToolHost {
             code_mode,
             executor,
         })
@@ -159,7 +159,7 @@ impl Host {
     }
 
     /// The effective tools: the demo catalog (if on) plus every MCP server's tools.
-    pub(crate) fn activation_request(&self, run: RunContext) -> ActivationRequest {
+    pub(crate) fn activation_request(&self, run: AgentRunContext) -> ActivationRequest {
         self.executor.activation_request(run)
     }
 
@@ -168,7 +168,7 @@ impl Host {
         self.executor.tools().len()
     }
 
-    /// The tools of served sessions. Drop it before [`Host::shutdown`].
+    /// The tools of served sessions. Drop it before [`ToolHost::shutdown`].
     pub(crate) fn tool_source(&self) -> Arc<HostTools> {
         Arc::new(HostTools {
             executor: Arc::clone(&self.executor),

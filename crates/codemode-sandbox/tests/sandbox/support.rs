@@ -1,36 +1,34 @@
 //! Shared test host and helpers for the sandbox integration tests.
-#![allow(dead_code, unreachable_pub, missing_docs)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use codemode_sandbox::{
-    BridgeHost, BridgeRequest, Callable, GuestSetup, Limits, Output, Run, RunError, Step,
-    async_trait,
+    BridgeHost, BridgeRequest, Callable, GuestSetup, Limits, OutputItem, Run, Step, async_trait,
 };
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
 
 /// A host whose behaviour is chosen by the bridge method name.
-pub struct TestHost {
-    pub calls: AtomicUsize,
+pub(crate) struct TestHost {
+    pub(crate) calls: AtomicUsize,
     /// Requests seen, in arrival order.
-    pub seen: Mutex<Vec<BridgeRequest>>,
+    pub(crate) seen: Mutex<Vec<BridgeRequest>>,
     /// Permits released by the test let `gate` calls finish.
-    pub gate: Arc<Semaphore>,
+    pub(crate) gate: Arc<Semaphore>,
     /// Ids of `never`/`gate` calls whose future was dropped before finishing.
-    pub cancelled: mpsc::UnboundedSender<u64>,
+    pub(crate) cancelled: mpsc::UnboundedSender<u64>,
     /// Values returned by `value(i)`.
-    pub values: Vec<Value>,
+    pub(crate) values: Vec<Value>,
 }
 
 impl TestHost {
-    pub fn new() -> (Arc<Self>, mpsc::UnboundedReceiver<u64>) {
+    pub(crate) fn new() -> (Arc<Self>, mpsc::UnboundedReceiver<u64>) {
         Self::with_values(Vec::new())
     }
 
-    pub fn with_values(values: Vec<Value>) -> (Arc<Self>, mpsc::UnboundedReceiver<u64>) {
+    pub(crate) fn with_values(values: Vec<Value>) -> (Arc<Self>, mpsc::UnboundedReceiver<u64>) {
         let (cancelled, receiver) = mpsc::unbounded_channel();
         let host = Self {
             calls: AtomicUsize::new(0),
@@ -42,7 +40,7 @@ impl TestHost {
         (Arc::new(host), receiver)
     }
 
-    pub fn calls(&self) -> usize {
+    pub(crate) fn calls(&self) -> usize {
         self.calls.load(Ordering::SeqCst)
     }
 }
@@ -118,7 +116,7 @@ fn path(parts: &[&str]) -> Vec<String> {
 
 /// Globals every test program sees: `ALL_TOOLS`, `tools.{call,echo,search}`,
 /// `host.<method>` for each test host method, `local.{echo,fail}`.
-pub fn setup() -> GuestSetup {
+pub(crate) fn setup() -> GuestSetup {
     let mut setup = GuestSetup::default();
     setup.values.push((
         path(&["ALL_TOOLS"]),
@@ -158,18 +156,18 @@ pub fn setup() -> GuestSetup {
     setup
 }
 
-pub fn limits() -> Limits {
+pub(crate) fn limits() -> Limits {
     Limits::default()
         .with_timeout(Duration::from_secs(2))
         .with_memory_bytes(16 << 20)
 }
 
-pub fn deadline(limits: &Limits) -> Instant {
+pub(crate) fn deadline(limits: &Limits) -> Instant {
     Instant::now() + limits.timeout
 }
 
 /// Starts and drives one leg; start errors are reported as a failed step.
-pub async fn run_with(program: &str, limits: Limits, host: Arc<TestHost>) -> Step {
+pub(crate) async fn run_with(program: &str, limits: Limits, host: Arc<TestHost>) -> Step {
     match Run::start(program, setup(), limits.clone(), host) {
         Ok(mut run) => run.drive(deadline(&limits)).await,
         Err(error) => Step::Failed {
@@ -180,8 +178,8 @@ pub async fn run_with(program: &str, limits: Limits, host: Arc<TestHost>) -> Ste
 }
 
 /// A compact, comparable rendering of a step.
-pub fn render(step: &Step) -> String {
-    let output = |output: &[Output]| {
+pub(crate) fn render(step: &Step) -> String {
+    let output = |output: &[OutputItem]| {
         if output.is_empty() {
             String::new()
         } else {
@@ -219,7 +217,7 @@ pub fn render(step: &Step) -> String {
     }
 }
 
-pub fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -229,17 +227,13 @@ pub fn runtime() -> tokio::runtime::Runtime {
 
 /// Runs `program` for one leg with the test limits and compares the rendered step.
 #[track_caller]
-pub fn check(program: &str, expect: &str) {
+pub(crate) fn check(program: &str, expect: &str) {
     check_with(program, limits(), expect);
 }
 
 #[track_caller]
-pub fn check_with(program: &str, limits: Limits, expect: &str) {
+pub(crate) fn check_with(program: &str, limits: Limits, expect: &str) {
     let (host, _cancelled) = TestHost::new();
     let step = runtime().block_on(run_with(program, limits, host));
     assert_eq!(render(&step), expect, "program: {program}");
-}
-
-pub fn is_guest_error(error: &RunError) -> bool {
-    error.code().is_none()
 }

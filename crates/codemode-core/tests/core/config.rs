@@ -106,7 +106,7 @@ fn languages_subset() {
 
 /// `docs/config.schema.json` is exactly `CodeModeConfig::json_schema()` (pretty JSON, trailing
 /// newline), so the published schema cannot drift. `CODEMODE_UPDATE_SCHEMA=1 cargo test -p
-/// codemode-core --test config` rewrites the file.
+/// codemode-core --test core config` rewrites the file.
 #[test]
 fn json_schema_is_published_in_docs() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/config.schema.json");
@@ -117,7 +117,7 @@ fn json_schema_is_published_in_docs() {
     let published = std::fs::read_to_string(path).unwrap_or_default();
     assert!(
         published == expected,
-        "docs/config.schema.json is stale; run `CODEMODE_UPDATE_SCHEMA=1 cargo test -p codemode-core --test config`"
+        "docs/config.schema.json is stale; run `CODEMODE_UPDATE_SCHEMA=1 cargo test -p codemode-core --test core config`"
     );
 }
 

@@ -1,15 +1,13 @@
 //! Suspend/resume and the snapshot store: yields, parking across tasks, cancellation of host
 //! work, exclusive resumption, scopes, expiry and capacity.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::{TestHost, limits, render, runtime, setup};
 use codemode_sandbox::{
-    MAX_SUSPENDED_RUNS, Run, RunScope, SnapshotStore, Step, StoreError, SuspendReason,
+    MAX_SUSPENDED_RUNS, Run, RunScope, SnapshotStore, Step, StoreError, WaitReason,
 };
-use support::{TestHost, limits, render, runtime, setup};
 
 fn scope(session: &str, agent_run: &str) -> RunScope {
     RunScope {
@@ -28,12 +26,12 @@ async fn yielded_run(host: Arc<TestHost>) -> Run {
         host,
     )
     .unwrap();
-    let step = run.drive(support::deadline(&limits())).await;
+    let step = run.drive(crate::support::deadline(&limits())).await;
     assert!(
         matches!(
             step,
             Step::Suspended {
-                reason: SuspendReason::Yield,
+                reason: WaitReason::Yield,
                 ..
             }
         ),
@@ -50,12 +48,12 @@ fn yield_then_resume_keeps_output_per_leg() {
         let program = "text('a'); await yield_control('checkpoint'); text('b'); \
                        await yield_control(); return (await host.echo('c'))";
         let mut run = Run::start(program, setup(), limits(), host).unwrap();
-        let first = run.drive(support::deadline(&limits())).await;
+        let first = run.drive(crate::support::deadline(&limits())).await;
         assert_eq!(
             render(&first),
             r#"suspended Yield pending=[] output=[{"type":"text","text":"a"}]"#
         );
-        let second = run.drive(support::deadline(&limits())).await;
+        let second = run.drive(crate::support::deadline(&limits())).await;
         assert_eq!(
             render(&second),
             r#"suspended Yield pending=[] output=[{"type":"text","text":"b"}]"#
@@ -63,7 +61,7 @@ fn yield_then_resume_keeps_output_per_leg() {
         // Output bytes are cumulative over the run: "a" and "b" are 3 JSON bytes each, plus 24
         // bytes of item envelope each.
         assert_eq!(run.output_bytes(), 54);
-        let third = run.drive(support::deadline(&limits())).await;
+        let third = run.drive(crate::support::deadline(&limits())).await;
         assert_eq!(render(&third), r#"completed "c""#);
     });
 }
@@ -80,7 +78,7 @@ fn deadline_while_idle_suspends_with_pending_calls() {
         assert_eq!(pending.len(), 1);
         assert_eq!((pending[0].method.as_str(), pending[0].started), ("gate", true));
         host.gate.add_permits(1);
-        let step = run.drive(support::deadline(&limits())).await;
+        let step = run.drive(crate::support::deadline(&limits())).await;
         assert_eq!(render(&step), r#"completed ["first","quick"]"#);
     });
 }
@@ -106,7 +104,7 @@ fn park_on_one_task_and_resume_on_another() {
                 assert!(matches!(
                     step,
                     Step::Suspended {
-                        reason: SuspendReason::PendingTools,
+                        reason: WaitReason::PendingTools,
                         ..
                     }
                 ));
@@ -130,7 +128,7 @@ fn park_on_one_task_and_resume_on_another() {
                 assert_eq!(*resumption.extra(), 7);
                 let step = resumption
                     .run_mut()
-                    .drive(support::deadline(&limits()))
+                    .drive(crate::support::deadline(&limits()))
                     .await;
                 resumption.finish();
                 render(&step)
@@ -189,7 +187,7 @@ fn dropping_a_parked_run_cancels_its_host_work() {
 fn a_failed_run_cancels_its_host_work_too() {
     let (host, mut cancelled) = TestHost::new();
     runtime().block_on(async {
-        let step = support::run_with(
+        let step = crate::support::run_with(
             "host.never(1); await host.echo(2); throw new Error('bail')",
             limits(),
             host,
@@ -224,7 +222,10 @@ fn a_second_concurrent_resume_is_refused() {
         );
         first.repark().unwrap();
         let mut third = store.resume(&id, &caller).unwrap();
-        let step = third.run_mut().drive(support::deadline(&limits())).await;
+        let step = third
+            .run_mut()
+            .drive(crate::support::deadline(&limits()))
+            .await;
         assert_eq!(render(&step), r#"completed "resumed""#);
         drop(third);
         assert_eq!(
@@ -508,7 +509,7 @@ fn a_run_that_grew_past_the_snapshot_limit_cannot_be_reparked() {
             host,
         )
         .unwrap();
-        run.drive(support::deadline(&limits())).await;
+        run.drive(crate::support::deadline(&limits())).await;
         let id = store
             .park(
                 run,
@@ -521,13 +522,13 @@ fn a_run_that_grew_past_the_snapshot_limit_cannot_be_reparked() {
         let mut resumption = store.resume(&id.to_string(), &RunScope::default()).unwrap();
         let step = resumption
             .run_mut()
-            .drive(support::deadline(&limits()))
+            .drive(crate::support::deadline(&limits()))
             .await;
         assert!(
             matches!(
                 step,
                 Step::Suspended {
-                    reason: SuspendReason::Yield,
+                    reason: WaitReason::Yield,
                     ..
                 }
             ),
@@ -557,7 +558,7 @@ fn timers_run_after_microtasks_in_due_order_and_count_as_pending_work() {
              setTimeout(() => text('after return'), 1); \
              return [out, ticks]";
         let mut run = Run::start(program, setup(), limits(), host).unwrap();
-        let step = run.drive(support::deadline(&limits())).await;
+        let step = run.drive(crate::support::deadline(&limits())).await;
         assert_eq!(
             render(&step),
             r#"completed [["micro","queued","t1","t0","args"],3] output=[{"type":"text","text":"after return"}]"#
@@ -573,7 +574,7 @@ fn a_timer_due_after_the_deadline_parks_the_run_and_wait_continues_it() {
         let mut run = Run::start(program, setup(), limits(), host).unwrap();
         let step = run.drive(Instant::now() + Duration::from_millis(100)).await;
         assert_eq!(render(&step), "suspended PendingTools pending=[]");
-        let step = run.drive(support::deadline(&limits())).await;
+        let step = run.drive(crate::support::deadline(&limits())).await;
         assert_eq!(render(&step), r#"completed "woke""#);
     });
 }
@@ -602,7 +603,7 @@ fn thousands_of_timers_are_refused_past_the_bound() {
              try { setTimeout('not a function', 1) } catch (e) { refused += ' / ' + e.name } \
              return refused";
         let mut run = Run::start(program, setup(), limits.clone(), host).unwrap();
-        let step = run.drive(support::deadline(&limits)).await;
+        let step = run.drive(crate::support::deadline(&limits)).await;
         assert_eq!(
             render(&step),
             r#"completed "RangeError: too many pending code mode timers (at most 5) / TypeError""#
@@ -617,7 +618,7 @@ fn an_uncaught_error_in_a_timer_fails_the_run() {
         let program = "setTimeout(() => { throw new Error('in timer') }, 1); \
                        await new Promise((resolve) => setTimeout(resolve, 50)); return 1";
         let mut run = Run::start(program, setup(), limits(), host).unwrap();
-        let step = run.drive(support::deadline(&limits())).await;
+        let step = run.drive(crate::support::deadline(&limits())).await;
         assert_eq!(render(&step), "failed - Error: in timer");
     });
 }

@@ -1,6 +1,5 @@
 //! A small test host: tools of every origin, an executor that behaves like a real host (one
 //! call denied by policy, one held for "approval"), and an event recorder.
-#![allow(dead_code, unreachable_pub, reason = "shared by several test binaries")]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -10,7 +9,7 @@ use codemode_catalog::{ToolDescriptor, ToolOrigin};
 use codemode_core::*;
 use serde_json::{Value, json};
 
-pub fn tool(origin: ToolOrigin, name: &str, read_only: bool) -> ToolDescriptor {
+pub(crate) fn tool(origin: ToolOrigin, name: &str, read_only: bool) -> ToolDescriptor {
     ToolDescriptor {
         origin,
         name: name.into(),
@@ -23,7 +22,7 @@ pub fn tool(origin: ToolOrigin, name: &str, read_only: bool) -> ToolDescriptor {
 }
 
 /// The effective tools of the standard test run.
-pub fn tools() -> Vec<ToolDescriptor> {
+pub(crate) fn tools() -> Vec<ToolDescriptor> {
     let mut computer = tool(ToolOrigin::Core, "computer", false);
     computer.direct_only = true;
     let mut create_issue = tool(ToolOrigin::Mcp("github".into()), "create_issue", false);
@@ -54,24 +53,24 @@ pub fn tools() -> Vec<ToolDescriptor> {
 
 /// What the executor saw.
 #[derive(Default)]
-pub struct Seen {
-    pub calls: Vec<(String, Value, String)>,
+pub(crate) struct Seen {
+    pub(crate) calls: Vec<(String, Value, String)>,
 }
 
-pub struct TestExecutor {
-    pub seen: Mutex<Seen>,
-    pub approval_delay: Duration,
+pub(crate) struct TestExecutor {
+    pub(crate) seen: Mutex<Seen>,
+    pub(crate) approval_delay: Duration,
 }
 
 impl TestExecutor {
-    pub fn new() -> Arc<Self> {
+    pub(crate) fn new() -> Arc<Self> {
         Arc::new(TestExecutor {
             seen: Mutex::new(Seen::default()),
             approval_delay: Duration::from_millis(1000),
         })
     }
 
-    pub fn calls(&self) -> Vec<String> {
+    pub(crate) fn calls(&self) -> Vec<String> {
         self.seen
             .lock()
             .unwrap()
@@ -130,8 +129,8 @@ impl ToolExecutor for TestExecutor {
 }
 
 #[derive(Default)]
-pub struct Recorder {
-    pub events: Mutex<Vec<NestedCallEvent>>,
+pub(crate) struct Recorder {
+    pub(crate) events: Mutex<Vec<NestedCallEvent>>,
 }
 
 impl EventSink for Recorder {
@@ -140,30 +139,30 @@ impl EventSink for Recorder {
     }
 }
 
-pub struct Harness {
-    pub code_mode: CodeMode,
-    pub session: CodeModeSession,
-    pub executor: Arc<TestExecutor>,
-    pub events: Arc<Recorder>,
+pub(crate) struct Harness {
+    pub(crate) code_mode: CodeMode,
+    pub(crate) session: CodeModeSession,
+    pub(crate) executor: Arc<TestExecutor>,
+    pub(crate) events: Arc<Recorder>,
 }
 
-pub fn run_context(session: &str) -> RunContext {
-    RunContext {
+pub(crate) fn run_context(session: &str) -> AgentRunContext {
+    AgentRunContext {
         agent_id: Some("agent".into()),
         agent_run_id: Some("run-1".into()),
         session_id: Some(session.into()),
         session_key: Some(format!("key-{session}")),
-        ..RunContext::default()
+        ..AgentRunContext::default()
     }
 }
 
-pub fn harness_with(config: CodeModeConfig, tools: Vec<ToolDescriptor>) -> Harness {
+pub(crate) fn harness_with(config: CodeModeConfig, tools: Vec<ToolDescriptor>) -> Harness {
     let executor = TestExecutor::new();
     let events = Arc::new(Recorder::default());
     let code_mode = CodeMode::builder(config, executor.clone())
         .events(events.clone())
         .build();
-    let mut request = ActivationRequest::new(tools).with_run(run_context("s1"));
+    let mut request = ActivationRequest::new(tools).with_agent_run(run_context("s1"));
     request
         .mcp_capabilities
         .insert("github".into(), McpServerCapabilities::default());
@@ -178,25 +177,25 @@ pub fn harness_with(config: CodeModeConfig, tools: Vec<ToolDescriptor>) -> Harne
     }
 }
 
-pub fn harness() -> Harness {
+pub(crate) fn harness() -> Harness {
     harness_with(CodeModeConfig::enabled(), tools())
 }
 
 impl Harness {
-    pub async fn js(&self, code: &str) -> Value {
+    pub(crate) async fn js(&self, code: &str) -> Value {
         self.session
             .exec("call_1", &json!({ "code": code }))
             .await
             .to_json()
     }
 
-    pub async fn value(&self, code: &str) -> Value {
+    pub(crate) async fn value(&self, code: &str) -> Value {
         let result = self.js(code).await;
         assert_eq!(result["status"], "completed", "{result:#}");
         result["value"].clone()
     }
 
-    pub async fn error(&self, code: &str) -> (String, Value) {
+    pub(crate) async fn error(&self, code: &str) -> (String, Value) {
         let result = self.js(code).await;
         assert_eq!(result["status"], "failed", "{result:#}");
         (

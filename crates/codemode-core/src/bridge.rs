@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -15,32 +15,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::executor::{NestedCallEvent, NestedCallOutcome, ToolCallContext};
 use crate::result::PendingToolCall;
-use crate::session::SessionShared;
-
-/// Bridge method of `tools.call(id, input)` and `tools.<name>(input)` (`[id, input]`).
-pub(crate) const TOOLS_CALL: &str = "tools.call";
-/// Bridge method of `MCP.<server>.<tool>(input)` (`[catalog id, ...guest args]`).
-pub(crate) const MCP_CALL: &str = "mcp.call";
-/// Bridge method of `MCP.<server>.resources.*` / `prompts.*` (`[capability id, ...guest args]`,
-/// the id an `mcp-capability:<server>:<method>` of [`codemode_catalog::McpCapability`]).
-pub(crate) const MCP_CAPABILITY: &str = "mcp.capability";
-/// Bridge method of a namespace verb (`[namespace id, path, ...guest args]`).
-pub(crate) const NAMESPACE_CALL: &str = "namespace.call";
+use crate::state::{Counters, MCP_CALL, MCP_CAPABILITY, NAMESPACE_CALL, SessionState, TOOLS_CALL};
 
 /// Refusal of a side-effecting tool in a restart-safe run (SPEC §8).
 pub const RESTART_SAFE_TOOLS: &str = "restart-safe code mode cannot call side-effecting tools.";
 
-/// Counters of one code-mode run (exec plus its waits).
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    pub(crate) search: AtomicU64,
-    pub(crate) describe: AtomicU64,
-    pub(crate) call: AtomicU64,
-}
-
 /// The bridge host of one code-mode run.
 pub(crate) struct RunHost {
-    pub(crate) session: Arc<SessionShared>,
+    pub(crate) session: Arc<SessionState>,
     pub(crate) parent_call_id: String,
     pub(crate) restart_safe: bool,
     pub(crate) counters: Arc<Counters>,
@@ -219,7 +201,7 @@ impl RunHost {
             })
         };
         let context = ToolCallContext {
-            run: self.session.run.clone(),
+            agent_run: self.session.agent_run.clone(),
             parent_call_id: self.parent_call_id.clone(),
             nested_call_id: nested_call_id.clone(),
             cancellation: self.cancellation.child_token(),

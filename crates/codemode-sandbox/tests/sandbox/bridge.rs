@@ -1,13 +1,11 @@
 //! The JSON bridge under hostile guests: prototype pollution, getters, Proxy traps, tampering,
 //! forged internals and floods of calls.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use codemode_sandbox::{Output, Run, Step};
-use support::{TestHost, check, limits, render, run_with, runtime};
+use crate::support::{TestHost, check, limits, render, run_with, runtime};
+use codemode_sandbox::{OutputItem, Run, Step};
 
 #[test]
 fn results_take_safe_json_fallbacks() {
@@ -101,7 +99,7 @@ fn guest_code_in_values_sent_to_the_host_runs_under_the_limits() {
         r#"completed "RangeError""#,
     );
     let fast = limits().with_timeout(std::time::Duration::from_millis(300));
-    support::check_with(
+    crate::support::check_with(
         "await host.echo({ get x() { for (;;) {} } })",
         fast,
         "failed \"timeout\" code mode timeout exceeded",
@@ -222,12 +220,12 @@ fn thousands_of_unawaited_calls_queue_then_are_refused() {
     runtime.block_on(async {
         let mut run = Run::start(
             program,
-            support::setup(),
+            crate::support::setup(),
             limits.clone(),
             Arc::clone(&host) as _,
         )
         .unwrap();
-        let step = run.drive(support::deadline(&limits)).await;
+        let step = run.drive(crate::support::deadline(&limits)).await;
         // The program returned, but what it started is still pending: the run parks.
         let Step::Suspended {
             pending, output, ..
@@ -235,7 +233,12 @@ fn thousands_of_unawaited_calls_queue_then_are_refused() {
         else {
             panic!("unexpected {step:?}")
         };
-        assert_eq!(output, vec![Output::Text("3960".into())]);
+        assert_eq!(
+            output,
+            vec![OutputItem::Text {
+                text: "3960".into()
+            }]
+        );
         assert_eq!(pending.len(), 16 + 1024);
         assert_eq!(pending.iter().filter(|call| call.started).count(), 16);
         // Started calls first, then the queue in request order.
@@ -292,14 +295,15 @@ fn drive_after_the_end_reports_finished() {
     let (host, _cancelled) = TestHost::new();
     runtime().block_on(async {
         let mut run =
-            codemode_sandbox::Run::start("return 1", support::setup(), limits(), host).unwrap();
+            codemode_sandbox::Run::start("return 1", crate::support::setup(), limits(), host)
+                .unwrap();
         assert!(matches!(
-            run.drive(support::deadline(&limits())).await,
+            run.drive(crate::support::deadline(&limits())).await,
             Step::Completed { .. }
         ));
         assert!(!run.is_alive());
         assert_eq!(run.memory_bytes(), 0);
-        let again = run.drive(support::deadline(&limits())).await;
+        let again = run.drive(crate::support::deadline(&limits())).await;
         assert_eq!(
             render(&again),
             "failed \"internal_error\" code mode run has already finished"
@@ -315,8 +319,9 @@ fn drive_without_timers_is_runtime_unavailable() {
         .unwrap();
     let step = runtime.block_on(async {
         let mut run =
-            codemode_sandbox::Run::start("return 1", support::setup(), limits(), host).unwrap();
-        run.drive(support::deadline(&limits())).await
+            codemode_sandbox::Run::start("return 1", crate::support::setup(), limits(), host)
+                .unwrap();
+        run.drive(crate::support::deadline(&limits())).await
     });
     assert_eq!(
         render(&step),
@@ -391,7 +396,7 @@ fn guest_paths_named_like_prototype_members_stay_own_properties() {
     let (host, _cancelled) = TestHost::new();
     let step = runtime().block_on(async {
         let mut run = Run::start(program, setup, limits(), host).unwrap();
-        run.drive(support::deadline(&limits())).await
+        run.drive(crate::support::deadline(&limits())).await
     });
     assert_eq!(
         render(&step),

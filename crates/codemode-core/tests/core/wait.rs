@@ -77,11 +77,12 @@ fn session(config: Value) -> (CodeModeSession, Arc<Gates>) {
     let gates = Arc::new(Gates::default());
     let config = CodeModeConfig::from_json(&config).unwrap();
     let code_mode = CodeMode::builder(config, gates.clone()).build();
-    let request = ActivationRequest::new(vec![tool("gate"), tool("never")]).with_run(RunContext {
-        session_id: Some("s".into()),
-        agent_run_id: Some("r".into()),
-        ..RunContext::default()
-    });
+    let request =
+        ActivationRequest::new(vec![tool("gate"), tool("never")]).with_agent_run(AgentRunContext {
+            session_id: Some("s".into()),
+            agent_run_id: Some("r".into()),
+            ..AgentRunContext::default()
+        });
     let Ok(Activation::Active(session)) = code_mode.activate(request) else {
         panic!("code mode did not activate")
     };

@@ -1,12 +1,10 @@
 //! Behaviour of one run: built-ins, the JSON bridge, guest errors and hostile programs.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::{TestHost, check, check_with, limits, render, run_with, runtime};
 use codemode_sandbox::{GuestSetup, Limits, Run, RunError, Step};
-use support::{TestHost, check, check_with, limits, render, run_with, runtime};
 
 #[test]
 fn happy_paths() {
@@ -312,7 +310,7 @@ fn start_reports_a_setup_that_does_not_fit() {
         host,
     )
     .unwrap();
-    let step = runtime().block_on(run.drive(support::deadline(&Limits::default())));
+    let step = runtime().block_on(run.drive(crate::support::deadline(&Limits::default())));
     let Step::Failed { error, .. } = step else {
         panic!("unexpected {step:?}")
     };

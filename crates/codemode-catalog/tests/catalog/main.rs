@@ -1,0 +1,4 @@
+//! Integration tests of codemode-catalog: one test binary, one module per area.
+
+mod catalog;
+mod properties;

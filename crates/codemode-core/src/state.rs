@@ -1,0 +1,65 @@
+//! State shared by a session and the bridge hosts of its runs, and the bridge method names the
+//! guest setup and the bridge host agree on. A leaf: it imports no other module that wires a
+//! session (`session`, `activation`, `guest`, `bridge`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use codemode_catalog::{Catalog, SearchLimits};
+use codemode_mcp_decls::McpDecls;
+use codemode_namespaces::NamespaceRuntime;
+use codemode_sandbox::JsonText;
+
+use crate::CodeModeConfig;
+use crate::executor::{AgentRunContext, EventSink, ToolExecutor};
+use crate::result::Telemetry;
+use crate::surface::ModelTool;
+
+/// Bridge method of `tools.call(id, input)` and `tools.<name>(input)` (`[id, input]`).
+pub(crate) const TOOLS_CALL: &str = "tools.call";
+/// Bridge method of `MCP.<server>.<tool>(input)` (`[catalog id, ...guest args]`).
+pub(crate) const MCP_CALL: &str = "mcp.call";
+/// Bridge method of `MCP.<server>.resources.*` / `prompts.*` (`[capability id, ...guest args]`,
+/// the id an `mcp-capability:<server>:<method>` of [`codemode_catalog::McpCapability`]).
+pub(crate) const MCP_CAPABILITY: &str = "mcp.capability";
+/// Bridge method of a namespace verb (`[namespace id, path, ...guest args]`).
+pub(crate) const NAMESPACE_CALL: &str = "namespace.call";
+
+/// Counters of one code-mode run (exec plus its waits).
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) search: AtomicU64,
+    pub(crate) describe: AtomicU64,
+    pub(crate) call: AtomicU64,
+}
+
+/// What a session shares with the bridge hosts of its runs. It holds no handle to the snapshot
+/// store, so that a parked run (whose host holds this) never keeps the store alive: dropping the
+/// last [`CodeMode`] and [`CodeModeSession`] releases every parked VM.
+pub(crate) struct SessionState {
+    pub(crate) config: CodeModeConfig,
+    pub(crate) executor: Arc<dyn ToolExecutor>,
+    pub(crate) events: Arc<dyn EventSink>,
+    pub(crate) agent_run: AgentRunContext,
+    pub(crate) catalog: Arc<Catalog>,
+    /// `ALL_TOOLS` as JSON text, made once: the catalog never changes within a session.
+    pub(crate) all_tools: JsonText,
+    pub(crate) mcp: Option<Arc<McpDecls>>,
+    /// The `mcp-capability:<server>:<method>` ids the guest may call ([`McpCapability::id`]).
+    pub(crate) mcp_capability_ids: Vec<String>,
+    pub(crate) namespaces: Arc<NamespaceRuntime>,
+    pub(crate) model_tools: Vec<ModelTool>,
+    pub(crate) direct_only: Vec<String>,
+    pub(crate) telemetry: Telemetry,
+    pub(crate) search_limits: SearchLimits,
+    /// The `results` store of this session: cleared when the session is dropped.
+    pub(crate) results: Arc<crate::results::SavedResults>,
+    /// Set when the session is dropped: namespace handlers of its runs observe it.
+    pub(crate) cancelled: Arc<AtomicBool>,
+}
+
+impl Drop for SessionState {
+    fn drop(&mut self) {
+        self.cancelled.store(true, Ordering::Relaxed);
+    }
+}

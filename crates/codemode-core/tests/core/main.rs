@@ -1,0 +1,6 @@
+//! Integration tests of codemode-core: one test binary, one module per area.
+
+mod config;
+mod exec;
+mod support;
+mod wait;

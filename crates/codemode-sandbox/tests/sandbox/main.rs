@@ -1,0 +1,8 @@
+//! Integration tests of codemode-sandbox: one test binary, one module per area.
+
+mod bridge;
+mod invariants;
+mod lexer;
+mod run;
+mod support;
+mod suspend;
