@@ -1,5 +1,5 @@
-//! `cargo xtask bench` rows for codemode-core: exec of `return 1` through core with a 100-tool
-//! catalog, 1,000 sequential nested calls to an instant host tool, a 100-call `Promise.all`
+//! `cargo xtask bench` rows for codemode-core: exec of `return 1` through core with catalogs of
+//! 1 to 10,000 tools, 1,000 sequential nested calls to an instant host tool, a 100-call `Promise.all`
 //! behind the default pending-call cap, and 64 parked runs; printed rows (`row: ...`): the memory
 //! of 64 parked runs and the latency of a trivial exec beside two CPU-bound cells.
 #![allow(
@@ -66,24 +66,27 @@ fn report_trivial_exec_beside_cpu_bound_cells() {
     );
 }
 
-/// The memory row: 64 parked runs of a 100-tool session (printed, not timed).
+/// The memory rows: 64 parked runs of a session with 1, 100 and 10,000 tools (printed, not
+/// timed).
 fn report_parked_memory() {
     let rt = runtime();
-    let (code_mode, session) = session(CodeModeConfig::enabled());
-    let input = json!({ "code": "await yield_control(); return 1" });
-    rt.block_on(async {
-        for _ in 0..64 {
-            let _ = session.exec("bench", &input).await;
-        }
-    });
-    let bytes = code_mode.suspended_memory_bytes();
-    println!(
-        "row: memory_of_64_parked_runs: {} runs, {bytes} bytes ({:.1} MiB, {:.0} KiB per run)",
-        code_mode.suspended_runs(),
-        bytes as f64 / (1024.0 * 1024.0),
-        bytes as f64 / 1024.0 / 64.0
-    );
-    code_mode.shutdown();
+    for tools in [1, 100, 10_000] {
+        let (code_mode, session) = session_with(CodeModeConfig::enabled(), tools);
+        let input = json!({ "code": "await yield_control(); return 1" });
+        rt.block_on(async {
+            for _ in 0..64 {
+                let _ = session.exec("bench", &input).await;
+            }
+        });
+        let bytes = code_mode.suspended_memory_bytes();
+        println!(
+            "row: memory_of_64_parked_runs_with_{tools}_tools: {} runs, {bytes} bytes ({:.1} MiB, {:.0} KiB per run)",
+            code_mode.suspended_runs(),
+            bytes as f64 / (1024.0 * 1024.0),
+            bytes as f64 / 1024.0 / 64.0
+        );
+        code_mode.shutdown();
+    }
 }
 
 struct Instant;
@@ -136,19 +139,21 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-#[divan::bench(sample_count = 50)]
-fn exec_return_1_with_100_tools(bencher: divan::Bencher<'_, '_>) {
+/// `exec("return 1")` with this many tools in the catalog.
+#[divan::bench(sample_count = 50, args = [1, 100, 1_000, 10_000])]
+fn exec_return_1_with_tools(bencher: divan::Bencher<'_, '_>, tools: usize) {
     let rt = runtime();
-    let (_code_mode, session) = session(CodeModeConfig::enabled());
+    let (_code_mode, session) = session_with(CodeModeConfig::enabled(), tools);
     let input = json!({ "code": "return 1" });
     bencher.bench_local(|| rt.block_on(session.exec("bench", &input)));
 }
 
-#[divan::bench(sample_count = 50)]
-fn exec_return_1_with_1_tool(bencher: divan::Bencher<'_, '_>) {
+/// A cell that reads one convenience function and the catalog: the lazy parts materialized.
+#[divan::bench(sample_count = 20, args = [1, 10_000])]
+fn exec_reading_tools_and_all_tools(bencher: divan::Bencher<'_, '_>, tools: usize) {
     let rt = runtime();
-    let (_code_mode, session) = session_with(CodeModeConfig::enabled(), 1);
-    let input = json!({ "code": "return 1" });
+    let (_code_mode, session) = session_with(CodeModeConfig::enabled(), tools);
+    let input = json!({ "code": "return [typeof tools.tool_0, ALL_TOOLS.length]" });
     bencher.bench_local(|| rt.block_on(session.exec("bench", &input)));
 }
 
