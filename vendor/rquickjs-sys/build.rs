@@ -220,6 +220,9 @@ fn main() {
     }
 
     for file in source_files.iter().chain(header_files.iter()) {
+        // codemode-rs patch 3 (see PATCHES.md): the sources are patched here, so a change to them
+        // must rebuild (upstream's rerun-if-env-changed lines otherwise turn this check off).
+        println!("cargo:rerun-if-changed={}", src_dir.join(file).display());
         fs::copy(src_dir.join(file), out_dir.join(file))
             .expect("Unable to copy source; try 'git submodule update --init'");
     }

@@ -519,7 +519,9 @@ typedef uint64_t js_dlimb_t;
 /* Must match the size of short_big_int in JSValueUnion */
 #define JS_LIMB_BITS 32
 #define JS_SHORT_BIG_INT_BITS JS_LIMB_BITS
-#define JS_BIGINT_MAX_SIZE ((1024 * 1024) / JS_LIMB_BITS) /* in limbs */
+/* codemode-rs patch 1 (see PATCHES.md): 64 Kbit instead of 1 Mbit, so that the slowest single
+   BigInt operation (to text in radix 10) stays around 10 ms. */
+#define JS_BIGINT_MAX_SIZE ((64 * 1024) / JS_LIMB_BITS) /* in limbs */
 #define JS_SHORT_BIG_INT_MIN INT32_MIN
 #define JS_SHORT_BIG_INT_MAX INT32_MAX
 
@@ -8667,6 +8669,21 @@ static inline __exception int js_poll_interrupts(JSContext *ctx)
     }
 }
 
+/* codemode-rs patch 2 (see PATCHES.md): quadratic BigInt work counts toward the interrupt
+   counter, one tick per JS_BIGINT_OPS_PER_TICK units of work (limb operations, or characters
+   of text parsed as a BigInt), so a guest loop of BigInt operations reaches the interrupt
+   handler after about as much work as a loop of bytecode would. Nothing is polled here: the
+   handler runs at the next call or loop back-edge. */
+#define JS_BIGINT_OPS_PER_TICK 128
+static inline void js_bigint_charge(JSContext *ctx, uint64_t work)
+{
+    uint64_t ticks = work / JS_BIGINT_OPS_PER_TICK;
+    if (ticks >= (uint64_t)max_int(ctx->interrupt_counter, 1))
+        ctx->interrupt_counter = 1;
+    else
+        ctx->interrupt_counter -= (int)ticks;
+}
+
 /* return -1 (exception) or true/false */
 static int JS_SetPrototypeInternal(JSContext *ctx, JSValueConst obj,
                                    JSValueConst proto_val, bool throw_flag)
@@ -12895,6 +12912,7 @@ static JSBigInt *js_bigint_mul(JSContext *ctx, const JSBigInt *a,
     r = js_bigint_new(ctx, a->len + b->len);
     if (!r)
         return NULL;
+    js_bigint_charge(ctx, (uint64_t)a->len * b->len); /* codemode-rs patch 2 */
     js_mp_mul_basecase(r->tab, a->tab, a->len, b->tab, b->len);
     /* correct the result if negative operands (no overflow is
        possible) */
@@ -12967,6 +12985,7 @@ static JSBigInt *js_bigint_divrem(JSContext *ctx, const JSBigInt *a,
         }
     }
 
+    js_bigint_charge(ctx, (uint64_t)(na - nb + 1) * nb); /* codemode-rs patch 2 */
     /* normalize 'b' */
     shift = js_limb_clz(tabb[nb - 1]);
     if (shift != 0) {
@@ -13495,6 +13514,8 @@ static JSBigInt *js_bigint_from_string(JSContext *ctx,
         return NULL;
     if (radix == 10) {
         int digits_per_limb = JS_LIMB_DIGITS;
+        /* one multiply-add pass per limb of digits: quadratic */
+        js_bigint_charge(ctx, (uint64_t)n_limbs * n_limbs / 2); /* codemode-rs patch 2 */
         len = 1;
         r->tab[0] = 0;
         for(;;) {
@@ -13678,6 +13699,9 @@ static JSValue js_bigint_to_string1(JSContext *ctx, JSValueConst val, int radix)
             js_limb_t radix_base, v;
             radix_base = js_radix_base_table[radix - 2];
             len = r->len;
+            /* one division pass per limb of digits, each about eight times the cost of a
+               multiply-add: quadratic */
+            js_bigint_charge(ctx, (uint64_t)len * len * 4); /* codemode-rs patch 2 */
             for(;;) {
                 /* remove leading zero limbs */
                 while (len > 1 && r->tab[len - 1] == 0)
@@ -15074,6 +15098,8 @@ static JSValue JS_StringToBigInt(JSContext *ctx, JSValue val)
     JS_FreeValue(ctx, val);
     if (!str)
         return JS_EXCEPTION;
+    /* copying and scanning the text is linear in its length, however long */
+    js_bigint_charge(ctx, len); /* codemode-rs patch 2 */
     p = str;
     p += skip_spaces(p);
     if ((p - str) == len) {
