@@ -58,14 +58,12 @@ export default function (natives, maxScan) {
   // one call's cost. Every original is captured now; guest tampering later changes nothing here.
   const TypedArrayProto = getPrototypeOf(Uint8Array.prototype);
   const StringProto = String.prototype;
-  const BigIntProto = BigInt.prototype;
   const construct = Reflect.construct;
   const setPrototypeOf = Object.setPrototypeOf;
   const Int32ArrayCtor = Int32Array;
   const stringSlice = StringProto.slice;
   const stringIndexOf = StringProto.indexOf;
   const stringLastIndexOf = StringProto.lastIndexOf;
-  const bigIntValue = BigIntProto.valueOf;
   const regExpGlobal = getOwnPropertyDescriptor(RegExp.prototype, 'global').get;
   const RegExpProto = RegExp.prototype;
   const symbolMatch = Symbol.match;
@@ -73,7 +71,6 @@ export default function (natives, maxScan) {
   const symbolSplit = Symbol.split;
   const symbolSpecies = Symbol.species;
   const symbolIterator = Symbol.iterator;
-  const symbolToPrimitive = Symbol.toPrimitive;
   const dateNow = Date.now;
   const ObjectCtor = Object;
   // Work units (compared characters, visited elements) a native call may do without polling.
@@ -90,11 +87,6 @@ export default function (natives, maxScan) {
   const ARRAY_SORT_MAX = 262144;
   // Longest source text handed to eval / Function constructors (compile cost is superlinear).
   const SOURCE_MAX = 65536;
-  // BigInts at least this large in magnitude are refused by toString in a non-power-of-2 radix
-  // (quadratic in the number of digits); POLL_BIGINT and above poll first.
-  const BIGINT_BITS = 131072;
-  const BIGINT_MAX = 1n << 131072n;
-  const POLL_BIGINT = 1n << 4096n;
   // Longest text JSON.parse accepts (its native loop is linear but never polls).
   const JSON_TEXT_MAX = 4194304;
   // Longest string a per-character native transform (case mapping, normalize, URI coding...)
@@ -104,8 +96,6 @@ export default function (natives, maxScan) {
   const BUILD_MAX = 33554432;
   // Longest array or typed array whose indices Object.keys & co. list (or assign / freeze).
   const KEYS_MAX = 262144;
-  // Longest text BigInt() parses: parsing decimal digits is quadratic like printing them.
-  const BIGINT_TEXT_MAX = 40000;
 
   // Once the host says stop, every later poll throws at once (the host's flag is sticky too).
   let stopped = false;
@@ -591,25 +581,9 @@ export default function (natives, maxScan) {
     },
   }).method);
 
-  // BigInt to text in radix 10 (or any radix not a power of 2) is quadratic in the digit count.
-  function guardBigIntText(name) {
-    guard(BigIntProto, name, (original) => ({
-      method(...args) {
-        const value = apply(bigIntValue, this, []);
-        if (value >= POLL_BIGINT || value <= -POLL_BIGINT) {
-          poll();
-          const radix = args[0];
-          const linear = name === 'toString' && (radix === 2 || radix === 4 || radix === 8 || radix === 16 || radix === 32);
-          if (!linear && (value >= BIGINT_MAX || value <= -BIGINT_MAX)) {
-            throw new RangeErrorCtor('BigInt too large to convert to text in code mode (over ' + BIGINT_BITS + ' bits); use toString(16)');
-          }
-        }
-        return apply(original, this, args);
-      },
-    }).method);
-  }
-  guardBigIntText('toString');
-  guardBigIntText('toLocaleString');
+  // BigInt needs no guard: the vendored QuickJS caps BigInts at 64 Kbit (the slowest operation,
+  // to text in radix 10, ~10 ms) and counts their quadratic work and the text they parse toward
+  // the interrupt counter (vendor/rquickjs-sys/PATCHES.md).
 
   // eval and the Function constructors: compile cost grows superlinearly with the source.
   function checkSource(length) {
@@ -766,62 +740,6 @@ export default function (natives, maxScan) {
     }).method);
   }
 
-  // BigInt(text) parses decimal digits in quadratic time: a poll point and a length cap. The
-  // replacement keeps `prototype`, the statics and `prototype.constructor`.
-  const OriginalBigInt = BigInt;
-  // ToPrimitive(value, number) (ES2024 7.1.1), so the text BigInt parses can be measured first.
-  function toPrimitiveNumber(value) {
-    if (!isObjectValue(value)) return value;
-    const exotic = value[symbolToPrimitive];
-    if (exotic !== undefined && exotic !== null) {
-      const result = apply(exotic, value, ['number']);
-      if (isObjectValue(result)) throw new TypeErrorCtor('cannot convert to primitive');
-      return result;
-    }
-    let method = value.valueOf;
-    if (typeof method === 'function') {
-      const result = apply(method, value, []);
-      if (!isObjectValue(result)) return result;
-    }
-    method = value.toString;
-    if (typeof method === 'function') {
-      const result = apply(method, value, []);
-      if (!isObjectValue(result)) return result;
-    }
-    throw new TypeErrorCtor('cannot convert to primitive');
-  }
-  function bigIntArgument(value) {
-    const primitive = toPrimitiveNumber(value);
-    if (typeof primitive === 'string' && primitive.length > POLL_WORK) {
-      pollSoon();
-      if (primitive.length > BIGINT_TEXT_MAX) {
-        throw new RangeErrorCtor('text too long to parse as a BigInt in code mode: ' + primitive.length + ' characters (at most ' + BIGINT_TEXT_MAX + ')');
-      }
-    }
-    return primitive;
-  }
-  const GuardedBigInt = ({
-    BigInt(value) {
-      return OriginalBigInt(bigIntArgument(value));
-    },
-  }).BigInt;
-  defineProperty(GuardedBigInt, 'prototype', { value: BigIntProto, writable: false, enumerable: false, configurable: false });
-  defineProperty(GuardedBigInt, 'asIntN', getOwnPropertyDescriptor(OriginalBigInt, 'asIntN'));
-  defineProperty(GuardedBigInt, 'asUintN', getOwnPropertyDescriptor(OriginalBigInt, 'asUintN'));
-  guard(GuardedBigInt, 'asIntN', (original) => ({
-    method(bits, bigint) {
-      return apply(original, undefined, [bits, bigIntArgument(bigint)]);
-    },
-  }).method);
-  guard(GuardedBigInt, 'asUintN', (original) => ({
-    method(bits, bigint) {
-      return apply(original, undefined, [bits, bigIntArgument(bigint)]);
-    },
-  }).method);
-  defineProperty(BigIntProto, 'constructor', {
-    value: GuardedBigInt, writable: true, enumerable: false, configurable: true,
-  });
-  defineProperty(globalObject, 'BigInt', { value: GuardedBigInt, writable: true, enumerable: false, configurable: true });
   // Own-key walks cost ~0.3-0.5 us a property, natively. A plain object's property count is
   // bounded by the heap only (see the audit); an array's or typed array's indices are capped.
   function checkIndexed(value) {

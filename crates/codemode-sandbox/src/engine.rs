@@ -30,6 +30,7 @@ use crate::codec::{
     encode_host_value, json_string_bytes, output_bytes, output_item_bytes, parse_bridge_json,
     syntax_message, truncate,
 };
+use crate::heap::{HeapAllocator, HeapRefusals};
 use crate::install::{BridgeMethod, InstallPlan};
 use crate::{
     BridgeHost, BridgeRequest, Limits, LocalFn, OutputItem, PendingCall, RequestId, RunError,
@@ -111,7 +112,8 @@ enum Finish {
     TooLarge,
     Error {
         message: String,
-        out_of_memory: bool,
+        /// The value is what QuickJS throws for exhausted memory (see [`Caught`]).
+        looks_like_oom: bool,
     },
 }
 
@@ -208,7 +210,10 @@ impl StepOutput {
 /// A thrown value caught by Rust, reduced to what classification needs.
 struct Caught {
     message: String,
-    out_of_memory: bool,
+    /// The value is what QuickJS throws when an allocation fails: `null` (it could not even
+    /// allocate the error) or `InternalError: out of memory`. A guest can throw either itself, so
+    /// this alone never makes a failure the memory limit (see [`Engine::classify`]).
+    looks_like_oom: bool,
 }
 
 /// One fresh VM with the guest setup installed and the program compiled, not yet begun.
@@ -218,6 +223,10 @@ pub(crate) struct Engine {
     flags: Arc<Flags>,
     host: Arc<dyn BridgeHost>,
     limits: Limits,
+    /// Allocations the VM's allocator refused, and how many it had refused when the current step
+    /// (or the build) began.
+    refusals: Arc<HeapRefusals>,
+    refusals_before_step: u64,
     started: bool,
     /// The program's return value once it returned while calls were still pending.
     returned: Option<(Value, Option<Truncation>)>,
@@ -248,8 +257,14 @@ impl Engine {
         }));
 
         let unavailable = |error: rquickjs::Error| RunError::RuntimeUnavailable(error.to_string());
-        let runtime = Runtime::new().map_err(unavailable)?;
-        runtime.set_memory_limit(limits.memory_bytes);
+        // The allocator enforces the memory limit (QuickJS's own limit stays unset, see heap.rs)
+        // and records refusals, the one sign of exhausted memory a guest cannot forge.
+        let refusals = Arc::new(HeapRefusals::default());
+        let runtime = Runtime::new_with_alloc(HeapAllocator::new(
+            limits.memory_bytes,
+            Arc::clone(&refusals),
+        ))
+        .map_err(unavailable)?;
         runtime.set_max_stack_size(
             limits
                 .stack_bytes
@@ -272,6 +287,8 @@ impl Engine {
             flags,
             host,
             limits,
+            refusals,
+            refusals_before_step: 0,
             started: false,
             returned: None,
         };
@@ -322,7 +339,7 @@ impl Engine {
                     program.lines().count(),
                 ))),
                 None => engine.classify(Caught {
-                    out_of_memory: message == "InternalError: out of memory",
+                    looks_like_oom: message == "InternalError: out of memory",
                     message,
                 }),
             },
@@ -338,6 +355,7 @@ impl Engine {
             handle,
         } = input;
         self.flags.set_deadline(deadline);
+        self.refusals_before_step = self.refusals.count();
         let _entered = handle.enter();
         let mut spawn = Vec::new();
         let progress = match self.advance(settlements, resume_yields, deadline, &mut spawn) {
@@ -427,7 +445,7 @@ impl Engine {
                 return Ok(Progress::Completed(value, truncated));
             }
             // The program awaits something nothing can settle.
-            return Err(if self.memory_exhausted() {
+            return Err(if self.allocation_refused() {
                 RunError::MemoryLimitExceeded
             } else {
                 RunError::PendingWithoutHostWork
@@ -458,10 +476,10 @@ impl Engine {
             }
             Some(Finish::Error {
                 message,
-                out_of_memory,
+                looks_like_oom,
             }) => Err(self.classify(Caught {
                 message,
-                out_of_memory,
+                looks_like_oom,
             })),
         }
     }
@@ -556,21 +574,29 @@ impl Engine {
     }
 
     /// Classifies a fatal guest failure: flags first, then memory, else the guest's message.
+    ///
+    /// The memory limit is reported exactly when the failure is what QuickJS throws for exhausted
+    /// memory *and* the allocator refused an allocation during this step: a guest's own
+    /// `throw null` is its error, and a guest that caught an allocation failure and then threw
+    /// something else fails with that.
     fn classify(&self, caught: Caught) -> RunError {
         if let Some(error) = self.flags.tripped() {
             return error;
         }
-        if caught.out_of_memory || self.memory_exhausted() {
+        if caught.looks_like_oom && self.allocation_refused() {
             return RunError::MemoryLimitExceeded;
         }
         RunError::Guest(truncate(caught.message))
     }
 
-    /// Whether the VM's measured heap is within 1/16 of its budget.
-    fn memory_exhausted(&self) -> bool {
-        let used = usize::try_from(self.vm.runtime.memory_usage().malloc_size).unwrap_or(0);
-        tracing::debug!(target: "codemode_sandbox", used, limit = self.limits.memory_bytes, "memory at failure");
-        used >= self.limits.memory_bytes - self.limits.memory_bytes / 16
+    /// Whether the VM's allocator refused an allocation since the current step (or the build)
+    /// began.
+    fn allocation_refused(&self) -> bool {
+        let refused = self.refusals.count() > self.refusals_before_step;
+        if refused {
+            tracing::debug!(target: "codemode_sandbox", limit = self.limits.memory_bytes, "allocation refused");
+        }
+        refused
     }
 
     /// Calls a function of the control object; returns whether it answered `true`.
@@ -675,17 +701,23 @@ fn control<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Object<'js>> {
 /// Takes the pending exception (if `error` is one) and describes it for classification.
 fn caught(ctx: &Ctx<'_>, error: &rquickjs::Error) -> Caught {
     if !matches!(error, rquickjs::Error::Exception) {
-        let out_of_memory = matches!(error, rquickjs::Error::Allocation);
         return Caught {
             message: error.to_string(),
-            out_of_memory,
+            looks_like_oom: matches!(error, rquickjs::Error::Allocation),
         };
     }
     let value = ctx.catch();
-    if value.is_null() || value.is_undefined() {
+    // Described like the bootstrap's `describe` does an uncaught guest value.
+    if value.is_null() {
         return Caught {
-            message: "uncaught exception".into(),
-            out_of_memory: true,
+            message: "null".into(),
+            looks_like_oom: true,
+        };
+    }
+    if value.is_undefined() {
+        return Caught {
+            message: "undefined".into(),
+            looks_like_oom: false,
         };
     }
     let message = value
@@ -693,10 +725,10 @@ fn caught(ctx: &Ctx<'_>, error: &rquickjs::Error) -> Caught {
         .and_then(|exception| exception.message())
         .or_else(|| value.as_string().and_then(|s| s.to_string().ok()))
         .unwrap_or_else(|| "uncaught exception".into());
-    let out_of_memory = message == "out of memory";
+    let looks_like_oom = message == "out of memory";
     Caught {
         message,
-        out_of_memory,
+        looks_like_oom,
     }
 }
 
@@ -824,10 +856,9 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
                     let original = (original_bytes >= 1.0).then_some(original_bytes as usize);
                     Finish::Value(payload, original)
                 } else {
-                    let out_of_memory = flag;
                     Finish::Error {
                         message: payload,
-                        out_of_memory,
+                        looks_like_oom: flag,
                     }
                 });
             }

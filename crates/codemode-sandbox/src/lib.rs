@@ -21,6 +21,7 @@ mod bytecode;
 mod codec;
 mod engine;
 mod error;
+mod heap;
 mod install;
 mod lexer;
 mod limits;

@@ -40,8 +40,10 @@ pub const MAX_JSON_DEPTH: usize = 128;
 /// deadline covers building the VM, compiling the program and running it. A step that still
 /// has not returned at the deadline plus [`DEADLINE_GRACE`](crate::DEADLINE_GRACE) is abandoned:
 /// the leg fails with `timeout` at once and the VM is dropped on its own thread when the native
-/// call it is stuck in returns. Exhausted memory is recognised from QuickJS's
-/// `InternalError: out of memory` and `null` failures and the measured heap.
+/// call it is stuck in returns. A failure is reported as the memory limit exactly when QuickJS
+/// threw what it throws for a failed allocation (`null` or `InternalError: out of memory`) and
+/// the VM's allocator refused an allocation during that step; a guest's own `throw null` is its
+/// error.
 ///
 /// ```
 /// use std::time::Duration;
@@ -53,8 +55,9 @@ pub const MAX_JSON_DEPTH: usize = 128;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
-    /// QuickJS heap budget in bytes (everything the VM allocates). Exceeding it fails the run
-    /// with "code mode memory limit exceeded" unless the guest catches the error.
+    /// QuickJS heap budget in bytes (everything the VM allocates, counted by the VM's own
+    /// allocator, QuickJS's small-block arenas whole). Exceeding it fails the run with "code mode
+    /// memory limit exceeded" unless the guest catches the error.
     pub memory_bytes: usize,
     /// Native stack budget for guest code. Deep recursion beyond it throws a catchable
     /// `RangeError`. The thread that calls [`Run::drive`](crate::Run::drive) needs at least this

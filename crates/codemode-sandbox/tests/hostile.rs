@@ -103,21 +103,68 @@ const CELLS: &[(&str, &str)] = &[
         "string search at the native budget",
         "const h = 'a'.repeat(8192), n = 'a'.repeat(1000) + 'b'; for (;;) { try { h.indexOf(n) } catch (e) {} }",
     ),
-    (
-        "BigInt toString",
-        "const b = 1n << 1048000n; for (;;) { try { b.toString() } catch (e) {} }",
-    ),
-    (
-        "BigInt toLocaleString",
-        "const b = -(1n << 1048000n); for (;;) { try { b.toLocaleString() } catch (e) {} }",
-    ),
+    // BigInts are capped at 64 Kbit by the vendored QuickJS and their quadratic work counts
+    // toward the interrupt counter (vendor/rquickjs-sys/PATCHES.md): every operation at the cap.
     (
         "BigInt toString at the cap",
-        "const b = (1n << 131071n) + 12345n; for (;;) { try { b.toString() } catch (e) {} }",
+        "const b = (1n << 65500n) + 12345n; for (;;) { try { b.toString() } catch (e) {} }",
+    ),
+    (
+        "BigInt toLocaleString at the cap",
+        "const b = -((1n << 65500n) + 12345n); for (;;) { try { b.toLocaleString() } catch (e) {} }",
+    ),
+    (
+        "BigInt in a template at the cap",
+        "const b = (1n << 65500n) + 12345n; let s; for (;;) { s = `${b}` }",
+    ),
+    (
+        "BigInt + '' at the cap",
+        "const b = (1n << 65500n) + 12345n; let s; for (;;) { s = b + '' }",
+    ),
+    (
+        "String(BigInt) at the cap",
+        "const b = (1n << 65500n) + 12345n; let s; for (;;) { s = String(b) }",
+    ),
+    (
+        "BigInt as a property key at the cap",
+        "const b = (1n << 65500n) + 12345n, o = {}; for (;;) { o[b] }",
+    ),
+    (
+        "BigInt multiply and divide",
+        "let a = (1n << 30000n) - 1n; for (;;) { try { a = a * a / (a - 1n) + a } catch (e) {} }",
+    ),
+    (
+        "BigInt multiply at the cap",
+        "const a = (1n << 32700n) - 12345n; for (;;) { a * a }",
+    ),
+    (
+        "BigInt divide and remainder at the cap",
+        "const a = (1n << 65400n) - 1n, b = (1n << 32700n) - 12345n; for (;;) { a / b; a % b }",
+    ),
+    ("BigInt ** at the cap", "for (;;) { 3n ** 41000n }"),
+    (
+        "BigInt past the cap, caught",
+        "const a = (1n << 65000n) - 1n; for (;;) { try { a * a } catch (e) {} try { 2n ** 70000n } catch (e) {} }",
+    ),
+    (
+        "BigInt from the longest decimal text",
+        "const s = '9'.repeat(19400); for (;;) { BigInt(s) }",
     ),
     (
         "BigInt from a long decimal text",
         "const s = '9'.repeat(300000); for (;;) { try { BigInt(s) } catch (e) {} }",
+    ),
+    (
+        "BigInt from a huge decimal text",
+        "const s = '9'.repeat(8e6); for (;;) { try { BigInt(s) } catch (e) {} }",
+    ),
+    (
+        "BigInt compared with a huge decimal text",
+        "const s = '9'.repeat(8e6); for (;;) { 1n == s; 1n < s }",
+    ),
+    (
+        "BigInt from a huge text of leading zeros",
+        "const s = '0'.repeat(8e6) + '1'; for (;;) { BigInt(s) }",
     ),
     (
         "BigInt.asUintN of a long decimal text",
@@ -443,6 +490,11 @@ const ORDINARY: &[(&str, &str)] = &[
     (
         "(() => { try { new BigInt(1) } catch (e) { return e.name } })()",
         r#""TypeError""#,
+    ),
+    // Past the 64 Kbit cap, a catchable RangeError; the run goes on.
+    (
+        "(() => { const caught = []; for (const f of [() => 1n << 70000n, () => 2n ** 70000n, () => ((1n << 40000n) * (1n << 40000n)), () => BigInt('9'.repeat(20000))]) { try { f() } catch (e) { caught.push(e instanceof RangeError && e.message) } } return [caught, (1n << 65534n) > 0n, -(1n << 65534n) < 0n] })()",
+        r#"[["BigInt is too large to allocate","BigInt is too large","BigInt is too large to allocate","BigInt is too large to allocate"],true,true]"#,
     ),
     (
         "['ABC'.toLowerCase(), 'i'.toLocaleUpperCase(), 'a'.localeCompare('b'), ' x '.trim(), encodeURIComponent('a b&'), decodeURI('%41')]",

@@ -80,13 +80,33 @@ fn guest_failures_keep_their_message_and_output() {
         r#"failed - Error: boom output=[{"type":"text","text":"before"}]"#,
     );
     check("throw 'boom'", "failed - boom");
-    // QuickJS reports exhausted memory as a thrown `null`; a program throwing `null` itself is
-    // indistinguishable and reported the same way (documented on `Limits`).
+    // QuickJS reports exhausted memory as a thrown `null` too, but only a refused allocation makes
+    // a failure the memory limit: a guest's own `null` or `undefined` is its error, as text.
+    check("throw null", "failed - null");
+    check("return Promise.reject(null)", "failed - null");
+    check("await Promise.reject(null)", "failed - null");
+    check("await (async () => { throw null })()", "failed - null");
     check(
-        "throw null",
-        "failed \"internal_error\" code mode memory limit exceeded",
+        "await host.echo(1); await (async () => { throw null })()",
+        "failed - null",
     );
     check("throw undefined", "failed - undefined");
+    check("await Promise.reject(undefined)", "failed - undefined");
+    check(
+        "await (async () => { throw undefined })()",
+        "failed - undefined",
+    );
+    // What QuickJS throws when it cannot allocate, thrown by the guest itself.
+    check(
+        "throw new InternalError('out of memory')",
+        "failed - InternalError: out of memory",
+    );
+    // A guest that caught an allocation failure and then threw something else fails with that.
+    check_with(
+        "try { 'x'.repeat(1 << 29) } catch (e) {} throw new Error('after')",
+        limits().with_memory_bytes(4 << 20),
+        "failed - Error: after",
+    );
     check("throw { code: 7 }", r#"failed - {"code":7}"#);
     check("throw new TypeError('')", "failed - TypeError");
     check(
@@ -183,6 +203,49 @@ fn limits_stop_hostile_programs() {
     check_with(
         "let s = 'x'; const keep = []; while (true) { s = s + s; keep.push(s.split('')) }",
         tight.clone(),
+        "failed \"internal_error\" code mode memory limit exceeded",
+    );
+    // Inside async functions, after an await, in microtask chains: QuickJS rejects with `null`
+    // or an `InternalError`, and the refused allocation makes it the memory limit.
+    for program in [
+        "await (async () => { const a = []; while (true) a.push({ n: a.length }) })()",
+        "await host.echo(1); const a = []; while (true) a.push([a.length])",
+        "const a = []; async function grow() { while (true) a.push({ n: a.length }) } await grow()",
+        "const a = []; function chain() { a.push('x'.repeat(1000) + a.length); return Promise.resolve().then(chain) } await chain()",
+        "const a = []; await new Promise(() => { (function step() { a.push(new Array(1000).fill(a.length)); Promise.resolve().then(step) })() })",
+        "await Promise.all(Array.from({ length: 8 }, async () => { const a = []; for (;;) { a.push({}); await null } }))",
+        "try { const a = []; while (true) a.push({ n: a.length }) } catch (e) { throw e }",
+        "const a = []; try { while (true) a.push({ n: a.length }) } catch (e) { a.length = 0; throw e }",
+    ] {
+        check_with(
+            program,
+            tight.clone(),
+            "failed \"internal_error\" code mode memory limit exceeded",
+        );
+    }
+}
+
+#[test]
+fn big_string_literals_hit_the_memory_limit() {
+    // A program within the size limit whose literals do not fit a small heap: compiling it (or
+    // building the strings) runs out of memory.
+    let literal = "x".repeat(300_000);
+    let program = format!(
+        "const parts = [{}]; return parts.join('').length",
+        std::iter::repeat_n(format!("'{literal}'"), 3)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    check_with(
+        &program,
+        limits().with_memory_bytes(1 << 20),
+        "failed \"internal_error\" code mode memory limit exceeded",
+    );
+    let program =
+        format!("const s = '{literal}'; const keep = []; while (true) keep.push(s.toUpperCase())");
+    check_with(
+        &program,
+        limits().with_memory_bytes(4 << 20),
         "failed \"internal_error\" code mode memory limit exceeded",
     );
 }
