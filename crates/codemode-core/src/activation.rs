@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicBool;
 use codemode_catalog::{Catalog, McpCapability, SearchLimits, Source, ToolDescriptor, ToolOrigin};
 use codemode_mcp_decls::{McpServer, McpTool};
 use codemode_namespaces::{CancellationState, CatalogTool, ScopeContext, ToolOwner};
-use codemode_sandbox::JsonText;
+use codemode_sandbox::{JsonText, PreparedSetup};
 use serde_json::Value;
 
 use crate::executor::AgentRunContext;
@@ -182,7 +182,12 @@ impl CodeMode {
             executor: Arc::clone(&self.shared.executor),
             events: Arc::clone(&self.shared.events),
             agent_run: request.agent_run,
-            all_tools: JsonText::new(&catalog.all_tools_json()),
+            guest: PreparedSetup::new(crate::guest::setup(
+                &catalog,
+                JsonText::new(&catalog.all_tools_json()),
+                mcp.as_deref(),
+                &namespaces,
+            )),
             catalog: Arc::new(catalog),
             mcp,
             mcp_capability_ids,

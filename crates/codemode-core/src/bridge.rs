@@ -46,6 +46,10 @@ impl BridgeHost for RunHost {
         self.track(request_id, None);
         result
     }
+
+    fn call_sync(&self, request: BridgeRequest) -> Result<Value, String> {
+        crate::guest::answer_sync(&self.session, &self.counters, request)
+    }
 }
 
 impl RunHost {

@@ -18,7 +18,7 @@ use crate::executor::{EventSink, NoEvents, ToolExecutor};
 use crate::result::{CodeModeResult, ErrorCode, Telemetry};
 use crate::state::{Counters, SessionState};
 use crate::surface::{self, ModelTool, PayloadError};
-use crate::{CodeModeConfig, ExecInput, InputError, Language, WaitInput, guest, outcome};
+use crate::{CodeModeConfig, ExecInput, InputError, Language, WaitInput, outcome};
 
 /// Capacity of the per-process cache of generated MCP declarations.
 const DECL_CACHE_CAPACITY: u64 = 64;
@@ -235,8 +235,12 @@ impl CodeModeSession {
             cancellation: cancellation.clone(),
             in_flight: Default::default(),
         });
-        let setup = guest::setup(&self.inner, &counters);
-        let run = match Run::start(&program, setup, self.limits(), host.clone()) {
+        let run = match Run::start(
+            &program,
+            self.inner.guest.clone(),
+            self.limits(),
+            host.clone(),
+        ) {
             Ok(run) => run,
             Err(error) => return outcome::failed_run(error, Vec::new(), telemetry()),
         };

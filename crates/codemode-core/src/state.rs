@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use codemode_catalog::{Catalog, SearchLimits};
 use codemode_mcp_decls::McpDecls;
 use codemode_namespaces::NamespaceRuntime;
-use codemode_sandbox::JsonText;
+use codemode_sandbox::PreparedSetup;
 
 use crate::CodeModeConfig;
 use crate::executor::{AgentRunContext, EventSink, ToolExecutor};
@@ -22,6 +22,21 @@ pub(crate) const MCP_CALL: &str = "mcp.call";
 /// Bridge method of `MCP.<server>.resources.*` / `prompts.*` (`[capability id, ...guest args]`,
 /// the id an `mcp-capability:<server>:<method>` of [`codemode_catalog::McpCapability`]).
 pub(crate) const MCP_CAPABILITY: &str = "mcp.capability";
+/// Synchronous method of `tools.search(query, options?)`.
+pub(crate) const TOOLS_SEARCH: &str = "tools.search";
+/// Synchronous method of `tools.describe(id)`.
+pub(crate) const TOOLS_DESCRIBE: &str = "tools.describe";
+/// Synchronous method of `MCP.<server>.$api(tool?, options?)` (`[server ident, ...guest args]`).
+pub(crate) const MCP_API: &str = "mcp.api";
+/// Synchronous method of `API.list(prefix?)`.
+pub(crate) const API_LIST: &str = "api.list";
+/// Synchronous method of `API.read(path)`.
+pub(crate) const API_READ: &str = "api.read";
+/// Synchronous methods of `results.save/load/delete/list`.
+pub(crate) const RESULTS_SAVE: &str = "results.save";
+pub(crate) const RESULTS_LOAD: &str = "results.load";
+pub(crate) const RESULTS_DELETE: &str = "results.delete";
+pub(crate) const RESULTS_LIST: &str = "results.list";
 /// Bridge method of a namespace verb (`[namespace id, path, ...guest args]`).
 pub(crate) const NAMESPACE_CALL: &str = "namespace.call";
 
@@ -42,8 +57,10 @@ pub(crate) struct SessionState {
     pub(crate) events: Arc<dyn EventSink>,
     pub(crate) agent_run: AgentRunContext,
     pub(crate) catalog: Arc<Catalog>,
-    /// `ALL_TOOLS` as JSON text, made once: the catalog never changes within a session.
-    pub(crate) all_tools: JsonText,
+    /// The guest setup of every run of the session, prepared once at activation (the catalog
+    /// never changes within a session); `ALL_TOOLS`, `tools` and `MCP` are built in a run only
+    /// when its guest reads them.
+    pub(crate) guest: PreparedSetup,
     pub(crate) mcp: Option<Arc<McpDecls>>,
     /// The `mcp-capability:<server>:<method>` ids the guest may call ([`McpCapability::id`]).
     pub(crate) mcp_capability_ids: Vec<String>,

@@ -6,7 +6,7 @@
 // Nothing defined here is reachable from guest code except the functions installed as globals,
 // which are frozen.
 export default function (natives, maxScan) {
-  const { hostCall, hostLocal, hostEmit, hostYield, hostFinish, hostIsProxy, hostPoll } = natives;
+  const { hostCall, hostLocal, hostText, hostEmit, hostYield, hostFinish, hostIsProxy, hostPoll } = natives;
   const { hostTimer, hostClearTimer, hostOutputRemaining } = natives;
   const maxCallArgs = natives.maxCallArgs;
   const maxOutput = natives.maxOutput;
@@ -1606,10 +1606,11 @@ export default function (natives, maxScan) {
     descriptor.value = undefined;
   }
 
-  // The object at the path `segments[start..end]` (never assigns), creating plain intermediate
-  // objects as needed. Globals and intermediate objects are not enumerable (like built-ins).
-  function reach(segments, start, end) {
-    let target = globalObject;
+  // The object at the path `segments[start..end]` below `base` (never assigns), creating plain
+  // intermediate objects as needed. Members of `base` (globals) and intermediate objects are not
+  // enumerable (like built-ins).
+  function reach(base, segments, start, end) {
+    let target = base;
     for (let i = start; i < end; i++) {
       // Own properties only: a segment named like an Object.prototype member (`toString`,
       // `valueOf`, `hasOwnProperty`) must never reach the shared prototype.
@@ -1623,11 +1624,12 @@ export default function (natives, maxScan) {
     return target;
   }
 
-  // Defines `value` at `path`; members of installed objects are enumerable, globals are not.
-  function place(path, value) {
+  // Defines `value` at `path` below `base`; members of installed objects are enumerable, members
+  // of `base` are not.
+  function place(base, path, value) {
     const last = path.length - 1;
-    const target = reach(path, 0, last);
-    define(target, path[last], value, true, target !== globalObject, true);
+    const target = reach(base, path, 0, last);
+    define(target, path[last], value, true, target !== base, true);
   }
 
   function lookup(path) {
@@ -1645,47 +1647,17 @@ export default function (natives, maxScan) {
     define(globalObject, name, value, false, false, false);
   }
 
-  // Makes a frozen root that is built on first read: a read-only accessor whose getter parses
-  // `jsonText`, deep-freezes the result and keeps it, so every read sees the same value. The
-  // getter may run after guest code, which is safe: `parse` is captured, and a fresh JSON.parse
-  // result holds own data properties only, so freezing it reads no prototype and runs no code.
-  function pinLazy(name, jsonText) {
-    let pending = jsonText;
-    let value;
-    const get = freeze(() => {
-      if (pending !== undefined) {
-        const parsed = parse(pending);
-        if (isObject(parsed)) deepFreeze(parsed);
-        value = parsed;
-        pending = undefined;
-      }
-      return value;
-    });
-    defineProperty(globalObject, name, {
-      __proto__: null, get, set: undefined, enumerable: false, configurable: false,
-    });
-  }
-
-  // Installs the guest setup in one pass, from the JSON plan made by run.rs `InstallPlan`:
-  // `[values, callables, aliases, freeze, lazy]` with values `[path, textIndex]` pairs, aliases
-  // `[newPath, existingPath]` pairs, freeze a list of root names and lazy `[root, textIndex]`
-  // pairs; `texts` holds the JSON texts of the values. Callables are one flat list of groups
-  // sharing a parent path (fewer values to parse and paths to walk): `depth, ...parentSegments,
-  // count`, then `count` pairs `name, code` with `code = index * 2 + (isBridge ? 1 : 0)`. Paths
-  // are non-empty lists of non-empty names.
-  function install(planText, texts) {
-    const plan = parse(planText);
-    const values = plan[0];
-    const callables = plan[1];
-    const aliases = plan[2];
-    const roots = plan[3];
-    const lazy = plan[4];
-    for (let i = 0; i < values.length; i++) place(values[i][0], parse(texts[values[i][1]]));
+  // Installs one part of the plan below `base`: `values` as `[path, textIndex]` pairs (the JSON
+  // texts are fetched from the host), then the callables as one flat list of groups sharing a
+  // parent path (fewer values to parse and paths to walk): `depth, ...parentSegments, count`,
+  // then `count` pairs `name, code` with `code = index * 2 + (isBridge ? 1 : 0)`.
+  function installPart(base, values, callables) {
+    for (let i = 0; i < values.length; i++) place(base, values[i][0], parse(hostText(values[i][1])));
     for (let i = 0; i < callables.length;) {
       const start = i + 1;
       const end = start + callables[i];
-      const parent = reach(callables, start, end);
-      const enumerable = parent !== globalObject;
+      const parent = reach(base, callables, start, end);
+      const enumerable = parent !== base;
       const count = callables[end];
       i = end + 1;
       descriptor.writable = true;
@@ -1698,15 +1670,55 @@ export default function (natives, maxScan) {
       }
       descriptor.value = undefined;
     }
+  }
+
+  // A frozen root built on its first read: its global is a read-only, non-configurable accessor
+  // (so it can be neither deleted nor redefined, as an eager root's binding cannot) whose frozen
+  // getter builds the root below a detached holder from its plan (`[values, callables]`, fetched
+  // from the host), deep-freezes it and keeps it, so every read sees the same value. The read
+  // may come from guest code at any point, which is safe: everything used is captured,
+  // properties are defined (never assigned) on fresh objects, and a fresh JSON.parse result
+  // holds own data properties only. If building throws (the guest's stack or memory ran out),
+  // nothing is kept and the next read tries again.
+  function pinLazy(name, planIndex) {
+    let built = false;
+    let value;
+    const get = freeze(() => {
+      if (!built) {
+        const plan = parse(hostText(planIndex));
+        const holder = create(null);
+        installPart(holder, plan[0], plan[1]);
+        const root = holder[name];
+        if (isObject(root)) deepFreeze(root);
+        value = root;
+        built = true;
+      }
+      return value;
+    });
+    defineProperty(globalObject, name, {
+      __proto__: null, get, set: undefined, enumerable: false, configurable: false,
+    });
+  }
+
+  // Installs the guest setup in one pass, from the JSON plan made by install.rs `InstallPlan`:
+  // `[values, callables, aliases, freeze, lazy]`; values and callables as in `installPart`,
+  // aliases `[newPath, existingPath]` pairs, freeze a list of root names and lazy
+  // `[root, planTextIndex]` pairs. Paths are non-empty lists of non-empty names.
+  function install(planText) {
+    const plan = parse(planText);
+    const aliases = plan[2];
+    const roots = plan[3];
+    const lazy = plan[4];
+    installPart(globalObject, plan[0], plan[1]);
     for (let i = 0; i < aliases.length; i++) {
       const existing = lookup(aliases[i][1]);
-      if (existing !== undefined) place(aliases[i][0], existing);
+      if (existing !== undefined) place(globalObject, aliases[i][0], existing);
     }
     for (let i = 0; i < roots.length; i++) {
       const value = hasOwn(globalObject, roots[i]) ? globalObject[roots[i]] : undefined;
       if (value !== undefined) pin(roots[i], value);
     }
-    for (let i = 0; i < lazy.length; i++) pinLazy(lazy[i][0], texts[lazy[i][1]]);
+    for (let i = 0; i < lazy.length; i++) pinLazy(lazy[i][0], lazy[i][1]);
     pin('text', text);
     pin('json', json);
     pin('yield_control', yield_control);

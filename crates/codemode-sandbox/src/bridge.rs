@@ -63,4 +63,13 @@ pub struct PendingCall {
 pub trait BridgeHost: Send + Sync + 'static {
     /// Answers one bridge request.
     async fn call(&self, request: BridgeRequest) -> Result<Value, String>;
+
+    /// Answers one call of a [`Callable::Sync`](crate::Callable::Sync) synchronously, on the VM
+    /// thread, while the VM waits: it must be quick and must not block (no I/O, no locks held
+    /// for long). `request.id` is `RequestId(0)`: synchronous calls are never pending. A panic
+    /// rejects the guest promise with "code mode host call failed". The default refuses every
+    /// method.
+    fn call_sync(&self, request: BridgeRequest) -> Result<Value, String> {
+        Err(format!("unknown code mode function {}", request.method))
+    }
 }

@@ -4,7 +4,7 @@
 //! code and returns a frozen control object (`install`, `compile`, `begin`, `settle`) kept as
 //! runtime userdata, which guest code can never reach. `install` builds the whole guest setup in
 //! one call from a JSON plan (see `InstallPlan`). Guest-visible functions are closures made by
-//! the bootstrap around the natives defined here (`hostCall`, `hostLocal`, `hostEmit`,
+//! the bootstrap around the natives defined here (`hostCall`, `hostLocal`, `hostText`, `hostEmit`,
 //! `hostYield`, `hostFinish`, `hostIsProxy`, `hostPoll`); those natives are handed over in one
 //! object and never installed as globals, so there is no internal name to forge. Only `Send`
 //! state is captured by natives and the interrupt handler.
@@ -31,10 +31,9 @@ use crate::codec::{
     syntax_message, truncate,
 };
 use crate::heap::{HeapAllocator, HeapRefusals};
-use crate::install::{BridgeMethod, InstallPlan};
+use crate::install::InstallPlan;
 use crate::{
-    BridgeHost, BridgeRequest, Limits, LocalFn, OutputItem, PendingCall, RequestId, RunError,
-    Truncation,
+    BridgeHost, BridgeRequest, Limits, OutputItem, PendingCall, RequestId, RunError, Truncation,
 };
 
 pub(crate) const HOST_CALL_FAILED: &str = "code mode host call failed";
@@ -133,7 +132,8 @@ struct Timer {
 
 /// Bridge state shared between the natives (inside the VM lock) and the step.
 struct BridgeState {
-    methods: Vec<BridgeMethod>,
+    /// The prepared setup: its bridge methods by index (shared by every run of the setup).
+    plan: Arc<InstallPlan>,
     next_id: u64,
     /// Started calls, by request id.
     in_flight: BTreeMap<u64, InFlight>,
@@ -237,13 +237,13 @@ impl Engine {
     /// function, all under the flags' current deadline.
     pub(crate) fn build(
         program: &str,
-        mut plan: InstallPlan,
+        plan: Arc<InstallPlan>,
         limits: Limits,
         host: Arc<dyn BridgeHost>,
         flags: Arc<Flags>,
     ) -> Result<Self, RunError> {
         let state = Arc::new(Mutex::new(BridgeState {
-            methods: std::mem::take(&mut plan.methods),
+            plan: Arc::clone(&plan),
             next_id: 1,
             in_flight: BTreeMap::new(),
             queued: VecDeque::new(),
@@ -278,7 +278,8 @@ impl Engine {
         let natives = Natives {
             state: Arc::clone(&state),
             flags: Arc::clone(&flags),
-            locals: Arc::clone(&plan.locals),
+            plan: Arc::clone(&plan),
+            host: Arc::clone(&host),
             limits: limits.clone(),
         };
         let engine = Self {
@@ -736,7 +737,8 @@ fn caught(ctx: &Ctx<'_>, error: &rquickjs::Error) -> Caught {
 struct Natives {
     state: Arc<Mutex<BridgeState>>,
     flags: Arc<Flags>,
-    locals: Arc<[LocalFn]>,
+    plan: Arc<InstallPlan>,
+    host: Arc<dyn BridgeHost>,
     limits: Limits,
 }
 
@@ -744,7 +746,8 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
     let Natives {
         state,
         flags,
-        locals,
+        plan,
+        host,
         limits,
     } = natives;
 
@@ -764,6 +767,7 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
     )?;
 
     let local_flags = Arc::clone(&flags);
+    let local_plan = Arc::clone(&plan);
     let max_args = limits.max_call_args_bytes;
     let host_local = Function::new(ctx.clone(), move |index: u32, payload: String| -> String {
         let answer = if local_flags.interrupt() {
@@ -772,9 +776,18 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
             Err(format!("code mode call arguments exceed {max_args} bytes"))
         } else {
             parse_bridge_json::<Vec<Value>>(&payload).and_then(|args| {
-                match locals.get(index as usize) {
-                    Some(local) => catch_unwind(AssertUnwindSafe(|| local(args)))
-                        .unwrap_or_else(|_| Err(HOST_CALL_FAILED.into())),
+                match local_plan.sync.get(index as usize) {
+                    Some((method, bound)) => {
+                        let mut all = bound.clone();
+                        all.extend(args);
+                        let request = BridgeRequest {
+                            id: RequestId(0),
+                            method: method.clone(),
+                            args: all,
+                        };
+                        catch_unwind(AssertUnwindSafe(|| host.call_sync(request)))
+                            .unwrap_or_else(|_| Err(HOST_CALL_FAILED.into()))
+                    }
                     None => Err("unknown code mode function".into()),
                 }
             })
@@ -784,6 +797,12 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
             Ok(text) => format!("[{text}]"),
             Err(message) => Value::String(message).to_string(),
         }
+    })?;
+
+    // The text of a value or of a lazy root's plan, by index: texts cross into the VM only when
+    // the bootstrap installs what they describe.
+    let host_text = Function::new(ctx.clone(), move |index: u32| -> Option<String> {
+        plan.text(index as usize).map(str::to_owned)
     })?;
 
     let emit_state = Arc::clone(&state);
@@ -915,6 +934,7 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
     let natives = Object::new(ctx.clone())?;
     natives.set("hostCall", host_call)?;
     natives.set("hostLocal", host_local)?;
+    natives.set("hostText", host_text)?;
     natives.set("hostEmit", host_emit)?;
     natives.set("hostYield", host_yield)?;
     natives.set("hostFinish", host_finish)?;
@@ -996,7 +1016,7 @@ fn register_call(
     if state.in_flight.len() + state.queued.len() >= capacity {
         return Err(TOO_MANY_PENDING.into());
     }
-    let Some((method, bound)) = state.methods.get(index as usize) else {
+    let Some((method, bound)) = state.plan.bridge.get(index as usize) else {
         return Err("unknown code mode function".into());
     };
     let method = method.clone();

@@ -1,28 +1,83 @@
-//! The guest setup as one install plan the bootstrap runs in a single pass.
+//! The guest setup prepared once as an install plan: the plan the bootstrap's `install` runs in a
+//! single pass, and the roots it builds only when the guest first reads them.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use rquickjs::{Function, Object};
 use serde_json::Value;
 
-use crate::{Callable, GuestPath, GuestSetup, JsonText, LocalFn, RunError};
+use crate::{Callable, GuestPath, GuestSetup, JsonText};
 
-/// A bridge callable by index: its method and bound arguments.
+/// A host callable by index: its method and bound arguments.
 pub(crate) type BridgeMethod = (String, Vec<Value>);
 
-/// The guest setup prepared for installation: the plan the bootstrap's `install` runs in one pass
-/// (JSON, see `install` in bootstrap.js), the JSON texts of the values it refers to by index, the
-/// bridge methods and the local functions by index. Intermediate objects along paths are created
-/// and properties are defined (never assigned), so nothing on a prototype is consulted.
+/// A [`GuestSetup`] prepared for installation, made once and shared by every run started with
+/// it: a session prepares its setup once, and each run only clones an `Arc`.
+///
+/// Preparing turns the setup into the plan the VM runs, and splits off the *lazy roots*: a root
+/// in [`GuestSetup::freeze`] that no alias touches (such as `tools`, `ALL_TOOLS`, `MCP`) is built
+/// on the guest's first read of it. Until then its global is a configurable accessor; the first
+/// read builds the root, deep-freezes it and replaces the accessor with the same read-only,
+/// non-configurable binding an eagerly installed root has. A run that never reads a root pays
+/// nothing for it, so the cost of a run does not grow with the catalog. The texts of values and
+/// of lazy roots stay on the host side until the VM asks for them.
+///
+/// ```
+/// use codemode_sandbox::{Callable, GuestSetup, PreparedSetup};
+///
+/// let mut setup = GuestSetup::default();
+/// setup.callables.push((
+///     vec!["tools".into(), "call".into()],
+///     Callable::Bridge { method: "tools.call".into(), bound_args: vec![] },
+/// ));
+/// setup.freeze = vec!["tools".into()];
+/// let prepared = PreparedSetup::new(setup);
+/// let for_another_run = prepared.clone(); // an `Arc` clone
+/// # drop(for_another_run);
+/// ```
+#[derive(Clone)]
+pub struct PreparedSetup(Arc<InstallPlan>);
+
+impl PreparedSetup {
+    /// Prepares `setup`; see the type's documentation.
+    pub fn new(setup: GuestSetup) -> Self {
+        Self(Arc::new(InstallPlan::new(setup)))
+    }
+
+    pub(crate) fn plan(&self) -> &Arc<InstallPlan> {
+        &self.0
+    }
+}
+
+impl From<GuestSetup> for PreparedSetup {
+    fn from(setup: GuestSetup) -> Self {
+        Self::new(setup)
+    }
+}
+
+impl std::fmt::Debug for PreparedSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparedSetup")
+            .field("plan_bytes", &self.0.plan.len())
+            .field("texts", &self.0.texts.len())
+            .field("bridge_methods", &self.0.bridge.len())
+            .field("sync_methods", &self.0.sync.len())
+            .finish()
+    }
+}
+
+/// The prepared plan: the eager plan `install` runs (JSON, see `install` in bootstrap.js), the
+/// texts it and the lazy roots refer to by index (value texts and the plans of lazy roots), and
+/// the bridge and synchronous methods by index. Intermediate objects along paths are created and
+/// properties are defined (never assigned), so nothing on a prototype is consulted.
 pub(crate) struct InstallPlan {
     plan: String,
     texts: Vec<Text>,
-    pub(crate) methods: Vec<BridgeMethod>,
-    pub(crate) locals: Arc<[LocalFn]>,
+    pub(crate) bridge: Vec<BridgeMethod>,
+    pub(crate) sync: Vec<BridgeMethod>,
 }
 
-/// The JSON text of one installed value: serialized for this run, or shared between runs.
+/// The JSON text of one installed value or lazy root plan: made here, or shared between setups.
 enum Text {
     Owned(String),
     Shared(JsonText),
@@ -37,22 +92,62 @@ impl Text {
     }
 }
 
-/// Writes the member count of the callable group whose count slot is at `count_at` (each member
-/// is a name and a code after the slot).
-fn close_group(flat: &mut [Value], count_at: usize) {
-    let members = flat.len().saturating_sub(count_at + 1) / 2;
-    if let Some(slot) = flat.get_mut(count_at) {
-        *slot = members.into();
+/// Callables as one flat list of groups sharing a parent path: `depth, ...parent, count`, then
+/// `count` pairs `name, index * 2 + isBridge`. Built in path order, one group per run of
+/// callables with the same parent.
+#[derive(Default)]
+struct Groups {
+    flat: Vec<Value>,
+    open: Option<(GuestPath, usize)>,
+}
+
+impl Groups {
+    fn push(&mut self, parent: GuestPath, name: String, code: usize) {
+        let same_parent = self.open.as_ref().is_some_and(|(open, _)| *open == parent);
+        if !same_parent {
+            self.close();
+            self.flat.push(parent.len().into());
+            self.flat.extend(parent.iter().cloned().map(Value::String));
+            self.flat.push(0.into());
+            self.open = Some((parent, self.flat.len() - 1));
+        }
+        self.flat.push(Value::String(name));
+        self.flat.push(code.into());
+    }
+
+    /// Writes the member count of the open group (each member is a name and a code).
+    fn close(&mut self) {
+        if let Some((_, count_at)) = self.open.take() {
+            let members = self.flat.len().saturating_sub(count_at + 1) / 2;
+            if let Some(slot) = self.flat.get_mut(count_at) {
+                *slot = members.into();
+            }
+        }
+    }
+
+    fn finish(mut self) -> Vec<Value> {
+        self.close();
+        self.flat
     }
 }
 
+/// The values (`[path, textIndex]`) and callables of one part of the plan: the eager part, or
+/// one lazy root.
+#[derive(Default)]
+struct Part {
+    values: Vec<Value>,
+    callables: Groups,
+}
+
+fn path_json(path: &[String]) -> Value {
+    Value::Array(path.iter().cloned().map(Value::String).collect())
+}
+
 impl InstallPlan {
-    pub(crate) fn new(setup: GuestSetup) -> Result<Self, RunError> {
+    fn new(setup: GuestSetup) -> Self {
         let valid =
             |path: &[String]| !path.is_empty() && path.iter().all(|segment| !segment.is_empty());
-        let mut methods = Vec::new();
-        let mut locals: Vec<LocalFn> = Vec::new();
-        let values = setup
+        let owned = setup
             .values
             .into_iter()
             .map(|(path, value)| (path, Text::Owned(value.to_string())));
@@ -60,7 +155,7 @@ impl InstallPlan {
             .json_values
             .into_iter()
             .map(|(path, text)| (path, Text::Shared(text)));
-        let values: Vec<(GuestPath, Text)> = values
+        let values: Vec<(GuestPath, Text)> = owned
             .chain(shared)
             .filter(|(path, _)| valid(path))
             .collect();
@@ -80,83 +175,107 @@ impl InstallPlan {
             .filter(|root| !root.is_empty())
             .collect();
 
-        // A frozen root set by exactly one object or array value, and by nothing else, is built
-        // on first read (see `pinLazy` in bootstrap.js): a run that never reads it never pays
-        // for parsing and freezing it.
-        let mut uses: HashMap<&str, usize> = HashMap::new();
-        let paths = values.iter().map(|(path, _)| path);
-        let paths = paths.chain(callables.iter().map(|(path, _)| path));
-        let paths = paths.chain(aliases.iter().flat_map(|(path, existing)| [path, existing]));
-        for path in paths {
-            if let Some(root) = path.first() {
-                *uses.entry(root.as_str()).or_default() += 1;
-            }
-        }
-        let mut eager: Vec<(&GuestPath, usize)> = Vec::new();
-        let mut lazy: Vec<(&str, usize)> = Vec::new();
-        for (index, (path, text)) in values.iter().enumerate() {
-            let composite = text.as_str().starts_with(['{', '[']);
-            match path.as_slice() {
-                [root]
-                    if composite
-                        && uses.get(root.as_str()) == Some(&1)
-                        && freeze.contains(root) =>
-                {
-                    lazy.push((root, index));
-                }
-                _ => eager.push((path, index)),
-            }
-        }
-        freeze.retain(|root| !lazy.iter().any(|(lazy_root, _)| lazy_root == root));
+        // A frozen root that no alias touches is built on first read: everything under it
+        // (values and callables) goes into its own plan.
+        let aliased: Vec<&str> = aliases
+            .iter()
+            .flat_map(|(path, existing)| [path, existing])
+            .filter_map(|path| path.first().map(String::as_str))
+            .collect();
+        let lazy_roots: Vec<String> = freeze
+            .iter()
+            .filter(|root| !aliased.contains(&root.as_str()))
+            .cloned()
+            .collect();
+        let part_of = |path: &GuestPath| -> Option<usize> {
+            let root = path.first()?;
+            lazy_roots.iter().position(|lazy| lazy == root)
+        };
 
-        // Callables as one flat list of groups sharing a parent path: `depth, ...parent, count`,
-        // then `count` pairs `name, index * 2 + isBridge`.
-        let mut flat: Vec<Value> = Vec::with_capacity(callables.len() * 2 + 8);
-        let mut group: Option<(GuestPath, usize)> = None;
-        for (mut path, callable) in callables {
-            let Some(name) = path.pop() else { continue };
-            let (is_bridge, index) = match callable {
-                Callable::Bridge { method, bound_args } => {
-                    methods.push((method, bound_args));
-                    (1, methods.len() - 1)
+        let mut eager = Part::default();
+        let mut lazy: Vec<Part> = lazy_roots.iter().map(|_| Part::default()).collect();
+        let mut texts: Vec<Text> = Vec::with_capacity(values.len() + lazy_roots.len());
+        let mut used = vec![false; lazy_roots.len()];
+        for (path, text) in values {
+            let entry = Value::Array(vec![path_json(&path), texts.len().into()]);
+            texts.push(text);
+            match part_of(&path) {
+                Some(index) => {
+                    used[index] = true;
+                    lazy[index].values.push(entry);
                 }
-                Callable::Local(local) => {
-                    locals.push(local);
-                    (0, locals.len() - 1)
+                None => eager.values.push(entry),
+            }
+        }
+        let mut bridge = Vec::new();
+        let mut sync = Vec::new();
+        for (mut path, callable) in callables {
+            let part = part_of(&path);
+            let Some(name) = path.pop() else { continue };
+            let code = match callable {
+                Callable::Bridge { method, bound_args } => {
+                    bridge.push((method, bound_args));
+                    (bridge.len() - 1) * 2 + 1
+                }
+                Callable::Sync { method, bound_args } => {
+                    sync.push((method, bound_args));
+                    (sync.len() - 1) * 2
                 }
             };
-            let same_parent = group.as_ref().is_some_and(|(parent, _)| *parent == path);
-            if !same_parent {
-                if let Some((_, count_at)) = group.take() {
-                    close_group(&mut flat, count_at);
+            match part {
+                Some(index) => {
+                    used[index] = true;
+                    lazy[index].callables.push(path, name, code);
                 }
-                flat.push(path.len().into());
-                flat.extend(path.iter().cloned().map(Value::String));
-                flat.push(0.into());
-                group = Some((path, flat.len() - 1));
+                None => eager.callables.push(path, name, code),
             }
-            flat.push(Value::String(name));
-            flat.push((index * 2 + is_bridge).into());
         }
-        if let Some((_, count_at)) = group {
-            close_group(&mut flat, count_at);
+
+        // Lazy roots with something to build: `[root, planTextIndex]`; the plan is
+        // `[values, callables]` relative to a detached holder object.
+        let mut lazy_entries: Vec<Value> = Vec::new();
+        for ((root, part), used) in lazy_roots.iter().zip(lazy).zip(used) {
+            if !used {
+                continue;
+            }
+            let plan = Value::Array(vec![
+                Value::Array(part.values),
+                Value::Array(part.callables.finish()),
+            ]);
+            lazy_entries.push(Value::Array(vec![
+                Value::String(root.clone()),
+                texts.len().into(),
+            ]));
+            texts.push(Text::Owned(plan.to_string()));
         }
-        let plan =
-            serde_json::to_string(&(eager, flat, &aliases, &freeze, lazy)).map_err(|error| {
-                RunError::RuntimeUnavailable(format!("the guest setup is not JSON: {error}"))
-            })?;
-        Ok(Self {
-            plan,
-            texts: values.into_iter().map(|(_, text)| text).collect(),
-            methods,
-            locals: locals.into(),
-        })
+        freeze.retain(|root| !lazy_roots.contains(root));
+        let alias_pairs: Vec<Value> = aliases
+            .iter()
+            .map(|(path, existing)| Value::Array(vec![path_json(path), path_json(existing)]))
+            .collect();
+        let plan = Value::Array(vec![
+            Value::Array(eager.values),
+            Value::Array(eager.callables.finish()),
+            Value::Array(alias_pairs),
+            Value::Array(freeze.into_iter().map(Value::String).collect()),
+            Value::Array(lazy_entries),
+        ]);
+        Self {
+            plan: plan.to_string(),
+            texts,
+            bridge,
+            sync,
+        }
+    }
+
+    /// The text at `index` (a value or a lazy root's plan), for the bootstrap's `hostText`.
+    pub(crate) fn text(&self, index: usize) -> Option<&str> {
+        self.texts.get(index).map(Text::as_str)
     }
 
     pub(crate) fn install<'js>(&self, control: &Object<'js>) -> rquickjs::Result<()> {
         let install: Function<'js> = control.get("install")?;
-        let texts: Vec<&str> = self.texts.iter().map(Text::as_str).collect();
-        install.call((self.plan.as_str(), texts))
+        install.call((self.plan.as_str(),))
     }
 }
 
@@ -164,9 +283,9 @@ impl InstallPlan {
 mod tests {
     use super::*;
 
-    /// The plan `install` receives, and the texts of the roots built on first read.
+    /// The plan `install` receives, and the texts (values, then lazy root plans).
     fn plan_of(setup: GuestSetup) -> (Value, Vec<String>) {
-        let plan = InstallPlan::new(setup).unwrap();
+        let plan = InstallPlan::new(setup);
         let texts = plan.texts.iter().map(|text| text.as_str().to_owned());
         (serde_json::from_str(&plan.plan).unwrap(), texts.collect())
     }
@@ -176,19 +295,21 @@ mod tests {
     }
 
     #[test]
-    fn callables_are_grouped_by_parent_and_lone_frozen_values_are_lazy() {
+    fn frozen_roots_without_aliases_are_lazy_and_the_rest_is_grouped_by_parent() {
         let bridge = || Callable::Bridge {
             method: "m".into(),
             bound_args: vec![],
         };
-        let local = || Callable::Local(Arc::new(|_| Ok(Value::Null)));
+        let sync = || Callable::Sync {
+            method: "s".into(),
+            bound_args: vec![],
+        };
         let mut setup = GuestSetup::default();
         let values = [
             (&["ALL"][..], serde_json::json!([{"id": 1}])),
             (&["spread"], serde_json::json!({})),
             (&["spread", "v"], serde_json::json!(1)),
             (&["loose"], serde_json::json!({"a": 1})),
-            (&["n"], serde_json::json!(3)),
             (&["aliased"], serde_json::json!({})),
             (&["bad", ""], serde_json::json!({})),
         ];
@@ -198,31 +319,23 @@ mod tests {
         let shared = JsonText::new(&serde_json::json!({"shared": true}));
         setup.json_values.push((path(&["SHARED"]), shared));
         setup.callables.push((path(&["tools", "a"]), bridge()));
-        setup.callables.push((path(&["tools", "b"]), local()));
+        setup.callables.push((path(&["tools", "b"]), sync()));
         setup.callables.push((path(&["top"]), bridge()));
-        setup.callables.push((path(&["tools", "c"]), bridge()));
+        setup.callables.push((path(&["loose", "f"]), bridge()));
         setup.callables.push((path(&["bad", ""]), bridge()));
         setup.aliases.push((path(&["x"]), path(&["aliased"])));
-        setup.freeze = ["ALL", "spread", "n", "aliased", "tools", "", "SHARED"]
+        setup.freeze = ["ALL", "spread", "aliased", "tools", "", "SHARED", "never"]
             .map(String::from)
             .to_vec();
         let (plan, texts) = plan_of(setup);
         assert_eq!(
             plan,
             serde_json::json!([
-                [
-                    [["spread"], 1],
-                    [["spread", "v"], 2],
-                    [["loose"], 3],
-                    [["n"], 4],
-                    [["aliased"], 5]
-                ],
-                [
-                    1, "tools", 2, "a", 1, "b", 0, 0, 1, "top", 3, 1, "tools", 1, "c", 5
-                ],
+                [[["loose"], 3], [["aliased"], 4]],
+                [0, 1, "top", 3, 1, "loose", 1, "f", 5],
                 [[["x"], ["aliased"]]],
-                ["spread", "n", "aliased", "tools"],
-                [["ALL", 0], ["SHARED", 6]]
+                ["aliased"],
+                [["ALL", 6], ["spread", 7], ["tools", 8], ["SHARED", 9]]
             ])
         );
         let expect = [
@@ -230,9 +343,12 @@ mod tests {
             "{}",
             "1",
             r#"{"a":1}"#,
-            "3",
             "{}",
             r#"{"shared":true}"#,
+            r#"[[[["ALL"],0]],[]]"#,
+            r#"[[[["spread"],1],[["spread","v"],2]],[]]"#,
+            r#"[[],[1,"tools",2,"a",1,"b",0]]"#,
+            r#"[[[["SHARED"],5]],[]]"#,
         ];
         assert_eq!(texts, expect);
     }

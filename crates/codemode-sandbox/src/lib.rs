@@ -37,6 +37,7 @@ pub use bridge::{BridgeHost, BridgeRequest, PendingCall, RequestId};
 pub use codec::OutputItem;
 pub use codec::{MAX_ERROR_MESSAGE_BYTES, json_nests_deeper_than};
 pub use error::{ErrorCode, RunError, StoreError};
+pub use install::PreparedSetup;
 pub use lexer::{MAX_NESTING, MAX_PROGRAM_NAMES, MAX_READINGS, check_body, check_program};
 pub use limits::{
     DEFAULT_MAX_CALL_ARGS_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PENDING_CALLS,
@@ -45,7 +46,7 @@ pub use limits::{
 };
 pub use module_access::check_module_access;
 pub use run::{DEADLINE_GRACE, Run, Step, Truncation, WaitReason};
-pub use setup::{Callable, GuestPath, GuestSetup, JsonText, LocalFn};
+pub use setup::{Callable, GuestPath, GuestSetup, JsonText};
 pub use store::{MAX_SUSPENDED_RUNS, Resumption, RunId, RunScope, SnapshotStore};
 pub use vm_threads::{MAX_QUEUED_STEPS, thread_count, threads_started};
 

@@ -12,9 +12,9 @@ use serde_json::Value;
 use tokio::task::{JoinError, JoinSet};
 
 use crate::engine::{Engine, Flags, HOST_CALL_FAILED, Progress, StepInput, StepOutput};
-use crate::install::InstallPlan;
+use crate::install::{InstallPlan, PreparedSetup};
 use crate::vm_threads::{Leftover, run_step_then_drop};
-use crate::{BridgeHost, GuestSetup, Limits, OutputItem, PendingCall, RunError, check_program};
+use crate::{BridgeHost, Limits, OutputItem, PendingCall, RunError, check_program};
 
 /// How long after its deadline a leg still waits for a VM step stuck in one native call before it
 /// reports `timeout` anyway (the VM is then dropped on its own thread when the call returns).
@@ -76,7 +76,10 @@ pub enum Step {
 /// Where the run's VM is.
 enum Phase {
     /// Checked, not built yet: the first leg builds and compiles under its deadline.
-    Unbuilt { program: String, plan: InstallPlan },
+    Unbuilt {
+        program: String,
+        plan: Arc<InstallPlan>,
+    },
     /// Built and idle (between steps).
     Built(Box<Engine>),
     /// Completed, failed, or lost with a step that never answered.
@@ -139,17 +142,18 @@ impl std::fmt::Debug for Run {
 
 impl Run {
     /// Checks `program` (JavaScript, types already stripped; run as the body of an async
-    /// function) and prepares the guest setup. Cheap and linear: the VM is built, the setup
+    /// function) and takes the guest setup: a [`GuestSetup`](crate::GuestSetup) is prepared here,
+    /// a [`PreparedSetup`] made once is shared by `Arc`. Cheap and linear in the program: the VM is built, the setup
     /// installed and the program compiled by the first [`Run::drive`], on a VM thread and under
     /// that leg's deadline, so a compile error is reported by that `drive` as
     /// [`Step::Failed`] with [`RunError::Syntax`].
     ///
     /// # Errors
     /// [`RunError::ProgramTooLarge`] over `limits.max_source_bytes`, [`RunError::ModuleAccess`]
-    /// (code `invalid_input`), [`RunError::RuntimeUnavailable`] when the setup is not JSON.
+    /// (code `invalid_input`).
     pub fn start(
         program: &str,
-        setup: GuestSetup,
+        setup: impl Into<PreparedSetup>,
         limits: Limits,
         host: Arc<dyn BridgeHost>,
     ) -> Result<Self, RunError> {
@@ -162,7 +166,7 @@ impl Run {
         // Module access and a body that would close its async-function wrapper are refused in
         // one tokenizer pass, before anything is built.
         check_program(program)?;
-        let plan = InstallPlan::new(setup)?;
+        let plan = Arc::clone(setup.into().plan());
         Ok(Self {
             phase: Phase::Unbuilt {
                 program: program.to_owned(),

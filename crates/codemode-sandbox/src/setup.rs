@@ -1,6 +1,5 @@
 //! The trusted, plain-data description of the guest's globals.
 
-use std::fmt;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -8,16 +7,9 @@ use serde_json::Value;
 /// A dotted guest path, e.g. `["tools", "call"]`, `["MCP", "github", "createIssue"]`.
 pub type GuestPath = Vec<String>;
 
-/// A trusted Rust function answering a guest call synchronously inside the VM.
-///
-/// It receives the guest's arguments as JSON; `Ok(json)` resolves the guest promise, `Err(message)`
-/// rejects it with a plain `Error(message)`. It runs while the VM is locked, so it must not block
-/// for long and must not call back into the run.
-pub type LocalFn = Arc<dyn Fn(Vec<Value>) -> Result<Value, String> + Send + Sync>;
-
 /// What a guest function installed at a path does when called. Every guest function returns a
 /// `Promise`.
-#[derive(Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Callable {
     /// Becomes a [`BridgeRequest`](crate::BridgeRequest) `{ method, args: bound_args ++ guest
     /// args }` answered by the [`BridgeHost`](crate::BridgeHost) asynchronously; counts toward
@@ -28,21 +20,16 @@ pub enum Callable {
         /// Arguments prepended to the guest's own (e.g. the catalog id of a convenience function).
         bound_args: Vec<Value>,
     },
-    /// Answered synchronously by a trusted Rust function; no bridge request is made.
-    Local(LocalFn),
-}
-
-impl fmt::Debug for Callable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Bridge { method, bound_args } => f
-                .debug_struct("Bridge")
-                .field("method", method)
-                .field("bound_args", bound_args)
-                .finish(),
-            Self::Local(_) => f.write_str("Local(..)"),
-        }
-    }
+    /// Answered synchronously, inside the VM step, by [`BridgeHost::call_sync`](
+    /// crate::BridgeHost::call_sync) with `{ method, args: bound_args ++ guest args }`: for cheap
+    /// host lookups (a catalog search) that need no task. Does not count toward
+    /// `max_pending_calls`.
+    Sync {
+        /// The method name the host dispatches on.
+        method: String,
+        /// Arguments prepended to the guest's own.
+        bound_args: Vec<Value>,
+    },
 }
 
 /// The JSON text of a value, made once and shared cheaply between runs (e.g. a catalog listing
@@ -82,7 +69,6 @@ impl From<&Value> for JsonText {
 /// empty path or segment is ignored rather than trusted blindly.
 ///
 /// ```
-/// use std::sync::Arc;
 /// use codemode_sandbox::{Callable, GuestSetup};
 ///
 /// let mut setup = GuestSetup::default();
@@ -93,7 +79,7 @@ impl From<&Value> for JsonText {
 /// ));
 /// setup.callables.push((
 ///     vec!["tools".into(), "search".into()],
-///     Callable::Local(Arc::new(|_args| Ok(serde_json::json!([])))),
+///     Callable::Sync { method: "tools.search".into(), bound_args: vec![] },
 /// ));
 /// setup.freeze = vec!["ALL_TOOLS".into(), "tools".into()];
 /// ```
@@ -108,10 +94,9 @@ pub struct GuestSetup {
     /// Roots (global names) to deep-freeze after installation; their global bindings also become
     /// read-only. Roots that were never installed are skipped.
     ///
-    /// A frozen root set by a single object or array value and by no other path or alias (such
-    /// as `ALL_TOOLS`) is built on its first read instead: its global is a read-only accessor
-    /// whose frozen getter parses the value, deep-freezes it and returns that same value on every
-    /// read, so a run that never reads it does not pay for it.
+    /// A frozen root that no alias touches (such as `ALL_TOOLS` or `tools`) is built on its
+    /// first read instead (see [`PreparedSetup`](crate::PreparedSetup)), so a run that never
+    /// reads it does not pay for it.
     pub freeze: Vec<String>,
     /// `(new path, existing path)`: makes the new path refer to the same object or function, so
     /// `namespaces.Issues === Issues`. Missing existing paths are skipped.

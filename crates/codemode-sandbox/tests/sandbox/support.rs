@@ -62,6 +62,16 @@ impl Drop for CancelSignal {
 
 #[async_trait]
 impl BridgeHost for TestHost {
+    /// `search` answers `{ query }`, `fail` refuses, `panic` panics.
+    fn call_sync(&self, request: BridgeRequest) -> Result<Value, String> {
+        match request.method.as_str() {
+            "search" => Ok(json!({"query": request.args.first().cloned().unwrap_or(Value::Null)})),
+            "fail" => Err("local nope".into()),
+            "panic" => panic!("a panicking synchronous host call"),
+            other => Err(format!("unknown sync method {other}")),
+        }
+    }
+
     async fn call(&self, request: BridgeRequest) -> Result<Value, String> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         self.seen.lock().unwrap().push(request.clone());
@@ -131,9 +141,10 @@ pub(crate) fn setup() -> GuestSetup {
     ));
     setup.callables.push((
         path(&["tools", "search"]),
-        Callable::Local(Arc::new(|args| {
-            Ok(json!({"query": args.first().cloned().unwrap_or(Value::Null)}))
-        })),
+        Callable::Sync {
+            method: "search".into(),
+            bound_args: vec![],
+        },
     ));
     for method in [
         "echo", "args", "fail", "panic", "never", "gate", "value", "proto", "deep",
@@ -144,7 +155,10 @@ pub(crate) fn setup() -> GuestSetup {
     }
     setup.callables.push((
         path(&["local", "fail"]),
-        Callable::Local(Arc::new(|_| Err("local nope".into()))),
+        Callable::Sync {
+            method: "fail".into(),
+            bound_args: vec![],
+        },
     ));
     setup.values.push((path(&["namespaces"]), json!({})));
     setup
