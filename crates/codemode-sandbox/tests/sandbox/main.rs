@@ -2,6 +2,7 @@
 
 mod bridge;
 mod invariants;
+mod lazy_roots;
 mod lexer;
 mod run;
 mod support;
