@@ -144,6 +144,11 @@ struct ServeArgs {
     /// Largest HTTP request body, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = codemode_mcp_server::DEFAULT_MAX_BODY_BYTES, requires = "http")]
     max_body_bytes: usize,
+    /// Keep N sandbox VMs built ahead of time, so an `exec` does not wait for one (each holds a
+    /// few hundred KiB; a VM serves one run and is never reused; 0 turns it off).
+    #[arg(long, value_name = "N", default_value_t = 4,
+          value_parser = clap::value_parser!(u32).range(0..=64))]
+    prebuilt_vms: u32,
 }
 
 fn parse_language(name: &str) -> Result<Language, String> {
@@ -197,7 +202,8 @@ async fn run(command: Command) -> anyhow::Result<u8> {
         Command::Surface { config } | Command::Decls { config, .. } => config.config.as_deref(),
         Command::Serve(_) => None,
     };
-    let host = ToolHost::start(config, true).await?;
+    // One-shot commands run one cell at a time: a pool would only build VMs nobody takes.
+    let host = ToolHost::start(config, true, 0).await?;
     let code_mode = host.code_mode();
     let activation = code_mode
         .activate(host.activation_request(AgentRunContext {
@@ -226,7 +232,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<u8> {
             _ => bail!("--auth-token-env {name}: the variable is not set or empty"),
         },
     };
-    let host = ToolHost::start(args.config.config.as_deref(), args.demo).await?;
+    let host = ToolHost::start(
+        args.config.config.as_deref(),
+        args.demo,
+        args.prebuilt_vms as usize,
+    )
+    .await?;
     if host.tool_count() == 0 {
         bail!("nothing to serve: configure mcpServers in --config, or pass --demo");
     }

@@ -98,8 +98,12 @@ impl ToolExecutor for Executor {
 
 impl ToolHost {
     /// Reads the config (none: code mode on) and starts the host, with the demo catalog when
-    /// `demo` is set.
-    pub(crate) async fn start(config_file: Option<&Path>, demo: bool) -> anyhow::Result<ToolHost> {
+    /// `demo` is set and `prebuilt_vms` sandbox VMs built ahead of time.
+    pub(crate) async fn start(
+        config_file: Option<&Path>,
+        demo: bool,
+        prebuilt_vms: usize,
+    ) -> anyhow::Result<ToolHost> {
         let mut mcp_servers = BTreeMap::new();
         let config = match config_file {
             None => CodeModeConfig::enabled(),
@@ -147,6 +151,7 @@ impl ToolHost {
         });
         let code_mode = CodeMode::builder(config, executor.clone())
             .namespaces(registry)
+            .prebuilt_vms(prebuilt_vms)
             .build();
         Ok(ToolHost {
             code_mode,

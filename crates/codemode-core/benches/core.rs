@@ -107,24 +107,25 @@ fn session(config: CodeModeConfig) -> (CodeMode, CodeModeSession) {
     session_with(config, 100)
 }
 
+/// Tool number `i` of the bench catalogs.
+fn tool(i: usize) -> ToolDescriptor {
+    ToolDescriptor {
+        origin: if i % 2 == 0 {
+            ToolOrigin::Core
+        } else {
+            ToolOrigin::BundledPlugin(format!("plugin{}", i % 7))
+        },
+        name: format!("tool_{i}"),
+        label: None,
+        description: format!("Tool number {i} does something useful."),
+        parameters: Some(json!({ "type": "object", "properties": { "x": { "type": "number" } } })),
+        direct_only: false,
+        read_only: true,
+    }
+}
+
 fn session_with(config: CodeModeConfig, count: usize) -> (CodeMode, CodeModeSession) {
-    let tools: Vec<ToolDescriptor> = (0..count)
-        .map(|i| ToolDescriptor {
-            origin: if i % 2 == 0 {
-                ToolOrigin::Core
-            } else {
-                ToolOrigin::BundledPlugin(format!("plugin{}", i % 7))
-            },
-            name: format!("tool_{i}"),
-            label: None,
-            description: format!("Tool number {i} does something useful."),
-            parameters: Some(
-                json!({ "type": "object", "properties": { "x": { "type": "number" } } }),
-            ),
-            direct_only: false,
-            read_only: true,
-        })
-        .collect();
+    let tools: Vec<ToolDescriptor> = (0..count).map(tool).collect();
     let code_mode = CodeMode::builder(config, Arc::new(Instant)).build();
     let Ok(Activation::Active(session)) = code_mode.activate(ActivationRequest::new(tools)) else {
         panic!("code mode did not activate")
@@ -148,12 +149,40 @@ fn exec_return_1_with_tools(bencher: divan::Bencher<'_, '_>, tools: usize) {
     bencher.bench_local(|| rt.block_on(session.exec("bench", &input)));
 }
 
-/// A cell that reads one convenience function and the catalog: the lazy parts materialized.
+/// `exec("return 1")` with VMs built ahead of time (`CodeModeBuilder::prebuilt_vms`): the VM is
+/// ready when the exec starts, and its replacement is built in the background.
+#[divan::bench(sample_count = 50, args = [1, 10_000])]
+fn exec_return_1_with_prebuilt_vms(bencher: divan::Bencher<'_, '_>, tools: usize) {
+    let rt = runtime();
+    let tool_list = (0..tools).map(tool).collect();
+    let code_mode = CodeMode::builder(CodeModeConfig::enabled(), Arc::new(Instant))
+        .prebuilt_vms(4)
+        .build();
+    let Ok(Activation::Active(session)) = code_mode.activate(ActivationRequest::new(tool_list))
+    else {
+        panic!("code mode did not activate")
+    };
+    let input = json!({ "code": "return 1" });
+    // Back-to-back execs: each takes a ready VM while its replacement is built on another VM
+    // thread; when the refill falls behind, an exec builds its own VM as without a pool.
+    bencher.bench_local(|| rt.block_on(session.exec("bench", &input)));
+}
+
+/// A cell that calls one convenience function: `tools` is built on this first read.
 #[divan::bench(sample_count = 20, args = [1, 10_000])]
-fn exec_reading_tools_and_all_tools(bencher: divan::Bencher<'_, '_>, tools: usize) {
+fn exec_calling_one_tool_function(bencher: divan::Bencher<'_, '_>, tools: usize) {
     let rt = runtime();
     let (_code_mode, session) = session_with(CodeModeConfig::enabled(), tools);
-    let input = json!({ "code": "return [typeof tools.tool_0, ALL_TOOLS.length]" });
+    let input = json!({ "code": "return (await tools.tool_0({ x: 1 })).x" });
+    bencher.bench_local(|| rt.block_on(session.exec("bench", &input)));
+}
+
+/// A cell that reads `ALL_TOOLS`: the catalog listing is parsed and frozen on this first read.
+#[divan::bench(sample_count = 20, args = [1, 10_000])]
+fn exec_reading_all_tools(bencher: divan::Bencher<'_, '_>, tools: usize) {
+    let rt = runtime();
+    let (_code_mode, session) = session_with(CodeModeConfig::enabled(), tools);
+    let input = json!({ "code": "return ALL_TOOLS.length" });
     bencher.bench_local(|| rt.block_on(session.exec("bench", &input)));
 }
 

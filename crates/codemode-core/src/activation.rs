@@ -188,6 +188,7 @@ impl CodeMode {
                 mcp.as_deref(),
                 &namespaces,
             )),
+            vm_pool: self.shared.vm_pool.clone(),
             catalog: Arc::new(catalog),
             mcp,
             mcp_capability_ids,

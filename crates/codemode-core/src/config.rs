@@ -217,6 +217,19 @@ impl Default for CodeModeConfig {
 }
 
 impl CodeModeConfig {
+    /// The sandbox limits of every run under this config.
+    pub(crate) fn limits(&self) -> codemode_sandbox::Limits {
+        codemode_sandbox::Limits {
+            memory_bytes: self.memory_limit_bytes as usize,
+            timeout: self.timeout(),
+            max_output_bytes: self.max_output_bytes as usize,
+            max_pending_calls: self.max_pending_tool_calls as usize,
+            max_queued_calls: self.max_queued_tool_calls as usize,
+            max_snapshot_bytes: self.max_snapshot_bytes as usize,
+            ..codemode_sandbox::Limits::default()
+        }
+    }
+
     /// The default config with code mode switched on.
     pub fn enabled() -> Self {
         CodeModeConfig {

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use codemode_catalog::{Catalog, SearchLimits};
 use codemode_mcp_decls::McpDecls;
 use codemode_namespaces::NamespaceRuntime;
-use codemode_sandbox::PreparedSetup;
+use codemode_sandbox::{PreparedSetup, VmPool};
 
 use crate::CodeModeConfig;
 use crate::executor::{AgentRunContext, EventSink, ToolExecutor};
@@ -61,6 +61,8 @@ pub(crate) struct SessionState {
     /// never changes within a session); `ALL_TOOLS`, `tools` and `MCP` are built in a run only
     /// when its guest reads them.
     pub(crate) guest: PreparedSetup,
+    /// The code mode's VMs built ahead of time, if the host asked for them.
+    pub(crate) vm_pool: Option<VmPool>,
     pub(crate) mcp: Option<Arc<McpDecls>>,
     /// The `mcp-capability:<server>:<method>` ids the guest may call ([`McpCapability::id`]).
     pub(crate) mcp_capability_ids: Vec<String>,

@@ -1576,6 +1576,17 @@ export default function (natives, maxScan) {
   function deepFreeze(value) {
     if (isFrozen(value)) return;
     freeze(value);
+    if (isArray(value)) {
+      // Our own arrays (JSON.parse results) hold indices and `length` only: walk the indices
+      // rather than making a key list as long as the array.
+      for (let i = 0; i < value.length; i++) {
+        const child = value[i];
+        if (child !== null && (typeof child === 'object' || typeof child === 'function') && !isFrozen(child)) {
+          deepFreeze(child);
+        }
+      }
+      return;
+    }
     const keys = ownKeys(value);
     for (let i = 0; i < keys.length; i++) {
       const child = value[keys[i]];

@@ -132,8 +132,11 @@ struct Timer {
 
 /// Bridge state shared between the natives (inside the VM lock) and the step.
 struct BridgeState {
-    /// The prepared setup: its bridge methods by index (shared by every run of the setup).
+    /// The prepared setup: its bridge methods by index (shared by every run of the setup). Empty
+    /// in a prepared VM until a run claims it.
     plan: Arc<InstallPlan>,
+    /// The run's host, for synchronous calls; `None` until a run claims the VM.
+    host: Option<Arc<dyn BridgeHost>>,
     next_id: u64,
     /// Started calls, by request id.
     in_flight: BTreeMap<u64, InFlight>,
@@ -232,18 +235,23 @@ pub(crate) struct Engine {
     returned: Option<(Value, Option<Truncation>)>,
 }
 
-impl Engine {
-    /// Builds the VM, installs the guest setup and compiles `program` as the body of an async
-    /// function, all under the flags' current deadline.
-    pub(crate) fn build(
-        program: &str,
-        plan: Arc<InstallPlan>,
-        limits: Limits,
-        host: Arc<dyn BridgeHost>,
-        flags: Arc<Flags>,
-    ) -> Result<Self, RunError> {
+/// A VM with the bootstrap loaded and no guest setup: a fresh runtime and context that no guest
+/// code has ever run in. [`Engine::build`] makes one for each run, or takes one a pool made
+/// ahead of time (vm_pool.rs).
+pub(crate) struct PreparedVm {
+    vm: Vm,
+    state: Arc<Mutex<BridgeState>>,
+    flags: Arc<Flags>,
+    refusals: Arc<HeapRefusals>,
+}
+
+impl PreparedVm {
+    /// Builds the runtime under `limits`, its context, and runs the bootstrap, under the flags'
+    /// current deadline (none for a pool's VM: no guest code runs here).
+    pub(crate) fn build(limits: &Limits, flags: Arc<Flags>) -> Result<Self, RunError> {
         let state = Arc::new(Mutex::new(BridgeState {
-            plan: Arc::clone(&plan),
+            plan: InstallPlan::empty(),
+            host: None,
             next_id: 1,
             in_flight: BTreeMap::new(),
             queued: VecDeque::new(),
@@ -273,22 +281,63 @@ impl Engine {
         let interrupt_flags = Arc::clone(&flags);
         runtime.set_interrupt_handler(Some(Box::new(move || interrupt_flags.interrupt())));
         let context = Context::full(&runtime).map_err(unavailable)?;
-        let vm = Vm { context, runtime };
-
         let natives = Natives {
             state: Arc::clone(&state),
             flags: Arc::clone(&flags),
-            plan: Arc::clone(&plan),
-            host: Arc::clone(&host),
             limits: limits.clone(),
         };
-        let engine = Self {
-            vm,
+        let booted = context.with(|ctx| {
+            bootstrap(&ctx, natives)
+                .map(drop)
+                .map_err(|error| caught(&ctx, &error).message)
+        });
+        if let Err(message) = booted {
+            return Err(flags.tripped().unwrap_or_else(|| {
+                RunError::RuntimeUnavailable(format!("the sandbox could not start: {message}"))
+            }));
+        }
+        Ok(Self {
+            vm: Vm { context, runtime },
             state,
+            flags,
+            refusals,
+        })
+    }
+
+    /// The flags the VM's interrupt handler and natives read: the run that takes it uses them.
+    pub(crate) fn flags(&self) -> &Arc<Flags> {
+        &self.flags
+    }
+}
+
+impl Engine {
+    /// Takes `prepared` (or builds a VM under the flags' current deadline), installs the guest
+    /// setup and compiles `program` as the body of an async function. A prepared VM must have
+    /// been built with these `flags` and `limits`.
+    pub(crate) fn build(
+        program: &str,
+        plan: Arc<InstallPlan>,
+        limits: Limits,
+        host: Arc<dyn BridgeHost>,
+        flags: Arc<Flags>,
+        prepared: Option<PreparedVm>,
+    ) -> Result<Self, RunError> {
+        let prepared = match prepared {
+            Some(prepared) => prepared,
+            None => PreparedVm::build(&limits, Arc::clone(&flags))?,
+        };
+        {
+            let mut state = lock(&prepared.state);
+            state.plan = Arc::clone(&plan);
+            state.host = Some(Arc::clone(&host));
+        }
+        let engine = Self {
+            vm: prepared.vm,
+            state: prepared.state,
             flags,
             host,
             limits,
-            refusals,
+            refusals: prepared.refusals,
             refusals_before_step: 0,
             started: false,
             returned: None,
@@ -299,8 +348,7 @@ impl Engine {
                 .vm
                 .context
                 .with(|ctx| -> Result<Option<String>, Result<String, Caught>> {
-                    let installed =
-                        bootstrap(&ctx, natives).and_then(|control| plan.install(&control));
+                    let installed = control(&ctx).and_then(|control| plan.install(&control));
                     if let Err(error) = installed {
                         return Err(Ok(caught(&ctx, &error).message));
                     }
@@ -737,8 +785,6 @@ fn caught(ctx: &Ctx<'_>, error: &rquickjs::Error) -> Caught {
 struct Natives {
     state: Arc<Mutex<BridgeState>>,
     flags: Arc<Flags>,
-    plan: Arc<InstallPlan>,
-    host: Arc<dyn BridgeHost>,
     limits: Limits,
 }
 
@@ -746,8 +792,6 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
     let Natives {
         state,
         flags,
-        plan,
-        host,
         limits,
     } = natives;
 
@@ -767,7 +811,7 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
     )?;
 
     let local_flags = Arc::clone(&flags);
-    let local_plan = Arc::clone(&plan);
+    let local_state = Arc::clone(&state);
     let max_args = limits.max_call_args_bytes;
     let host_local = Function::new(ctx.clone(), move |index: u32, payload: String| -> String {
         let answer = if local_flags.interrupt() {
@@ -776,8 +820,12 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
             Err(format!("code mode call arguments exceed {max_args} bytes"))
         } else {
             parse_bridge_json::<Vec<Value>>(&payload).and_then(|args| {
-                match local_plan.sync.get(index as usize) {
-                    Some((method, bound)) => {
+                let (plan, host) = {
+                    let state = lock(&local_state);
+                    (Arc::clone(&state.plan), state.host.clone())
+                };
+                match (plan.sync.get(index as usize), host) {
+                    (Some((method, bound)), Some(host)) => {
                         let mut all = bound.clone();
                         all.extend(args);
                         let request = BridgeRequest {
@@ -788,7 +836,7 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
                         catch_unwind(AssertUnwindSafe(|| host.call_sync(request)))
                             .unwrap_or_else(|_| Err(HOST_CALL_FAILED.into()))
                     }
-                    None => Err("unknown code mode function".into()),
+                    _ => Err("unknown code mode function".into()),
                 }
             })
         };
@@ -801,7 +849,9 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
 
     // The text of a value or of a lazy root's plan, by index: texts cross into the VM only when
     // the bootstrap installs what they describe.
+    let text_state = Arc::clone(&state);
     let host_text = Function::new(ctx.clone(), move |index: u32| -> Option<String> {
+        let plan = Arc::clone(&lock(&text_state).plan);
         plan.text(index as usize).map(str::to_owned)
     })?;
 

@@ -144,6 +144,12 @@ fn path_json(path: &[String]) -> Value {
 }
 
 impl InstallPlan {
+    /// The plan of an empty setup: what a prepared VM holds until a run claims it.
+    pub(crate) fn empty() -> Arc<Self> {
+        static EMPTY: std::sync::OnceLock<Arc<InstallPlan>> = std::sync::OnceLock::new();
+        Arc::clone(EMPTY.get_or_init(|| Arc::new(Self::new(GuestSetup::default()))))
+    }
+
     fn new(setup: GuestSetup) -> Self {
         let valid =
             |path: &[String]| !path.is_empty() && path.iter().all(|segment| !segment.is_empty());

@@ -29,6 +29,7 @@ mod module_access;
 mod run;
 mod setup;
 mod store;
+mod vm_pool;
 mod vm_threads;
 
 /// Re-exported so implementors of [`BridgeHost`] need no direct dependency on `async-trait`.
@@ -48,6 +49,7 @@ pub use module_access::check_module_access;
 pub use run::{DEADLINE_GRACE, Run, Step, Truncation, WaitReason};
 pub use setup::{Callable, GuestPath, GuestSetup, JsonText};
 pub use store::{MAX_SUSPENDED_RUNS, Resumption, RunId, RunScope, SnapshotStore};
+pub use vm_pool::{MAX_POOLED_VMS, VmPool};
 pub use vm_threads::{MAX_QUEUED_STEPS, thread_count, threads_started};
 
 #[cfg(test)]
@@ -63,6 +65,8 @@ mod tests {
         send_sync::<super::SnapshotStore<()>>();
         send_sync::<super::Limits>();
         send_sync::<super::GuestSetup>();
+        send_sync::<super::PreparedSetup>();
+        send_sync::<super::VmPool>();
         send_sync::<super::RunError>();
     }
 }

@@ -11,8 +11,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::task::{JoinError, JoinSet};
 
-use crate::engine::{Engine, Flags, HOST_CALL_FAILED, Progress, StepInput, StepOutput};
+use crate::engine::{Engine, Flags, HOST_CALL_FAILED, PreparedVm, Progress, StepInput, StepOutput};
 use crate::install::{InstallPlan, PreparedSetup};
+use crate::vm_pool::VmPool;
 use crate::vm_threads::{Leftover, run_step_then_drop};
 use crate::{BridgeHost, Limits, OutputItem, PendingCall, RunError, check_program};
 
@@ -79,6 +80,8 @@ enum Phase {
     Unbuilt {
         program: String,
         plan: Arc<InstallPlan>,
+        /// A VM a pool built ahead of time, taken at start.
+        prepared: Option<PreparedVm>,
     },
     /// Built and idle (between steps).
     Built(Box<Engine>),
@@ -157,6 +160,35 @@ impl Run {
         limits: Limits,
         host: Arc<dyn BridgeHost>,
     ) -> Result<Self, RunError> {
+        Self::check(program, &limits)?;
+        Ok(Self::start_with(program, setup.into(), limits, host, None))
+    }
+
+    /// Like [`Run::start`], under the pool's limits, in a VM the pool built ahead of time when
+    /// it has one ready (else the first drive builds one, as `start` does). Taking a VM makes the
+    /// pool build a replacement in the background, on a VM thread. The VM never ran guest code
+    /// and is never used by another run.
+    ///
+    /// # Errors
+    /// As [`Run::start`]; a refused program leaves the pool's VM in the pool.
+    pub fn start_pooled(
+        program: &str,
+        setup: impl Into<PreparedSetup>,
+        pool: &VmPool,
+        host: Arc<dyn BridgeHost>,
+    ) -> Result<Self, RunError> {
+        let limits = pool.limits().clone();
+        Self::check(program, &limits)?;
+        Ok(Self::start_with(
+            program,
+            setup.into(),
+            limits,
+            host,
+            pool.take(),
+        ))
+    }
+
+    fn check(program: &str, limits: &Limits) -> Result<(), RunError> {
         if program.len() > limits.max_source_bytes {
             return Err(RunError::ProgramTooLarge {
                 bytes: program.len(),
@@ -165,21 +197,33 @@ impl Run {
         }
         // Module access and a body that would close its async-function wrapper are refused in
         // one tokenizer pass, before anything is built.
-        check_program(program)?;
-        let plan = Arc::clone(setup.into().plan());
-        Ok(Self {
+        check_program(program)
+    }
+
+    fn start_with(
+        program: &str,
+        setup: PreparedSetup,
+        limits: Limits,
+        host: Arc<dyn BridgeHost>,
+        prepared: Option<PreparedVm>,
+    ) -> Self {
+        let flags = prepared
+            .as_ref()
+            .map_or_else(|| Arc::new(Flags::new()), |vm| Arc::clone(vm.flags()));
+        Self {
             phase: Phase::Unbuilt {
                 program: program.to_owned(),
-                plan,
+                plan: Arc::clone(setup.plan()),
+                prepared,
             },
-            flags: Arc::new(Flags::new()),
+            flags,
             host,
             limits,
             tasks: JoinSet::new(),
             task_requests: HashMap::new(),
             ready: Vec::new(),
             resume_yields: false,
-        })
+        }
     }
 
     /// Drives the program until it completes, fails, yields, or `deadline` passes while it is
@@ -284,12 +328,14 @@ impl Run {
         let job = move || -> ((Option<Box<Engine>>, StepOutput), Leftover) {
             let mut engine = match phase {
                 Phase::Built(engine) => engine,
-                Phase::Unbuilt { program, plan } => {
-                    match Engine::build(&program, plan, limits, host, flags) {
-                        Ok(engine) => Box::new(engine),
-                        Err(error) => return ((None, StepOutput::failed(error)), None),
-                    }
-                }
+                Phase::Unbuilt {
+                    program,
+                    plan,
+                    prepared,
+                } => match Engine::build(&program, plan, limits, host, flags, prepared) {
+                    Ok(engine) => Box::new(engine),
+                    Err(error) => return ((None, StepOutput::failed(error)), None),
+                },
                 Phase::Dead => return ((None, StepOutput::failed(RunError::Finished)), None),
             };
             let answer = engine.step(input);

@@ -2,5 +2,6 @@
 
 mod config;
 mod exec;
+mod scale;
 mod support;
 mod wait;

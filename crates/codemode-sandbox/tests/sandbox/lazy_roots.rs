@@ -38,7 +38,11 @@ fn run(program: &str, setup: impl Into<PreparedSetup>) -> String {
 #[track_caller]
 fn same_lazy_or_eager(program: &str, expect: &str) {
     assert_eq!(run(program, setup()), expect, "lazy roots: {program}");
-    assert_eq!(run(program, eager_setup()), expect, "eager roots: {program}");
+    assert_eq!(
+        run(program, eager_setup()),
+        expect,
+        "eager roots: {program}"
+    );
 }
 
 #[test]

@@ -4,6 +4,7 @@ mod bridge;
 mod invariants;
 mod lazy_roots;
 mod lexer;
+mod pool;
 mod run;
 mod support;
 mod suspend;

@@ -1,0 +1,90 @@
+//! VMs built ahead of time: a run takes one, uses it once, and the pool refills; no run ever
+//! sees another's state.
+
+use codemode_sandbox::{PreparedSetup, Run, Step, VmPool};
+
+use crate::support::{TestHost, deadline, limits, render, runtime, setup};
+
+#[test]
+fn a_pooled_vm_never_carries_state_from_a_previous_cell() {
+    let rt = runtime();
+    let pool = VmPool::new(limits(), 2);
+    let prepared = PreparedSetup::new(setup());
+    rt.block_on(pool.fill_now());
+    assert_eq!(pool.ready(), 2);
+    // More cells than the pool holds: later ones run in VMs built by the background refill,
+    // or fresh ones when it has not caught up; either way nothing of an earlier cell is seen.
+    for cell in 0..8 {
+        let program = format!(
+            "const seen = [typeof globalThis.leak, typeof Object.prototype.leak, Array.prototype.leak]; \
+             globalThis.leak = {cell}; Object.prototype.leak = {cell}; Array.prototype.leak = {cell}; \
+             try {{ tools.echo.leak = 1 }} catch {{}} \
+             return [seen, Object.hasOwn(tools.echo, 'leak'), await host.echo({cell})]"
+        );
+        let (host, _cancelled) = TestHost::new();
+        let step = rt.block_on(async {
+            match Run::start_pooled(&program, prepared.clone(), &pool, host) {
+                Ok(mut run) => run.drive(deadline(&limits())).await,
+                Err(error) => Step::Failed {
+                    error,
+                    output: Vec::new(),
+                },
+            }
+        });
+        assert_eq!(
+            render(&step),
+            format!(r#"completed [["undefined","undefined",null],false,{cell}]"#),
+            "cell {cell}"
+        );
+    }
+    // The pool refills to its capacity in the background.
+    rt.block_on(async {
+        for _ in 0..2000 {
+            if pool.ready() == pool.capacity() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    });
+    assert_eq!(pool.ready(), 2);
+}
+
+#[test]
+fn a_refused_program_leaves_the_pooled_vm_in_the_pool() {
+    let rt = runtime();
+    let pool = VmPool::new(limits(), 1);
+    rt.block_on(pool.fill_now());
+    let (host, _cancelled) = TestHost::new();
+    let refused = rt.block_on(async { Run::start_pooled("import('fs')", setup(), &pool, host) });
+    assert!(refused.is_err());
+    assert_eq!(pool.ready(), 1);
+}
+
+#[test]
+fn a_pooled_run_keeps_every_limit_and_failure() {
+    // Deadline, syntax errors and guest errors behave as in a VM built for the run.
+    let rt = runtime();
+    let mut limits = limits();
+    limits.timeout = std::time::Duration::from_millis(100);
+    let pool = VmPool::new(limits.clone(), 3);
+    rt.block_on(pool.fill_now());
+    for (program, expect) in [
+        (
+            "for (;;) {}",
+            "failed \"timeout\" code mode timeout exceeded",
+        ),
+        ("return (", "failed \"invalid_input\" SyntaxError"),
+        ("throw new TypeError('x')", "failed - TypeError: x"),
+    ] {
+        let (host, _cancelled) = TestHost::new();
+        let step = rt.block_on(async {
+            let mut run = Run::start_pooled(program, setup(), &pool, host).unwrap();
+            run.drive(deadline(&limits)).await
+        });
+        assert!(
+            render(&step).starts_with(expect),
+            "{program}: {}",
+            render(&step)
+        );
+    }
+}
