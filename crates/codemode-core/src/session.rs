@@ -150,6 +150,12 @@ impl CodeMode {
         self.shared.store.clear();
     }
 
+    /// VMs built ahead of time and ready for the next `exec` (0 without
+    /// [`CodeModeBuilder::prebuilt_vms`]).
+    pub fn ready_vms(&self) -> usize {
+        self.shared.vm_pool.as_ref().map_or(0, VmPool::ready)
+    }
+
     /// Suspended runs currently held in memory.
     pub fn suspended_runs(&self) -> usize {
         self.shared.store.len()
