@@ -230,7 +230,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<u8> {
     if host.tool_count() == 0 {
         bail!("nothing to serve: configure mcpServers in --config, or pass --demo");
     }
-    if !host.code_mode().config().enabled {
+    if !host.code_mode().config().is_enabled() {
         bail!(
             "code mode is disabled in this config (tools.codeMode.enabled), so there is nothing to serve"
         );

@@ -102,7 +102,7 @@ impl ToolHost {
     pub(crate) async fn start(config_file: Option<&Path>, demo: bool) -> anyhow::Result<ToolHost> {
         let mut mcp_servers = BTreeMap::new();
         let config = match config_file {
-            None => CodeModeConfig::enabled(),
+            None => CodeModeConfig::enabled().build()?,
             Some(file) => {
                 let text = std::fs::read_to_string(file)
                     .with_context(|| format!("reading {}", file.display()))?;

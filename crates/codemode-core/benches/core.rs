@@ -31,8 +31,8 @@ fn report_trivial_exec_beside_cpu_bound_cells() {
         .enable_all()
         .build()
         .expect("runtime");
-    let (_busy_mode, busy) = session_with(CodeModeConfig::enabled(), 1);
-    let (_code_mode, quiet) = session_with(CodeModeConfig::enabled(), 1);
+    let (_busy_mode, busy) = session_with(CodeModeConfig::enabled().build().unwrap(), 1);
+    let (_code_mode, quiet) = session_with(CodeModeConfig::enabled().build().unwrap(), 1);
     let mut samples = rt.block_on(async {
         let spin = json!({ "code": "for (;;) {}" });
         let hogs: Vec<_> = (0..2)
@@ -69,7 +69,7 @@ fn report_trivial_exec_beside_cpu_bound_cells() {
 /// The memory row: 64 parked runs of a 100-tool session (printed, not timed).
 fn report_parked_memory() {
     let rt = runtime();
-    let (code_mode, session) = session(CodeModeConfig::enabled());
+    let (code_mode, session) = session(CodeModeConfig::enabled().build().unwrap());
     let input = json!({ "code": "await yield_control(); return 1" });
     rt.block_on(async {
         for _ in 0..64 {
@@ -139,7 +139,7 @@ fn runtime() -> tokio::runtime::Runtime {
 #[divan::bench(sample_count = 50)]
 fn exec_return_1_with_100_tools(bencher: divan::Bencher<'_, '_>) {
     let rt = runtime();
-    let (_code_mode, session) = session(CodeModeConfig::enabled());
+    let (_code_mode, session) = session(CodeModeConfig::enabled().build().unwrap());
     let input = json!({ "code": "return 1" });
     bencher.bench_local(|| rt.block_on(session.exec("bench", &input)));
 }
@@ -147,7 +147,7 @@ fn exec_return_1_with_100_tools(bencher: divan::Bencher<'_, '_>) {
 #[divan::bench(sample_count = 50)]
 fn exec_return_1_with_1_tool(bencher: divan::Bencher<'_, '_>) {
     let rt = runtime();
-    let (_code_mode, session) = session_with(CodeModeConfig::enabled(), 1);
+    let (_code_mode, session) = session_with(CodeModeConfig::enabled().build().unwrap(), 1);
     let input = json!({ "code": "return 1" });
     bencher.bench_local(|| rt.block_on(session.exec("bench", &input)));
 }
@@ -155,7 +155,7 @@ fn exec_return_1_with_1_tool(bencher: divan::Bencher<'_, '_>) {
 #[divan::bench(sample_count = 10)]
 fn exec_1000_sequential_nested_calls(bencher: divan::Bencher<'_, '_>) {
     let rt = runtime();
-    let (_code_mode, session) = session(CodeModeConfig::enabled());
+    let (_code_mode, session) = session(CodeModeConfig::enabled().build().unwrap());
     let input = json!({ "code": "let s = 0; for (let i = 0; i < 1000; i++) { s += (await tools.tool_0({ x: i })).x } return s" });
     bencher
         .counter(divan::counter::ItemsCount::new(1000usize))
@@ -165,7 +165,7 @@ fn exec_1000_sequential_nested_calls(bencher: divan::Bencher<'_, '_>) {
 #[divan::bench(sample_count = 20)]
 fn exec_100_parallel_calls_behind_the_default_cap(bencher: divan::Bencher<'_, '_>) {
     let rt = runtime();
-    let (_code_mode, session) = session(CodeModeConfig::enabled());
+    let (_code_mode, session) = session(CodeModeConfig::enabled().build().unwrap());
     let input = json!({ "code": "const all = await Promise.all(Array.from({ length: 100 }, (_, i) => tools.tool_0({ x: i }))); return all.length" });
     bencher
         .counter(divan::counter::ItemsCount::new(100usize))
@@ -175,7 +175,7 @@ fn exec_100_parallel_calls_behind_the_default_cap(bencher: divan::Bencher<'_, '_
 #[divan::bench(sample_count = 5)]
 fn park_64_suspended_runs(bencher: divan::Bencher<'_, '_>) {
     let rt = runtime();
-    let (code_mode, session) = session(CodeModeConfig::enabled());
+    let (code_mode, session) = session(CodeModeConfig::enabled().build().unwrap());
     let input = json!({ "code": "await yield_control(); return 1" });
     bencher.bench_local(|| {
         rt.block_on(async {
@@ -193,7 +193,7 @@ fn park_64_suspended_runs(bencher: divan::Bencher<'_, '_>) {
 #[divan::bench(sample_count = 10)]
 fn results_save_and_load_1_mib(bencher: divan::Bencher<'_, '_>) {
     let rt = runtime();
-    let (_code_mode, session) = session(CodeModeConfig::enabled());
+    let (_code_mode, session) = session(CodeModeConfig::enabled().build().unwrap());
     let input = json!({ "code": "const v = { rows: 'x'.repeat(1 << 20) }; await results.save('big', v); return (await results.load('big')).rows.length" });
     bencher.bench_local(|| rt.block_on(session.exec("bench", &input)));
 }

@@ -87,7 +87,7 @@ impl CodeMode {
     /// Decides the model-visible surface of one agent run (SPEC §4).
     pub fn activate(&self, request: ActivationRequest) -> Result<Activation, ActivationError> {
         let config = &self.shared.config;
-        if !config.enabled || request.tools_disabled || request.tools.is_empty() {
+        if !config.is_enabled() || request.tools_disabled || request.tools.is_empty() {
             return Ok(Activation::Unchanged(request.tools));
         }
         let _span =
@@ -174,8 +174,8 @@ impl CodeMode {
             ..Telemetry::default()
         };
         let search_limits = SearchLimits::new(
-            config.search_default_limit as usize,
-            config.max_search_limit as usize,
+            config.search_default_limit() as usize,
+            config.max_search_limit() as usize,
         );
         let session = SessionState {
             config: config.clone(),
@@ -192,8 +192,8 @@ impl CodeMode {
             telemetry,
             search_limits,
             results: Arc::new(crate::results::SavedResults::new(
-                config.max_saved_results as usize,
-                config.max_saved_result_bytes as usize,
+                config.max_saved_results() as usize,
+                config.max_saved_result_bytes() as usize,
             )),
             cancelled,
         };

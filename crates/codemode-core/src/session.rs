@@ -37,7 +37,7 @@ const DECL_CACHE_CAPACITY: u64 = 64;
 ///         -> Result<serde_json::Value, ToolError> { Ok(input) }
 /// }
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// let code_mode = CodeMode::builder(CodeModeConfig::enabled(), Arc::new(Echo)).build();
+/// let code_mode = CodeMode::builder(CodeModeConfig::enabled().build().unwrap(), Arc::new(Echo)).build();
 /// let echo = ToolDescriptor { origin: ToolOrigin::Core, name: "echo".into(), label: None,
 ///     description: "Echo".into(), parameters: None, direct_only: false, read_only: true };
 /// let Activation::Active(session) = code_mode.activate(ActivationRequest::new(vec![echo])).unwrap() else { panic!() };
@@ -352,13 +352,13 @@ impl CodeModeSession {
             } => {
                 let pending = parked.host.pending(pending);
                 let config = &self.inner.config;
-                let ttl = Duration::from_secs(config.snapshot_ttl_seconds);
+                let ttl = Duration::from_secs(config.snapshot_ttl_seconds());
                 match self.store.park(
                     run,
                     self.scope(),
                     parked,
                     ttl,
-                    config.max_snapshot_bytes as usize,
+                    config.max_snapshot_bytes() as usize,
                 ) {
                     Ok(run_id) => outcome::waiting(
                         run_id.to_string(),
@@ -378,12 +378,12 @@ impl CodeModeSession {
     fn limits(&self) -> Limits {
         let config = &self.inner.config;
         Limits {
-            memory_bytes: config.memory_limit_bytes as usize,
+            memory_bytes: config.memory_limit_bytes() as usize,
             timeout: config.timeout(),
-            max_output_bytes: config.max_output_bytes as usize,
-            max_pending_calls: config.max_pending_tool_calls as usize,
-            max_queued_calls: config.max_queued_tool_calls as usize,
-            max_snapshot_bytes: config.max_snapshot_bytes as usize,
+            max_output_bytes: config.max_output_bytes() as usize,
+            max_pending_calls: config.max_pending_tool_calls() as usize,
+            max_queued_calls: config.max_queued_tool_calls() as usize,
+            max_snapshot_bytes: config.max_snapshot_bytes() as usize,
             ..Limits::default()
         }
     }

@@ -98,8 +98,13 @@ pub(crate) struct DescriptionParts<'a> {
 }
 
 pub(crate) fn exec_description(parts: &DescriptionParts<'_>) -> String {
-    let seconds = parts.config.timeout_ms as f64 / 1000.0;
-    let languages: Vec<&str> = parts.config.languages.iter().map(|l| l.as_str()).collect();
+    let seconds = parts.config.timeout_ms() as f64 / 1000.0;
+    let languages: Vec<&str> = parts
+        .config
+        .languages()
+        .iter()
+        .map(|l| l.as_str())
+        .collect();
     let mut text = format!(
         "Run a short JavaScript or TypeScript program that orchestrates the hidden tools. \
 The code is the body of an async function: use `await` freely and `return` the final value \
@@ -118,9 +123,9 @@ Timers work (`setTimeout`, `setInterval`, `queueMicrotask`) and count as pending
 of this session (up to {saved} entries): save a large result there and return a summary. \
 A returned value too large for the output limit comes back cut, with `truncated`.",
         languages.join(", "),
-        pending = parts.config.max_pending_tool_calls,
-        queued = parts.config.max_queued_tool_calls,
-        saved = parts.config.max_saved_results,
+        pending = parts.config.max_pending_tool_calls(),
+        queued = parts.config.max_queued_tool_calls(),
+        saved = parts.config.max_saved_results(),
     );
     if !parts.mcp_servers.is_empty() {
         text.push_str(&format!(

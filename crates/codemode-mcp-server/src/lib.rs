@@ -101,7 +101,7 @@ pub enum ServeError {
 /// #         -> Result<serde_json::Value, ToolError> { Ok(input) }
 /// # }
 /// # async fn demo(tools: Vec<codemode_catalog::ToolDescriptor>) -> Result<(), codemode_mcp_server::ServeError> {
-/// let code_mode = CodeMode::builder(CodeModeConfig::enabled(), Arc::new(Tools)).build();
+/// let code_mode = CodeMode::builder(CodeModeConfig::enabled().build().unwrap(), Arc::new(Tools)).build();
 /// let server = codemode_mcp_server::CodeModeServer::new(
 ///     code_mode,
 ///     Arc::new(move |run: AgentRunContext| ActivationRequest::new(tools.clone()).with_agent_run(run)),

@@ -178,7 +178,7 @@ pub(crate) fn harness_with(config: CodeModeConfig, tools: Vec<ToolDescriptor>) -
 }
 
 pub(crate) fn harness() -> Harness {
-    harness_with(CodeModeConfig::enabled(), tools())
+    harness_with(CodeModeConfig::enabled().build().unwrap(), tools())
 }
 
 impl Harness {
