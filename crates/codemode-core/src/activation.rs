@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use codemode_catalog::{Catalog, McpCapability, SearchLimits, Source, ToolDescriptor, ToolOrigin};
+use codemode_catalog::{
+    Catalog, CatalogBuilder, McpCapability, SearchLimits, Source, ToolDescriptor, ToolOrigin,
+};
 use codemode_mcp_decls::{McpServer, McpTool};
 use codemode_namespaces::{CancellationState, CatalogTool, ScopeContext, ToolOwner};
 use codemode_sandbox::JsonText;
@@ -56,11 +58,27 @@ impl ActivationRequest {
 }
 
 /// The outcome of activation.
+#[derive(Debug)]
 pub enum Activation {
     /// Code mode is disabled, or the run has no tools: expose these tools as usual.
     Unchanged(Vec<ToolDescriptor>),
     /// Code mode is active: expose [`CodeModeSession::model_tools`].
     Active(CodeModeSession),
+}
+
+impl Activation {
+    /// The session when code mode is active, `None` when the tools stay as they were.
+    pub fn into_active(self) -> Option<CodeModeSession> {
+        match self {
+            Activation::Active(session) => Some(session),
+            Activation::Unchanged(_) => None,
+        }
+    }
+
+    /// Whether code mode is active for the run.
+    pub fn is_active(&self) -> bool {
+        matches!(self, Activation::Active(_))
+    }
 }
 
 /// A failed activation: the run must fail (never fall back to exposing tools directly).
@@ -93,7 +111,9 @@ impl CodeMode {
         let _span =
             tracing::debug_span!(target: "codemode", "activate", tools = request.tools.len())
                 .entered();
-        let catalog = Catalog::build(request.tools);
+        let catalog = CatalogBuilder::new()
+            .host_source(self.shared.host_source.clone())
+            .build(request.tools);
         check_control_names(&catalog)?;
         let cancelled = Arc::new(AtomicBool::new(false));
         let scope_context = ScopeContext {
@@ -142,6 +162,7 @@ impl CodeMode {
         let namespace_prompt = namespaces.prompt_text();
         let description = surface::exec_description(&DescriptionParts {
             config,
+            host_source: catalog.host_source().as_str(),
             mcp_servers: &server_names,
             namespace_prompt: namespace_prompt.as_deref(),
         });
@@ -218,7 +239,7 @@ fn check_control_names(catalog: &Catalog) -> Result<(), ActivationError> {
             name: tool.name.clone(),
             id: format!(
                 "{}:{}:{}",
-                tool.origin.source(),
+                catalog.host_source().label(tool.origin.source()),
                 tool.origin.owner(),
                 tool.name
             ),

@@ -192,21 +192,22 @@ impl RunHost {
         let updates = {
             let events = Arc::clone(&events);
             let (parent_call_id, nested_call_id, catalog_id) = event_ids.clone();
-            Arc::new(move |_update: Value| {
+            Arc::new(move |update: Value| {
                 events.on_event(NestedCallEvent::Update {
                     parent_call_id: parent_call_id.clone(),
                     nested_call_id: nested_call_id.clone(),
                     catalog_id: catalog_id.clone(),
+                    update,
                 })
             })
         };
-        let context = ToolCallContext {
-            agent_run: self.session.agent_run.clone(),
-            parent_call_id: self.parent_call_id.clone(),
-            nested_call_id: nested_call_id.clone(),
-            cancellation: self.cancellation.child_token(),
-            updates,
-        };
+        let context = ToolCallContext::new(
+            self.session.agent_run.clone(),
+            self.parent_call_id.clone(),
+            nested_call_id.clone(),
+            self.cancellation.child_token(),
+        )
+        .with_updates(updates);
         tracing::debug!(target: "codemode", %nested_call_id, %catalog_id, "nested call start");
         events.on_event(NestedCallEvent::Start {
             parent_call_id: event_ids.0.clone(),

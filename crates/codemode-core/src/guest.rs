@@ -134,6 +134,9 @@ pub(crate) fn setup(session: &SessionState, counters: &Arc<Counters>) -> GuestSe
             .values
             .push((path(&["MCP"]), Value::Object(Default::default())));
     }
+    // The runtime's own declarations, with this catalog's host source name.
+    let guest_text = guest_dts::text(catalog.host_source().as_str());
+    let guest_bytes = guest_text.len();
     let list = {
         let decls = decls.clone();
         local(move |args| {
@@ -145,7 +148,7 @@ pub(crate) fn setup(session: &SessionState, counters: &Arc<Counters>) -> GuestSe
             let guest_row = serde_json::json!({
                 "path": guest_dts::PATH,
                 "description": guest_dts::DESCRIPTION,
-                "bytes": guest_dts::TEXT.len(),
+                "bytes": guest_bytes,
             });
             let mut rows = match (&decls, prefix) {
                 (_, Some(prefix)) if prefix.trim_end_matches('/') == "guest" => {
@@ -172,7 +175,7 @@ pub(crate) fn setup(session: &SessionState, counters: &Arc<Counters>) -> GuestSe
             .and_then(Value::as_str)
             .ok_or("API.read needs a path string.")?;
         if file == guest_dts::PATH {
-            return Ok(Value::String(guest_dts::TEXT.to_owned()));
+            return Ok(Value::String(guest_text.clone()));
         }
         match &decls {
             Some(decls) => decls

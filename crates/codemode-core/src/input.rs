@@ -162,10 +162,30 @@ impl ExecInput {
 pub struct WaitInput {
     /// The `runId` of a `waiting` result.
     pub run_id: String,
+    /// `timeoutMs`: the longest this call may idle while the run only awaits tool calls (at
+    /// most the config's `maxWaitMs`, which is also the default).
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl WaitInput {
-    /// Validates a model-sent `wait` input (`runId`, or `run_id`).
+    /// A `wait` for this run, idling at most the config's `maxWaitMs`.
+    pub fn new(run_id: impl Into<String>) -> Self {
+        WaitInput {
+            run_id: run_id.into(),
+            timeout: None,
+        }
+    }
+
+    /// Validates a model-sent `wait` input (`runId`, or `run_id`; an optional integer
+    /// `timeoutMs`, ignored when it is not a non-negative integer).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use codemode_core::WaitInput;
+    /// let input = WaitInput::from_json(&serde_json::json!({ "runId": "cm_1", "timeoutMs": 500 })).unwrap();
+    /// assert_eq!(input.run_id, "cm_1");
+    /// assert_eq!(input.timeout, Some(Duration::from_millis(500)));
+    /// ```
     pub fn from_json(value: &Value) -> Result<Self, InputError> {
         let object = value.as_object().ok_or(InputError::NotAnObject("wait"))?;
         let run_id = ["runId", "run_id"]
@@ -175,6 +195,10 @@ impl WaitInput {
             .ok_or(InputError::MissingRunId)?;
         Ok(WaitInput {
             run_id: run_id.to_owned(),
+            timeout: object
+                .get("timeoutMs")
+                .and_then(Value::as_u64)
+                .map(std::time::Duration::from_millis),
         })
     }
 }

@@ -38,8 +38,8 @@ pub use config::{
     DEFAULT_SNAPSHOT_TTL_SECONDS, DEFAULT_TIMEOUT_MS,
 };
 pub use executor::{
-    AgentRunContext, EventSink, NestedCallEvent, NestedCallOutcome, NoEvents, ToolCallContext,
-    ToolError, ToolExecutor, UpdateSink,
+    AgentRunContext, EventSink, MAX_UPDATE_BYTES, NestedCallEvent, NestedCallOutcome, NoEvents,
+    ToolCallContext, ToolError, ToolExecutor, UpdateError, UpdateSink,
 };
 pub use input::{ExecInput, InputError, Language, MAX_PROGRAM_BYTES, WaitInput};
 pub use result::{
@@ -50,13 +50,39 @@ pub use results::MAX_RESULT_KEY_CHARS;
 /// `guest/globals.d.ts`: the guest runtime's own API as TypeScript declarations (also served by
 /// `API.read` inside a cell).
 pub mod guest_declarations {
-    pub use crate::guest_dts::{DESCRIPTION, PATH, TEXT};
+    pub use crate::guest_dts::{DESCRIPTION, PATH, TEXT, text};
 }
 pub use activation::{Activation, ActivationError, ActivationRequest, McpServerCapabilities};
 pub use session::{CodeMode, CodeModeBuilder, CodeModeSession};
 pub use surface::{
     CODE_MODE_EXEC_KIND, EXEC_TOOL, HookMetadata, ModelTool, PayloadError, WAIT_TOOL, check_payload,
 };
+
+/// Everything a host touches, in one import: `use codemode_core::prelude::*;`.
+///
+/// Code mode and its config ([`CodeMode`], [`CodeModeConfig`], [`ActivationRequest`],
+/// [`AgentRunContext`], the session and its inputs and results); the two host seams
+/// ([`ToolExecutor`], [`EventSink`]) and their types; the tool descriptions of
+/// `codemode-catalog` ([`ToolDescriptor`](codemode_catalog::ToolDescriptor),
+/// [`ToolOrigin`](codemode_catalog::ToolOrigin)); the namespace registration types of
+/// `codemode-namespaces`; and two third-party items re-exported on purpose, so that a host
+/// needs no direct dependency to implement the seams: the `async_trait` attribute (the seams
+/// are `async_trait` traits) and tokio-util's `CancellationToken` (the type of
+/// [`ToolCallContext::cancellation`]). With the `mcp` feature it also holds the MCP hub glue.
+pub mod prelude {
+    pub use crate::{
+        Activation, ActivationError, ActivationRequest, AgentRunContext, CodeMode, CodeModeBuilder,
+        CodeModeConfig, CodeModeConfigBuilder, CodeModeResult, CodeModeSession, ConfigError,
+        EventSink, ExecInput, Language, McpServerCapabilities, NestedCallEvent, NestedCallOutcome,
+        NoEvents, OutputItem, ToolCallContext, ToolError, ToolExecutor, WaitInput, WaitReason,
+    };
+    pub use async_trait::async_trait;
+    pub use codemode_catalog::{HostSource, ToolDescriptor, ToolOrigin};
+    pub use codemode_namespaces::{
+        NamespaceError, NamespaceRegistry, NamespaceTool, Registration, ScopeContext, ScopeValue,
+    };
+    pub use tokio_util::sync::CancellationToken;
+}
 
 /// Messages of SPEC §6 and §8 that tests and hosts match on.
 pub mod messages {

@@ -127,9 +127,21 @@ impl CodeModeResult {
         }
     }
 
-    /// The result as JSON (the shape of SPEC §6).
+    /// The result as JSON: exactly what the model should see as the `exec` or `wait` tool
+    /// result, and all it needs (`status`, then `value` and `truncated`, or `runId`, `reason`
+    /// and `pendingToolCalls`, or `error`, `code` and `reason`; `output`, `replaySafe` and
+    /// `telemetry`). Send it as the tool result's content unchanged; `docs/reference.md` lists
+    /// the shapes.
     pub fn to_json(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// The returned value of a completed result (after JSON adaptation and any truncation).
+    pub fn value(&self) -> Option<&Value> {
+        match self {
+            CodeModeResult::Completed { value, .. } => Some(value),
+            _ => None,
+        }
     }
 
     /// The runId of a waiting result.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use codemode_catalog::Catalog;
+use codemode_catalog::{Catalog, CatalogError, HostSource};
 use codemode_mcp_decls::{DeclCache, McpDecls};
 use codemode_namespaces::NamespaceRegistry;
 use codemode_sandbox::{Limits, Run, RunScope, SnapshotStore, Step, StoreError, WaitReason};
@@ -52,6 +52,8 @@ pub struct CodeMode {
 
 pub(crate) struct CodeModeState {
     pub(crate) config: CodeModeConfig,
+    /// The first id segment of the host's own tools.
+    pub(crate) host_source: HostSource,
     pub(crate) executor: Arc<dyn ToolExecutor>,
     pub(crate) events: Arc<dyn EventSink>,
     pub(crate) namespaces: Arc<NamespaceRegistry>,
@@ -59,12 +61,33 @@ pub(crate) struct CodeModeState {
     pub(crate) decl_cache: DeclCache,
 }
 
+impl std::fmt::Debug for CodeMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeMode")
+            .field("config", &self.shared.config)
+            .field("host_source", &self.shared.host_source.as_str())
+            .field("namespaces", &self.shared.namespaces.len())
+            .field("suspended_runs", &self.shared.store.len())
+            .finish_non_exhaustive()
+    }
+}
+
 /// Builds a [`CodeMode`].
 pub struct CodeModeBuilder {
     config: CodeModeConfig,
+    host_source: HostSource,
     executor: Arc<dyn ToolExecutor>,
     events: Arc<dyn EventSink>,
     namespaces: Arc<NamespaceRegistry>,
+}
+
+impl std::fmt::Debug for CodeModeBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeModeBuilder")
+            .field("config", &self.config)
+            .field("host_source", &self.host_source.as_str())
+            .finish_non_exhaustive()
+    }
 }
 
 impl CodeModeBuilder {
@@ -80,11 +103,41 @@ impl CodeModeBuilder {
         self
     }
 
+    /// The source name of the host's own tools (core and plugins): the first segment of their
+    /// catalog ids (`myagent:core:search`) and the `source` of their `ALL_TOOLS` entries, also
+    /// named in the `exec` description and `guest/globals.d.ts`. Default `openclaw`. A name is 1
+    /// to 32 ASCII letters, digits, `_` or `-`, starting with a letter, and not `mcp`,
+    /// `client` or `mcp-capability`; anything else is refused with a message saying why.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use codemode_core::prelude::*;
+    /// # struct Nothing;
+    /// # #[async_trait] impl ToolExecutor for Nothing {
+    /// #     async fn execute(&self, id: &str, _: serde_json::Value, _: ToolCallContext)
+    /// #         -> Result<serde_json::Value, ToolError> { Err(ToolError::new(id)) }
+    /// # }
+    /// let code_mode = CodeMode::builder(CodeModeConfig::enabled().build()?, Arc::new(Nothing))
+    ///     .source_name("myagent")?
+    ///     .build();
+    /// let search = ToolDescriptor::new(ToolOrigin::Core, "search", "Search the web");
+    /// let session = code_mode.activate(ActivationRequest::new(vec![search]))?.into_active().unwrap();
+    /// assert_eq!(session.catalog().entries()[0].id, "myagent:core:search");
+    /// assert!(CodeMode::builder(CodeModeConfig::enabled().build()?, Arc::new(Nothing))
+    ///     .source_name("my:agent").is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn source_name(mut self, name: &str) -> Result<Self, CatalogError> {
+        self.host_source = HostSource::new(name)?;
+        Ok(self)
+    }
+
     /// Finishes the builder.
     pub fn build(self) -> CodeMode {
         CodeMode {
             shared: Arc::new(CodeModeState {
                 config: self.config,
+                host_source: self.host_source,
                 executor: self.executor,
                 events: self.events,
                 namespaces: self.namespaces,
@@ -100,6 +153,7 @@ impl CodeMode {
     pub fn builder(config: CodeModeConfig, executor: Arc<dyn ToolExecutor>) -> CodeModeBuilder {
         CodeModeBuilder {
             config,
+            host_source: HostSource::default(),
             executor,
             events: Arc::new(NoEvents),
             namespaces: Arc::new(NamespaceRegistry::new()),
@@ -151,6 +205,16 @@ pub(crate) struct Parked {
 pub struct CodeModeSession {
     pub(crate) inner: Arc<SessionState>,
     pub(crate) store: SnapshotStore<Parked>,
+}
+
+impl std::fmt::Debug for CodeModeSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeModeSession")
+            .field("agent_run", &self.inner.agent_run)
+            .field("catalog_size", &self.inner.catalog.len())
+            .field("visible_tools", &self.inner.telemetry.visible_tools)
+            .finish_non_exhaustive()
+    }
 }
 
 impl CodeModeSession {
@@ -255,11 +319,14 @@ impl CodeModeSession {
     /// `timeoutMs` in the input) has passed. Guest code runs at most `timeoutMs` of the config
     /// per leg; output is noticed at the end of a leg.
     pub async fn wait(&self, input: &Value) -> CodeModeResult {
-        let raw_input = input;
-        let input = match WaitInput::from_json(input) {
-            Ok(input) => input,
-            Err(error) => return self.invalid(error),
-        };
+        match WaitInput::from_json(input) {
+            Ok(input) => self.wait_input(&input).await,
+            Err(error) => self.invalid(error),
+        }
+    }
+
+    /// Runs a validated `wait` input (the counterpart of [`CodeModeSession::exec_input`]).
+    pub async fn wait_input(&self, input: &WaitInput) -> CodeModeResult {
         let span = tracing::debug_span!(target: "codemode", "wait", run_id = %input.run_id);
         let mut resumption = match self.store.resume(&input.run_id, &self.scope()) {
             Ok(resumption) => resumption,
@@ -269,8 +336,8 @@ impl CodeModeSession {
         // `timeoutMs` for guest code, until the run ends, yields or prints, or the next leg
         // would pass `maxWaitMs` (or the smaller `timeoutMs` the caller asked for).
         let config = &self.inner.config;
-        let idle_budget = match raw_input.get("timeoutMs").and_then(Value::as_u64) {
-            Some(asked) => config.max_wait().min(Duration::from_millis(asked.max(1))),
+        let idle_budget = match input.timeout {
+            Some(asked) => config.max_wait().min(asked.max(Duration::from_millis(1))),
             None => config.max_wait(),
         };
         let leg = config.timeout().min(idle_budget);

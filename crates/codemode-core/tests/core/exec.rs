@@ -321,6 +321,10 @@ async fn nested_calls_keep_approval_and_hook_behaviour() {
         })
         .collect();
     assert_eq!(kinds, ["start", "end", "start", "update", "end"]);
+    // The update reaches the host with its payload.
+    let update = serde_json::to_value(&events[3]).unwrap();
+    assert_eq!(update["update"], json!({ "status": "awaiting approval" }));
+    assert_eq!(update["nestedCallId"], "call_1/2");
     let first = serde_json::to_value(&events[0]).unwrap();
     assert_eq!(first["parentCallId"], "call_1");
     assert_eq!(first["nestedCallId"], "call_1/1");
