@@ -217,6 +217,7 @@ impl CodeMode {
                 config.max_saved_result_bytes() as usize,
             )),
             cancelled,
+            park_deadlines: Default::default(),
         };
         Ok(Activation::Active(CodeModeSession {
             inner: Arc::new(session),

@@ -24,6 +24,9 @@ pub const RESTART_SAFE_TOOLS: &str = "restart-safe code mode cannot call side-ef
 pub(crate) struct RunHost {
     pub(crate) session: Arc<SessionState>,
     pub(crate) parent_call_id: String,
+    /// Nested call ids are `<nested_prefix>/<n>`: the parent call id, or for a recovered run
+    /// the parent call id and a fresh recovery token.
+    pub(crate) nested_prefix: String,
     pub(crate) restart_safe: bool,
     pub(crate) counters: Arc<Counters>,
     pub(crate) cancellation: CancellationToken,
@@ -37,7 +40,7 @@ impl BridgeHost for RunHost {
         let request_id = request.id.0;
         let (catalog_id, input) = self.resolve(request)?;
         let sequence = self.counters.call.fetch_add(1, Ordering::Relaxed) + 1;
-        let nested_call_id = format!("{}/{sequence}", self.parent_call_id);
+        let nested_call_id = format!("{}/{sequence}", self.nested_prefix);
         self.track(
             request_id,
             Some((nested_call_id.clone(), catalog_id.clone())),
@@ -167,7 +170,7 @@ impl RunHost {
                     ),
                 },
                 None => PendingToolCall {
-                    id: format!("{}/request-{}", self.parent_call_id, call.id),
+                    id: format!("{}/request-{}", self.nested_prefix, call.id),
                     method: call.method,
                     tool_id: None,
                     pending_ms: None,

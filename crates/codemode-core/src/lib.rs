@@ -24,6 +24,7 @@ mod guest;
 mod guest_dts;
 mod input;
 mod outcome;
+mod recovery;
 mod result;
 mod results;
 mod session;
@@ -42,9 +43,10 @@ pub use executor::{
     ToolCallContext, ToolError, ToolExecutor, UpdateError, UpdateSink,
 };
 pub use input::{ExecInput, InputError, Language, MAX_PROGRAM_BYTES, WaitInput};
+pub use recovery::{MemoryRecoveryStore, RecoveryRecord, RecoveryStore};
 pub use result::{
     CodeModeResult, ErrorCode, OutputItem, PendingToolCall, SourceTelemetry, Telemetry, Truncation,
-    WaitReason,
+    WaitFailure, WaitReason,
 };
 pub use results::MAX_RESULT_KEY_CHARS;
 /// `guest/globals.d.ts`: the guest runtime's own API as TypeScript declarations (also served by
@@ -74,7 +76,8 @@ pub mod prelude {
         Activation, ActivationError, ActivationRequest, AgentRunContext, CodeMode, CodeModeBuilder,
         CodeModeConfig, CodeModeConfigBuilder, CodeModeResult, CodeModeSession, ConfigError,
         EventSink, ExecInput, Language, McpServerCapabilities, NestedCallEvent, NestedCallOutcome,
-        NoEvents, OutputItem, ToolCallContext, ToolError, ToolExecutor, WaitInput, WaitReason,
+        NoEvents, OutputItem, RecoveryRecord, RecoveryStore, ToolCallContext, ToolError,
+        ToolExecutor, WaitFailure, WaitInput, WaitReason,
     };
     pub use async_trait::async_trait;
     pub use codemode_catalog::{HostSource, ToolDescriptor, ToolOrigin};

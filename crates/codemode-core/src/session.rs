@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use codemode_catalog::{Catalog, CatalogError, HostSource};
 use codemode_mcp_decls::{DeclCache, McpDecls};
 use codemode_namespaces::NamespaceRegistry;
-use codemode_sandbox::{Limits, Run, RunScope, SnapshotStore, Step, StoreError, WaitReason};
+use codemode_sandbox::{Limits, Run, RunScope, SnapshotStore, Step, WaitReason};
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
@@ -252,6 +252,16 @@ impl CodeModeSession {
 
     /// Runs a validated `exec` input.
     pub async fn exec_input(&self, call_id: &str, input: &ExecInput) -> CodeModeResult {
+        self.start(call_id, input, call_id.to_owned()).await
+    }
+
+    /// Starts a run whose nested calls are numbered under `nested_prefix` (`<prefix>/<n>`).
+    async fn start(
+        &self,
+        call_id: &str,
+        input: &ExecInput,
+        nested_prefix: String,
+    ) -> CodeModeResult {
         let span = tracing::debug_span!(target: "codemode", "exec", call_id, language = input.language.as_str());
         // One deadline for the whole call: the TypeScript transform, building and compiling the
         // VM, and running the program.
@@ -294,6 +304,7 @@ impl CodeModeSession {
         let host = Arc::new(RunHost {
             session: Arc::clone(&self.inner),
             parent_call_id: call_id.to_owned(),
+            nested_prefix,
             restart_safe: input.restart_safe,
             counters: Arc::clone(&counters),
             cancellation: cancellation.clone(),
@@ -330,7 +341,10 @@ impl CodeModeSession {
         let span = tracing::debug_span!(target: "codemode", "wait", run_id = %input.run_id);
         let mut resumption = match self.store.resume(&input.run_id, &self.scope()) {
             Ok(resumption) => resumption,
-            Err(error) => return self.store_failure(error),
+            Err(error) => {
+                let expired = self.inner.park_deadlines.expired(&input.run_id);
+                return outcome::wait_failed(error, expired, self.inner.telemetry.clone());
+            }
         };
         // Idle while the guest only waits on host work: drive again, each leg with the full
         // `timeoutMs` for guest code, until the run ends, yields or prints, or the next leg
@@ -368,20 +382,29 @@ impl CodeModeSession {
                 output,
             } => {
                 let run_id = input.run_id.clone();
+                // Taken before reparking, so it is never later than the store's own deadline.
+                let deadline = Instant::now() + config.snapshot_ttl();
                 match resumption.repark() {
-                    Ok(()) => outcome::waiting(
-                        run_id,
-                        reason,
-                        host.pending(pending),
-                        output,
-                        restart_safe,
-                        telemetry,
-                    ),
-                    Err(error) => outcome::store_failed(error, output, telemetry),
+                    Ok(()) => {
+                        self.inner.park_deadlines.record(&run_id, deadline);
+                        outcome::waiting(
+                            run_id,
+                            reason,
+                            host.pending(pending),
+                            output,
+                            restart_safe,
+                            telemetry,
+                        )
+                    }
+                    Err(error) => {
+                        self.inner.park_deadlines.forget(&run_id);
+                        outcome::store_failed(error, output, telemetry)
+                    }
                 }
             }
             other => {
                 resumption.finish();
+                self.inner.park_deadlines.forget(&input.run_id);
                 outcome::finished(other, restart_safe, telemetry)
             }
         }
@@ -390,14 +413,29 @@ impl CodeModeSession {
     /// Cancels a suspended run of this session: its VM is released and its host work cancelled.
     /// Returns whether a run was dropped.
     pub fn cancel(&self, run_id: &str) -> bool {
-        self.store.cancel(run_id, &self.scope())
+        let cancelled = self.store.cancel(run_id, &self.scope());
+        if cancelled {
+            self.inner.park_deadlines.forget(run_id);
+        }
+        cancelled
     }
 
-    /// Restart recovery (SPEC §8): re-runs the original input of a restart-safe `exec` whose
-    /// suspended state was lost with a host restart. Only restart-safe inputs are accepted.
+    /// Restart recovery: re-runs, from the start, the original input of a restart-safe `exec`
+    /// whose suspended state was lost (the host restarted, or the run expired). Only
+    /// restart-safe inputs are accepted: such a run only made read-only calls, so running it
+    /// again repeats no side effect. The new run's nested calls get fresh ids,
+    /// `<call_id>/recovered-<token>/<n>` with a random token, so that a host's events never show
+    /// one nested call id twice. [`CodeModeSession::wait_or_recover`] does this for a `wait`
+    /// whose run is gone.
     pub async fn recover(&self, call_id: &str, input: &Value) -> CodeModeResult {
         match ExecInput::from_json(input) {
-            Ok(input) if input.restart_safe => self.exec_input(call_id, &input).await,
+            Ok(input) if input.restart_safe => {
+                let token = codemode_sandbox::RunId::new().to_string();
+                // `cm_<uuid>`: eight hex digits of the uuid are plenty to tell attempts apart.
+                let token = token.get(3..11).unwrap_or(token.as_str());
+                let prefix = format!("{call_id}/recovered-{token}");
+                self.start(call_id, &input, prefix).await
+            }
             Ok(_) => CodeModeResult::failed(
                 Some(ErrorCode::InvalidInput),
                 "only restart-safe code mode runs can be recovered.",
@@ -419,7 +457,9 @@ impl CodeModeSession {
             } => {
                 let pending = parked.host.pending(pending);
                 let config = &self.inner.config;
-                let ttl = Duration::from_secs(config.snapshot_ttl_seconds());
+                let ttl = config.snapshot_ttl();
+                // Taken before parking, so it is never later than the store's own deadline.
+                let deadline = Instant::now() + ttl;
                 match self.store.park(
                     run,
                     self.scope(),
@@ -427,14 +467,11 @@ impl CodeModeSession {
                     ttl,
                     config.max_snapshot_bytes() as usize,
                 ) {
-                    Ok(run_id) => outcome::waiting(
-                        run_id.to_string(),
-                        reason,
-                        pending,
-                        output,
-                        restart_safe,
-                        telemetry,
-                    ),
+                    Ok(run_id) => {
+                        let run_id = run_id.to_string();
+                        self.inner.park_deadlines.record(&run_id, deadline);
+                        outcome::waiting(run_id, reason, pending, output, restart_safe, telemetry)
+                    }
                     Err(error) => outcome::store_failed(error, output, telemetry),
                 }
             }
@@ -478,9 +515,5 @@ impl CodeModeSession {
             error.to_string(),
             self.inner.telemetry.clone(),
         )
-    }
-
-    fn store_failure(&self, error: StoreError) -> CodeModeResult {
-        outcome::store_failed(error, Vec::new(), self.inner.telemetry.clone())
     }
 }
