@@ -9,7 +9,7 @@ use codemode_catalog::{
     Catalog, CatalogBuilder, McpCapability, SearchLimits, Source, ToolDescriptor, ToolOrigin,
 };
 use codemode_mcp_decls::{McpServer, McpTool};
-use codemode_namespaces::{CancellationState, CatalogTool, ScopeContext, ToolOwner};
+use codemode_namespaces::{CancellationState, CatalogTool, HiddenReason, ScopeContext, ToolOwner};
 use codemode_sandbox::JsonText;
 use serde_json::Value;
 
@@ -136,6 +136,16 @@ impl CodeMode {
                 &scope_context,
             )
             .map_err(|e| ActivationError::Namespaces(e.to_string()))?;
+        for hidden in namespaces.hidden() {
+            // A namespace over tools its plugin does not own is a registration mistake worth a
+            // warning; a missing tool is the ordinary effect of the host's tool policy.
+            match hidden.reason {
+                HiddenReason::NotOwned { .. } => {
+                    tracing::warn!(target: "codemode", namespace = %hidden.id, "{hidden}");
+                }
+                _ => tracing::debug!(target: "codemode", namespace = %hidden.id, "{hidden}"),
+            }
+        }
         let servers = mcp_servers(&catalog, &request.mcp_capabilities);
         let mcp = (!servers.is_empty()).then(|| self.shared.decl_cache.get(&servers));
         let mcp_capability_ids = servers

@@ -82,7 +82,8 @@ pub mod prelude {
     pub use async_trait::async_trait;
     pub use codemode_catalog::{HostSource, ToolDescriptor, ToolOrigin};
     pub use codemode_namespaces::{
-        NamespaceError, NamespaceRegistry, NamespaceTool, Registration, ScopeContext, ScopeValue,
+        HiddenNamespace, HiddenReason, NamespaceError, NamespaceRegistry, NamespaceTool,
+        Registration, ScopeContext, ScopeValue,
     };
     pub use tokio_util::sync::CancellationToken;
 }

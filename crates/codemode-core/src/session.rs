@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use codemode_catalog::{Catalog, CatalogError, HostSource};
 use codemode_mcp_decls::{DeclCache, McpDecls};
-use codemode_namespaces::NamespaceRegistry;
+use codemode_namespaces::{HiddenNamespace, NamespaceRegistry};
 use codemode_sandbox::{Limits, Run, RunScope, SnapshotStore, Step, WaitReason};
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -226,6 +226,13 @@ impl CodeModeSession {
     /// The hidden catalog of this run.
     pub fn catalog(&self) -> &Catalog {
         &self.inner.catalog
+    }
+
+    /// The registered namespaces that are not visible in this run, each with why (a required
+    /// tool missing, or offered by someone other than the registering plugin). Activation also
+    /// logs the second kind as a warning under the `codemode` target.
+    pub fn hidden_namespaces(&self) -> &[HiddenNamespace] {
+        self.inner.namespaces.hidden()
     }
 
     /// The generated MCP declarations, when MCP servers are visible.

@@ -85,7 +85,7 @@ pub use registration::{
     CODE_MODE_GLOBALS, CreateScope, JS_BUILTIN_GLOBALS, OBJECT_PROTOTYPE_MEMBERS,
     RESERVED_GLOBAL_PREFIX, Registration, check_global_name,
 };
-pub use registry::{CatalogTool, NamespaceRegistry, ToolOwner};
+pub use registry::{CatalogTool, HiddenNamespace, HiddenReason, NamespaceRegistry, ToolOwner};
 pub use runtime::{DispatchTarget, GuestNamespace, NamespaceRuntime};
 pub use scope::{
     CancellationState, DEFAULT_MAX_SCOPE_DEPTH, DEFAULT_MAX_SCOPE_NODES, InputMapper,

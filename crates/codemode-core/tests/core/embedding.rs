@@ -470,3 +470,44 @@ async fn inputs_and_results_are_symmetric() {
     assert!(disabled.into_active().is_none());
     assert!(format!("{mine:?}").contains("CodeModeSession"));
 }
+
+#[tokio::test]
+async fn a_namespace_over_tools_its_plugin_does_not_own_is_reported_at_activation() {
+    let (host, _started) = Host::new();
+    let registry = Arc::new(NamespaceRegistry::new());
+    let lookup = || {
+        Registration::new("lookups", "Lookups", |_| {
+            Ok(ScopeValue::object([(
+                "get",
+                NamespaceTool::new("lookup").into(),
+            )]))
+        })
+        .with_required_tools(["lookup"])
+    };
+    // At registration: `core` is not a plugin.
+    assert_eq!(
+        registry.register_for_plugin("core", lookup()),
+        Err(NamespaceError::CorePluginId {
+            id: "lookups".into()
+        })
+    );
+    // At activation: plugin `search` does not own the core tool `lookup`.
+    registry.register_for_plugin("search", lookup()).unwrap();
+    let code_mode = CodeMode::builder(fast(), host.clone())
+        .namespaces(registry)
+        .build();
+    let mine = session(&code_mode, "s1", "r1");
+    let hidden = mine.hidden_namespaces();
+    assert_eq!(hidden.len(), 1);
+    assert_eq!(
+        hidden[0].reason,
+        HiddenReason::NotOwned {
+            tool: "lookup".into(),
+            owner: "core".into()
+        }
+    );
+    let missing = mine
+        .exec("c1", &json!({ "code": "return typeof Lookups" }))
+        .await;
+    assert_eq!(missing.value(), Some(&json!("undefined")));
+}
