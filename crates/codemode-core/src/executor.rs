@@ -200,6 +200,20 @@ pub trait ToolExecutor: Send + Sync + 'static {
     ) -> Result<Value, ToolError>;
 }
 
+/// A shared executor is an executor, so one can be kept by the host and also wrapped (in
+/// `WithMcp`, for example).
+#[async_trait]
+impl<T: ToolExecutor + ?Sized> ToolExecutor for Arc<T> {
+    async fn execute(
+        &self,
+        catalog_id: &str,
+        input: Value,
+        context: ToolCallContext,
+    ) -> Result<Value, ToolError> {
+        (**self).execute(catalog_id, input, context).await
+    }
+}
+
 /// How a nested call ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -23,6 +23,8 @@ mod executor;
 mod guest;
 mod guest_dts;
 mod input;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod outcome;
 mod recovery;
 mod result;
@@ -43,6 +45,8 @@ pub use executor::{
     ToolCallContext, ToolError, ToolExecutor, UpdateError, UpdateSink,
 };
 pub use input::{ExecInput, InputError, Language, MAX_PROGRAM_BYTES, WaitInput};
+#[cfg(feature = "mcp")]
+pub use mcp::WithMcp;
 pub use recovery::{MemoryRecoveryStore, RecoveryRecord, RecoveryStore};
 pub use result::{
     CodeModeResult, ErrorCode, OutputItem, PendingToolCall, SourceTelemetry, Telemetry, Truncation,
@@ -86,6 +90,11 @@ pub mod prelude {
         Registration, ScopeContext, ScopeValue,
     };
     pub use tokio_util::sync::CancellationToken;
+
+    #[cfg(feature = "mcp")]
+    pub use crate::WithMcp;
+    #[cfg(feature = "mcp")]
+    pub use codemode_mcp::{HubOptions, McpHub, McpServerConfig};
 }
 
 /// Messages of SPEC §6 and §8 that tests and hosts match on.

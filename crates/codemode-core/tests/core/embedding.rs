@@ -511,3 +511,36 @@ async fn a_namespace_over_tools_its_plugin_does_not_own_is_reported_at_activatio
         .await;
     assert_eq!(missing.value(), Some(&json!("undefined")));
 }
+
+#[tokio::test]
+async fn with_mcp_sends_mcp_ids_to_the_hub_and_the_rest_to_the_host() {
+    let (host, _started) = Host::new();
+    let executor = WithMcp::new(McpHub::default(), host.clone());
+    let context = || {
+        ToolCallContext::new(
+            AgentRunContext::default(),
+            "c1",
+            "c1/1",
+            CancellationToken::new(),
+        )
+    };
+    let hit = executor
+        .execute("openclaw:core:lookup", json!({ "q": 1 }), context())
+        .await;
+    assert_eq!(hit, Ok(json!({ "hits": [1] })));
+    for id in ["mcp:docs:read", "mcp-capability:docs:resources/list"] {
+        let refused = executor.execute(id, json!({}), context()).await;
+        assert_eq!(
+            refused,
+            Err(ToolError::new("unknown MCP server `docs`")),
+            "{id}"
+        );
+    }
+    // Only the host's calls reached the host.
+    assert_eq!(
+        host.seen.lock().unwrap().as_slice(),
+        ["openclaw:core:lookup"]
+    );
+    let request = ActivationRequest::new(tools()).with_mcp(executor.hub());
+    assert_eq!(request.tools.len(), tools().len());
+}
