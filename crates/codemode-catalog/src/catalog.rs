@@ -12,7 +12,7 @@ use crate::{
     ToolOrigin,
 };
 
-/// `tracing` target of the catalog's debug events (under `codemode`, SPEC §11).
+/// `tracing` target of the catalog's debug events (under the workspace's `codemode` target).
 const TRACING_TARGET: &str = "codemode::catalog";
 
 /// Names of the host's tool-search control tools. They are never catalogued
@@ -26,13 +26,13 @@ pub const TOOL_SEARCH_CONTROL_NAMES: [&str; 4] = [
 ];
 
 /// Names on the guest's `tools` object that a convenience function must not
-/// shadow: the catalog helpers of SPEC §5 (`search`, `describe`, `call`) and
+/// shadow: the catalog helpers on `tools` (`search`, `describe`, `call`) and
 /// names JavaScript itself reads or calls implicitly (`__proto__` would
 /// replace the object's prototype; `then` would make `tools` a thenable that
 /// `await`/`return` invokes; `toJSON`, `toString`, `valueOf` are called by
 /// `JSON.stringify` and coercions; `constructor`, `prototype` are the
 /// object-model names the MCP bindings avoid too). These are the "unsafe
-/// names" of SPEC §5 beyond the identifier pattern.
+/// names" a convenience function may not have, beyond the identifier pattern.
 pub const RESERVED_CONVENIENCE_NAMES: [&str; 10] = [
     "search",
     "describe",
@@ -81,9 +81,9 @@ impl SourceCounts {
 /// - a core tool named `wait`: code mode's `wait` must never be reachable
 ///   from guest code, and no host shell tool claims that name.
 ///
-/// NOT excluded by default: a core tool named `exec`. SPEC §4 says the host's
-/// shell `exec` is hidden from the model and catalogued as
-/// `openclaw:core:exec`. If the host's tool list also carries code mode's own
+/// NOT excluded by default: a core tool named `exec`. The host's shell
+/// `exec` is hidden from the model (which sees code mode's `exec` instead) and
+/// catalogued as `openclaw:core:exec`, so guest code can still call it. If the host's tool list also carries code mode's own
 /// `exec` (or any other tool core must keep out), name it with
 /// [`CatalogBuilder::exclude`].
 ///
@@ -328,7 +328,7 @@ struct Prepared {
 /// ids are longer).
 const TYPICAL_ID_BYTES: usize = 32;
 
-/// The run-scoped tool catalog (SPEC §5).
+/// The run-scoped tool catalog: every effective tool of one agent run, under an exact id.
 ///
 /// Holds every catalogued tool, MCP ones included, in catalog order: core,
 /// bundled plugins, external plugins, MCP, client; within a class by owner
@@ -483,7 +483,7 @@ impl Catalog {
             .ok_or_else(|| CatalogError::UnknownTool(id_or_name.to_owned()))
     }
 
-    /// `tools.search(query, {limit})` over the guest view (SPEC §5).
+    /// `tools.search(query, {limit})` over the guest view (no MCP entries), best match first.
     ///
     /// The query is lower-cased and split on `[^a-z0-9_./:-]+`. Per term an
     /// entry scores +20 when the term is its whole name or id, +8 when its

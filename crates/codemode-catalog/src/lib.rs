@@ -1,4 +1,4 @@
-//! Run-scoped tool catalog for code mode (SPEC §5).
+//! Run-scoped tool catalog for code mode: the hidden tool list guest code searches and calls.
 //!
 //! One job: turn the run's effective tools ([`ToolDescriptor`]s, after the
 //! host's allow/deny policy) into the hidden catalog the guest program

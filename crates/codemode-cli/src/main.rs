@@ -1,4 +1,4 @@
-//! The `codemode` command (SPEC §14): runs one code-mode cell against an embedded demo catalog
+//! The `codemode` command, the workspace's own host: runs one code-mode cell against an embedded demo catalog
 //! (and, with `--config`, real MCP servers), prints the model-visible surface, lists the
 //! virtual MCP declaration files, or serves code mode as an MCP server.
 //!

@@ -1,5 +1,5 @@
 //! Activation: deciding one agent run's model-visible surface and building its session
-//! (SPEC §4): the catalog, namespaces, MCP declarations, the `exec` description and telemetry.
+//! (`exec`, `wait` and the direct-only tools): the catalog, namespaces, MCP declarations, the `exec` description and telemetry.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -102,7 +102,9 @@ pub enum ActivationError {
 }
 
 impl CodeMode {
-    /// Decides the model-visible surface of one agent run (SPEC §4).
+    /// Decides the model-visible surface of one agent run: unchanged tools when code mode is
+    /// off or the run has no tools, else a session whose model sees `exec`, `wait` and the
+    /// direct-only tools, with every other tool in its hidden catalog.
     pub fn activate(&self, request: ActivationRequest) -> Result<Activation, ActivationError> {
         let config = &self.shared.config;
         if !config.is_enabled() || request.tools_disabled || request.tools.is_empty() {

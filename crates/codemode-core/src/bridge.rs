@@ -17,7 +17,8 @@ use crate::executor::{NestedCallEvent, NestedCallOutcome, ToolCallContext};
 use crate::result::PendingToolCall;
 use crate::state::{Counters, MCP_CALL, MCP_CAPABILITY, NAMESPACE_CALL, SessionState, TOOLS_CALL};
 
-/// Refusal of a side-effecting tool in a restart-safe run (SPEC §8).
+/// Refusal of a side-effecting tool in a restart-safe run: such a run may only make read-only
+/// calls, so that recovery can run it again without repeating a side effect.
 pub const RESTART_SAFE_TOOLS: &str = "restart-safe code mode cannot call side-effecting tools.";
 
 /// The bridge host of one code-mode run.
@@ -130,7 +131,7 @@ impl RunHost {
         }
     }
 
-    /// The one restart-safe rule (SPEC §8), for every kind of nested call: a restart-safe run
+    /// The one restart-safe rule, for every kind of nested call: a restart-safe run
     /// may only make calls that only read.
     fn check_restart_safe(&self, read_only: bool) -> Result<(), String> {
         if self.restart_safe && !read_only {

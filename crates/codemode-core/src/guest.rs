@@ -1,4 +1,4 @@
-//! The guest globals of SPEC §7, built from the run catalog, the MCP declarations and the
+//! The guest globals (`ALL_TOOLS`, `tools`, `MCP`, `API`, `results`, namespaces), built from the run catalog, the MCP declarations and the
 //! visible namespaces, as a plain sandbox [`GuestSetup`].
 
 use std::sync::Arc;

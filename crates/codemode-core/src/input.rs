@@ -1,4 +1,4 @@
-//! The `exec` and `wait` inputs (SPEC §4) and their validation.
+//! The `exec` and `wait` inputs, as the model sends them, and their validation.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -33,7 +33,8 @@ impl Language {
     }
 }
 
-/// Why an `exec` or `wait` input was refused. Display gives the stable SPEC §6 message.
+/// Why an `exec` or `wait` input was refused. `Display` gives the stable message of the failed
+/// result (code `invalid_input`), listed in `docs/reference.md`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum InputError {
@@ -228,7 +229,7 @@ fn default_language() -> String {
     Language::Javascript.as_str().to_owned()
 }
 
-/// `language` as a FLAT string enum: some providers reject `oneOf`/`anyOf` (SPEC §4).
+/// `language` as a FLAT string enum: some model providers reject `oneOf`/`anyOf` in tool schemas.
 fn language_schema(_generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": "string",

@@ -4,16 +4,25 @@
 //! The model sees two tools, `exec` and `wait` (plus the few direct-only tools); every other
 //! effective tool hides in a run-scoped catalog that guest JavaScript or TypeScript searches,
 //! describes and calls inside a QuickJS sandbox. This crate owns:
-//! - [`CodeModeConfig`]: `tools.codeMode` parsed, validated and clamped (SPEC §3);
+//! - [`CodeModeConfig`]: `tools.codeMode` parsed, validated and clamped, or built in Rust;
 //! - activation: [`CodeMode::activate`] turns a run's effective tools into the model-visible
-//!   surface and the catalog (SPEC §4);
-//! - [`CodeModeSession::exec`] / [`CodeModeSession::wait`] with the result shapes of SPEC §6;
+//!   surface (`exec`, `wait`, direct-only tools) and the hidden catalog;
+//! - [`CodeModeSession::exec`] / [`CodeModeSession::wait`], each answering `completed`,
+//!   `waiting` (call `wait`) or `failed` ([`CodeModeResult`]), and restart recovery;
 //! - nested execution through ONE host seam, [`ToolExecutor`], observed by an [`EventSink`].
 //!
-//! It does not know QuickJS (that is `codemode-sandbox`), swc (`codemode-ts`) or rmcp (the MCP
-//! client adapter, `codemode-mcp`): the host wires MCP servers in through its executor.
+//! A host starts from [`prelude`] (one import for everything it touches) and
+//! `docs/embedding.md`, which walks through a complete host; `examples/host.rs` is that host as
+//! code.
+//!
+//! It does not know QuickJS (that is `codemode-sandbox`), swc (`codemode-ts`) or rmcp: MCP
+//! servers reach it through `codemode-mcp`'s `McpHub`, whose API carries no rmcp type.
 //! Tracing spans and events use the `codemode` target; inputs and results are never logged.
-//! No feature flags.
+//!
+//! Feature flags:
+//! - `mcp` (default): the glue to `codemode-mcp` (`ActivationRequest::with_mcp`,
+//!   `WithMcp`, and the hub's types in the prelude). It brings rmcp's client side into the
+//!   build; a host without MCP servers turns it off with `default-features = false`.
 #![forbid(unsafe_code)]
 
 mod activation;
@@ -97,7 +106,8 @@ pub mod prelude {
     pub use codemode_mcp::{HubOptions, McpHub, McpServerConfig};
 }
 
-/// Messages of SPEC §6 and §8 that tests and hosts match on.
+/// Stable messages that tests and hosts match on: the one code mode gives when it is off, and
+/// the guest error of a side-effecting call in a restart-safe run.
 pub mod messages {
     pub use crate::bridge::RESTART_SAFE_TOOLS;
     /// `exec` while code mode is disabled.

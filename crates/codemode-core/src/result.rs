@@ -1,9 +1,10 @@
-//! The `exec` / `wait` result shapes (SPEC §6).
+//! The `exec` / `wait` result shapes: completed, waiting or failed.
 
 use serde::Serialize;
 use serde_json::Value;
 
-/// The stable error code of a failed result (SPEC §6); shared with the sandbox, which decides
+/// The stable error code of a failed result (`invalid_input`, `timeout`, ...); shared with the
+/// sandbox, which decides
 /// most of them.
 pub use codemode_sandbox::{ErrorCode, OutputItem, Truncation, WaitReason};
 

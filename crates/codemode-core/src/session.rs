@@ -1,5 +1,5 @@
-//! Activation (SPEC §4) and the per-agent-run code-mode session: `exec`, `wait`, cancellation
-//! and restart recovery (SPEC §6, §8).
+//! Code mode for one process ([`CodeMode`]) and the per-agent-run session: `exec`, `wait`,
+//! cancellation and restart recovery.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

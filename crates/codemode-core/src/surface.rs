@@ -1,4 +1,4 @@
-//! The model-visible surface (SPEC §4): `exec`, `wait`, the kept direct-only tools, their
+//! The model-visible surface: `exec`, `wait`, the kept direct-only tools, their
 //! descriptions and schemas, hook metadata and the final payload check.
 
 use serde::Serialize;

@@ -1,4 +1,5 @@
-//! Plugin-owned domain namespaces for code mode (SPEC §10): the registry a
+//! Plugin-owned domain namespaces for code mode (globals such as `Issues` over a plugin's
+//! tools): the registry a
 //! trusted plugin loader fills, the per-run visibility check against the run
 //! catalog, the serialization of each namespace's scope into a plain guest
 //! descriptor, and the dispatch table that turns a guest call such as

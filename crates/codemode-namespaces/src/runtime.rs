@@ -22,7 +22,7 @@ use crate::scope::{NamespaceTool, PATH_SEPARATOR, SerializedScope};
 ///
 /// Each value is plain JSON from the plugin, passed verbatim: keys inside it
 /// are data, not paths (a `"__proto__"` key may appear), so the sandbox must
-/// install it as own data properties, as `JSON.parse` does (SPEC §7). A
+/// install it as own data properties, as `JSON.parse` does. A
 /// member without callables arrives as ONE value (an object or array) at its
 /// path; the objects that hold callables are created by the core on the way
 /// to each callable path. Values and callables are in scope order.
