@@ -512,6 +512,7 @@ async fn a_namespace_over_tools_its_plugin_does_not_own_is_reported_at_activatio
     assert_eq!(missing.value(), Some(&json!("undefined")));
 }
 
+#[cfg(feature = "mcp")]
 #[tokio::test]
 async fn with_mcp_sends_mcp_ids_to_the_hub_and_the_rest_to_the_host() {
     let (host, _started) = Host::new();
