@@ -3,7 +3,9 @@
 //! - `cargo xtask ci`: the README's test command. Installs the npm MCP servers the end-to-end
 //!   tests speak to (when missing), checks formatting, runs clippy with `-D warnings`, then the
 //!   tests of EACH package on its own (`cargo test -p <package>`), so that a crate picked à la
-//!   carte builds and passes without its workspace siblings' features.
+//!   carte builds and passes without its workspace siblings' features; then the embedding
+//!   example (`cargo run -p codemode-core --example host`) against the repository's own MCP
+//!   test server, which must exit 0 after printing its results.
 //! - `cargo xtask e2e`: the 16-step end-to-end plan of SPEC §13, step by step, then the six
 //!   `codemode serve` steps with the official TypeScript SDK client over stdio and HTTP.
 //! - `cargo xtask bench`: every divan benchmark, collated into one table.
@@ -148,6 +150,7 @@ fn ci(root: &Path) -> Result<()> {
     for package in packages(root)? {
         totals.add(run_tests(&package)?);
     }
+    example_host(root)?;
     match cargo_fuzz_missing() {
         None => fuzz(root, FUZZ_SECONDS)?,
         Some(reason) => eprintln!("skipping the fuzz run: {reason}"),
@@ -155,6 +158,29 @@ fn ci(root: &Path) -> Result<()> {
     // The closing line CI reads: every test of every package, summed.
     println!("{} passed, {} failed", totals.passed, totals.failed);
     Ok(())
+}
+
+/// The embedding guide's example host (`crates/codemode-core/examples/host.rs`), run against
+/// the repository's own rmcp test server, built first. The example checks every result it
+/// prints and exits non-zero when one is not what `docs/embedding.md` promises.
+fn example_host(root: &Path) -> Result<()> {
+    run(cargo().args([
+        "build",
+        "-p",
+        "codemode-mcp",
+        "--bin",
+        "codemode-mcp-test-server",
+    ]))?;
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let server = target.join("debug").join(format!(
+        "codemode-mcp-test-server{}",
+        std::env::consts::EXE_SUFFIX
+    ));
+    run(cargo()
+        .args(["run", "-p", "codemode-core", "--example", "host", "--"])
+        .arg(&server))
 }
 
 /// Why cargo-fuzz cannot run here, if it cannot.

@@ -8,10 +8,11 @@ use serde_json::Value;
 use crate::exact::ExactIndex;
 use crate::search::{SearchIndex, query_terms};
 use crate::{
-    CatalogEntry, CatalogError, SearchHit, SearchLimits, Source, ToolDescriptor, ToolOrigin,
+    CatalogEntry, CatalogError, HostSource, SearchHit, SearchLimits, Source, ToolDescriptor,
+    ToolOrigin,
 };
 
-/// `tracing` target of the catalog's debug events (under `codemode`, SPEC §11).
+/// `tracing` target of the catalog's debug events (under the workspace's `codemode` target).
 const TRACING_TARGET: &str = "codemode::catalog";
 
 /// Names of the host's tool-search control tools. They are never catalogued
@@ -25,13 +26,13 @@ pub const TOOL_SEARCH_CONTROL_NAMES: [&str; 4] = [
 ];
 
 /// Names on the guest's `tools` object that a convenience function must not
-/// shadow: the catalog helpers of SPEC §5 (`search`, `describe`, `call`) and
+/// shadow: the catalog helpers on `tools` (`search`, `describe`, `call`) and
 /// names JavaScript itself reads or calls implicitly (`__proto__` would
 /// replace the object's prototype; `then` would make `tools` a thenable that
 /// `await`/`return` invokes; `toJSON`, `toString`, `valueOf` are called by
 /// `JSON.stringify` and coercions; `constructor`, `prototype` are the
 /// object-model names the MCP bindings avoid too). These are the "unsafe
-/// names" of SPEC §5 beyond the identifier pattern.
+/// names" a convenience function may not have, beyond the identifier pattern.
 pub const RESERVED_CONVENIENCE_NAMES: [&str; 10] = [
     "search",
     "describe",
@@ -80,9 +81,9 @@ impl SourceCounts {
 /// - a core tool named `wait`: code mode's `wait` must never be reachable
 ///   from guest code, and no host shell tool claims that name.
 ///
-/// NOT excluded by default: a core tool named `exec`. SPEC §4 says the host's
-/// shell `exec` is hidden from the model and catalogued as
-/// `openclaw:core:exec`. If the host's tool list also carries code mode's own
+/// NOT excluded by default: a core tool named `exec`. The host's shell
+/// `exec` is hidden from the model (which sees code mode's `exec` instead) and
+/// catalogued as `openclaw:core:exec`, so guest code can still call it. If the host's tool list also carries code mode's own
 /// `exec` (or any other tool core must keep out), name it with
 /// [`CatalogBuilder::exclude`].
 ///
@@ -109,6 +110,7 @@ impl SourceCounts {
 #[derive(Debug, Clone, Default)]
 pub struct CatalogBuilder {
     excluded: Vec<(ToolOrigin, String)>,
+    host_source: HostSource,
 }
 
 impl CatalogBuilder {
@@ -120,6 +122,26 @@ impl CatalogBuilder {
     /// Also exclude the tool `name` of `origin` (matched exactly).
     pub fn exclude(mut self, origin: ToolOrigin, name: impl Into<String>) -> Self {
         self.excluded.push((origin, name.into()));
+        self
+    }
+
+    /// The first id segment of the host's own tools (core and plugins): `openclaw` unless set.
+    ///
+    /// ```
+    /// use codemode_catalog::{CatalogBuilder, HostSource, ToolDescriptor, ToolOrigin};
+    ///
+    /// let catalog = CatalogBuilder::new()
+    ///     .host_source(HostSource::new("myagent").unwrap())
+    ///     .build([
+    ///         ToolDescriptor::new(ToolOrigin::Core, "search", "Search the web"),
+    ///         ToolDescriptor::new(ToolOrigin::Client("app".into()), "pick", "Pick a file"),
+    ///     ]);
+    /// assert_eq!(catalog.entries()[0].id, "myagent:core:search");
+    /// assert_eq!(catalog.all_tools_json()[0]["source"], "myagent");
+    /// assert_eq!(catalog.entries()[1].id, "client:app:pick");
+    /// ```
+    pub fn host_source(mut self, host_source: HostSource) -> Self {
+        self.host_source = host_source;
         self
     }
 
@@ -164,7 +186,7 @@ impl CatalogBuilder {
                 continue;
             };
             if self.is_control(tool) {
-                excluded_controls.push(catalog_id(&tool.origin, &tool.name));
+                excluded_controls.push(catalog_id(&self.host_source, &tool.origin, &tool.name));
                 *slot = None;
                 prepared.push(Prepared::default());
             } else if tool.direct_only {
@@ -173,9 +195,9 @@ impl CatalogBuilder {
             } else {
                 sort_keys.push(SortKey::new(tool, position));
                 let id_start = ids.len();
-                push_catalog_id(&mut ids, &tool.origin, &tool.name);
+                push_catalog_id(&mut ids, &self.host_source, &tool.origin, &tool.name);
                 let id = ids.get(id_start..).unwrap_or_default();
-                let owner_start = id_start + tool.origin.source().as_str().len() + 1;
+                let owner_start = id_start + self.host_source.label(tool.origin.source()).len() + 1;
                 prepared.push(Prepared {
                     id_start,
                     id_end: ids.len(),
@@ -266,6 +288,7 @@ impl CatalogBuilder {
 
         Catalog {
             entries,
+            host_source: self.host_source.clone(),
             index: OnceLock::new(),
             by_id,
             by_name,
@@ -305,7 +328,7 @@ struct Prepared {
 /// ids are longer).
 const TYPICAL_ID_BYTES: usize = 32;
 
-/// The run-scoped tool catalog (SPEC §5).
+/// The run-scoped tool catalog: every effective tool of one agent run, under an exact id.
 ///
 /// Holds every catalogued tool, MCP ones included, in catalog order: core,
 /// bundled plugins, external plugins, MCP, client; within a class by owner
@@ -340,6 +363,8 @@ const TYPICAL_ID_BYTES: usize = 32;
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
     entries: Vec<CatalogEntry>,
+    /// The first id segment of the host's own tools.
+    host_source: HostSource,
     /// The search index, built by the first search: a run that never
     /// searches (most runs) does not pay for lower-casing every entry's
     /// text, and the build stays within its budget.
@@ -368,6 +393,11 @@ impl Catalog {
     /// A builder, to name more control tools to exclude.
     pub fn builder() -> CatalogBuilder {
         CatalogBuilder::new()
+    }
+
+    /// The first id segment of the host's own tools (`openclaw` unless the builder set one).
+    pub fn host_source(&self) -> &HostSource {
+        &self.host_source
     }
 
     /// Every entry, MCP included, in catalog order.
@@ -453,7 +483,7 @@ impl Catalog {
             .ok_or_else(|| CatalogError::UnknownTool(id_or_name.to_owned()))
     }
 
-    /// `tools.search(query, {limit})` over the guest view (SPEC §5).
+    /// `tools.search(query, {limit})` over the guest view (no MCP entries), best match first.
     ///
     /// The query is lower-cased and split on `[^a-z0-9_./:-]+`. Per term an
     /// entry scores +20 when the term is its whole name or id, +8 when its
@@ -616,18 +646,18 @@ impl Catalog {
     }
 }
 
-/// `<source>:<owner>:<name>`.
-pub(crate) fn catalog_id(origin: &ToolOrigin, name: &str) -> String {
-    let source = origin.source().as_str();
+/// `<source>:<owner>:<name>`, the host's own tools under `host`.
+pub(crate) fn catalog_id(host: &HostSource, origin: &ToolOrigin, name: &str) -> String {
+    let source = host.label(origin.source());
     let owner = origin.owner();
     let mut id = String::with_capacity(source.len() + owner.len() + name.len() + 2);
-    push_catalog_id(&mut id, origin, name);
+    push_catalog_id(&mut id, host, origin, name);
     id
 }
 
-/// Append `<source>:<owner>:<name>` to `buffer`.
-fn push_catalog_id(buffer: &mut String, origin: &ToolOrigin, name: &str) {
-    buffer.push_str(origin.source().as_str());
+/// Append `<source>:<owner>:<name>` to `buffer`, the host's own tools under `host`.
+fn push_catalog_id(buffer: &mut String, host: &HostSource, origin: &ToolOrigin, name: &str) {
+    buffer.push_str(host.label(origin.source()));
     buffer.push(':');
     buffer.push_str(origin.owner());
     buffer.push(':');

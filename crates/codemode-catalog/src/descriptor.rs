@@ -44,6 +44,67 @@ pub struct ToolDescriptor {
     pub read_only: bool,
 }
 
+impl ToolDescriptor {
+    /// A catalogued tool without a schema or label, neither read-only nor direct-only; add
+    /// those with the builder methods.
+    ///
+    /// ```
+    /// use codemode_catalog::{ToolDescriptor, ToolOrigin};
+    /// use serde_json::json;
+    ///
+    /// let search = ToolDescriptor::new(ToolOrigin::Core, "web_search", "Search the web")
+    ///     .parameters(json!({ "type": "object", "properties": { "q": { "type": "string" } } }))
+    ///     .label("Web search")
+    ///     .read_only();
+    /// assert!(search.read_only && !search.direct_only);
+    /// assert_eq!(search.label.as_deref(), Some("Web search"));
+    /// ```
+    pub fn new(
+        origin: ToolOrigin,
+        name: impl Into<String>,
+        description: impl Into<String>,
+    ) -> Self {
+        Self {
+            origin,
+            name: name.into(),
+            label: None,
+            description: description.into(),
+            parameters: None,
+            direct_only: false,
+            read_only: false,
+        }
+    }
+
+    /// Sets the JSON Schema of the tool's input.
+    #[must_use]
+    pub fn parameters(mut self, schema: serde_json::Value) -> Self {
+        self.parameters = Some(schema);
+        self
+    }
+
+    /// Sets the human-readable label.
+    #[must_use]
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// Marks the tool read-only: restart-safe code mode may call it.
+    #[must_use]
+    pub fn read_only(mut self) -> Self {
+        self.read_only = true;
+        self
+    }
+
+    /// Marks the tool direct-only: it stays visible to the model and is never catalogued
+    /// (its results cannot cross the JSON bridge, e.g. images).
+    #[must_use]
+    pub fn direct_only(mut self) -> Self {
+        self.direct_only = true;
+        self
+    }
+}
+
 impl ToolOrigin {
     /// The catalog source this origin belongs to (`openclaw` for core and
     /// plugin tools, `mcp`, `client`).

@@ -5,16 +5,18 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::ToolOrigin;
+use crate::{CatalogError, ToolOrigin};
 
 /// The `source` of a catalog entry, the first segment of its id.
 ///
-/// There is no separate `plugin` source: plugin tools are `openclaw` with
-/// `sourceName` set to the plugin id.
+/// There is no separate `plugin` source: plugin tools are the host's own
+/// source with `sourceName` set to the plugin id. The host's source is spelled
+/// `openclaw` unless the host names its own ([`HostSource`]); the entry's
+/// [`CatalogEntry::source_label`] is the spelling in use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
-    /// Core and plugin tools of the host.
+    /// Core and plugin tools of the host (spelled by [`HostSource`], `openclaw` by default).
     Openclaw,
     /// Tools of an MCP server (hidden from the guest's `tools.*` views).
     Mcp,
@@ -23,7 +25,8 @@ pub enum Source {
 }
 
 impl Source {
-    /// The wire spelling: `openclaw`, `mcp` or `client`.
+    /// The default wire spelling: `openclaw`, `mcp` or `client` (a host may spell its own
+    /// source differently, see [`HostSource::label`]).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Openclaw => "openclaw",
@@ -36,6 +39,110 @@ impl Source {
 impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// The default spelling of the host's own source ([`Source::Openclaw`]), as in the original
+/// product's ids `openclaw:<owner>:<name>`.
+pub const DEFAULT_HOST_SOURCE: &str = "openclaw";
+
+/// Longest accepted [`HostSource`] name, in bytes.
+pub const MAX_HOST_SOURCE_BYTES: usize = 32;
+
+/// How a host spells its own catalog source, the first segment of the ids of its core and
+/// plugin tools (`myagent:core:search`) and the `source` of their `ALL_TOOLS` entries.
+/// `openclaw` by default.
+///
+/// A name is 1 to [`MAX_HOST_SOURCE_BYTES`] ASCII letters, digits, `_` or `-`, starting with a
+/// letter, and is none of the other sources (`mcp`, `client`, `mcp-capability`, in any case):
+/// a `:` would make ids ambiguous, and another source's name would let host tools pass for
+/// MCP or client tools.
+///
+/// ```
+/// use codemode_catalog::{HostSource, Source};
+/// assert_eq!(HostSource::default().as_str(), "openclaw");
+/// let mine = HostSource::new("myagent")?;
+/// assert_eq!(mine.label(Source::Openclaw), "myagent");
+/// assert_eq!(mine.label(Source::Mcp), "mcp");
+/// assert_eq!(
+///     HostSource::new("my:agent").unwrap_err().to_string(),
+///     "invalid catalog source name \"my:agent\": only ASCII letters, digits, `_` and `-` are allowed."
+/// );
+/// assert!(HostSource::new("").is_err());
+/// assert!(HostSource::new("MCP").is_err());
+/// # Ok::<(), codemode_catalog::CatalogError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct HostSource(std::sync::Arc<str>);
+
+impl HostSource {
+    /// Checks and wraps a host source name.
+    pub fn new(name: &str) -> Result<Self, CatalogError> {
+        let refuse = |reason: &'static str| CatalogError::InvalidSourceName {
+            // Hostile names may be huge: the error keeps a bounded prefix.
+            name: name.chars().take(MAX_HOST_SOURCE_BYTES + 8).collect(),
+            reason,
+        };
+        let Some(first) = name.chars().next() else {
+            return Err(refuse("it is empty."));
+        };
+        if name.len() > MAX_HOST_SOURCE_BYTES {
+            return Err(refuse("it is longer than 32 bytes."));
+        }
+        if name.contains(':') {
+            return Err(refuse(
+                "only ASCII letters, digits, `_` and `-` are allowed.",
+            ));
+        }
+        if !first.is_ascii_alphabetic() {
+            return Err(refuse("it must start with an ASCII letter."));
+        }
+        if !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(refuse(
+                "only ASCII letters, digits, `_` and `-` are allowed.",
+            ));
+        }
+        let reserved = [
+            Source::Mcp.as_str(),
+            Source::Client.as_str(),
+            crate::MCP_CAPABILITY_SOURCE,
+        ];
+        if reserved
+            .iter()
+            .any(|other| other.eq_ignore_ascii_case(name))
+        {
+            return Err(refuse("it is the name of another catalog source."));
+        }
+        Ok(Self(name.into()))
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// How `source` is spelled in ids and entries: this name for the host's own source, the
+    /// fixed names for the others.
+    pub fn label(&self, source: Source) -> &str {
+        match source {
+            Source::Openclaw => &self.0,
+            other => other.as_str(),
+        }
+    }
+}
+
+impl Default for HostSource {
+    fn default() -> Self {
+        Self(DEFAULT_HOST_SOURCE.into())
+    }
+}
+
+impl fmt::Display for HostSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
     }
 }
 
@@ -66,6 +173,12 @@ pub struct CatalogEntry {
 }
 
 impl CatalogEntry {
+    /// The `source` as the guest sees it: the first segment of the id (the host's own
+    /// source name for core and plugin tools, else `mcp` or `client`).
+    pub fn source_label(&self) -> &str {
+        self.id.split(':').next().unwrap_or_default()
+    }
+
     /// Whether the entry belongs to the guest views (`ALL_TOOLS`,
     /// `tools.search/describe/call`): every entry except MCP ones.
     pub fn is_guest_visible(&self) -> bool {
@@ -143,7 +256,7 @@ impl CatalogEntry {
         );
         map.insert(
             "source".to_owned(),
-            Value::String(self.source.as_str().to_owned()),
+            Value::String(self.source_label().to_owned()),
         );
         if let Some(source_name) = &self.source_name {
             map.insert("sourceName".to_owned(), Value::String(source_name.clone()));

@@ -24,6 +24,15 @@ pub enum CatalogError {
         /// Ids of every entry with that name, in catalog order.
         candidates: Vec<String>,
     },
+    /// A host source name ([`HostSource::new`](crate::HostSource::new)) that ids cannot
+    /// carry.
+    #[error("invalid catalog source name {name:?}: {reason}")]
+    InvalidSourceName {
+        /// The refused name (its first 40 characters).
+        name: String,
+        /// Why it was refused.
+        reason: &'static str,
+    },
     /// The search `limit` was present but not a positive integer.
     #[error("limit must be a positive integer.")]
     InvalidLimit,

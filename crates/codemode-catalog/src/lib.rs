@@ -1,4 +1,4 @@
-//! Run-scoped tool catalog for code mode (SPEC §5).
+//! Run-scoped tool catalog for code mode: the hidden tool list guest code searches and calls.
 //!
 //! One job: turn the run's effective tools ([`ToolDescriptor`]s, after the
 //! host's allow/deny policy) into the hidden catalog the guest program
@@ -50,7 +50,7 @@ pub use catalog::{
     Catalog, CatalogBuilder, RESERVED_CONVENIENCE_NAMES, SourceCounts, TOOL_SEARCH_CONTROL_NAMES,
 };
 pub use descriptor::{CORE_OWNER, ToolDescriptor, ToolOrigin};
-pub use entry::{CatalogEntry, Source};
+pub use entry::{CatalogEntry, DEFAULT_HOST_SOURCE, HostSource, MAX_HOST_SOURCE_BYTES, Source};
 pub use error::CatalogError;
 pub use search::{
     DEFAULT_MAX_QUERY_TERMS, DEFAULT_MAX_SEARCH_LIMIT, DEFAULT_SEARCH_LIMIT,

@@ -1,4 +1,4 @@
-//! `tools.search`: query terms, scoring and the result limit (SPEC §5).
+//! `tools.search`: query terms, scoring and the result limit.
 
 use serde_json::Value;
 
@@ -8,7 +8,7 @@ use crate::{CatalogEntry, CatalogError};
 pub const DEFAULT_SEARCH_LIMIT: usize = 8;
 /// Default of `maxSearchLimit`: the most results one search returns.
 pub const DEFAULT_MAX_SEARCH_LIMIT: usize = 50;
-/// The highest value `maxSearchLimit` may be configured to (SPEC §3).
+/// The highest value the `maxSearchLimit` config key may take.
 pub const MAX_SEARCH_LIMIT_CEILING: usize = 50;
 /// Default cap on the number of terms in one query.
 ///
@@ -28,7 +28,7 @@ const LABEL_POINTS: u32 = 4;
 /// Points for a term contained in the description.
 const DESCRIPTION_POINTS: u32 = 2;
 
-/// The limits of one `tools.search` call (SPEC §3 `searchDefaultLimit`,
+/// The limits of one `tools.search` call (the config keys `searchDefaultLimit`,
 /// `maxSearchLimit`), plus a cap on query terms.
 ///
 /// They cover the number of results and the query's term count; they do not

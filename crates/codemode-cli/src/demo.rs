@@ -1,4 +1,4 @@
-//! The embedded demo catalog (SPEC §14): core tools `echo`, `add`, `sleep`, `fail`, and the
+//! The embedded demo catalog of the `codemode` command: core tools `echo`, `add`, `sleep`, `fail`, and the
 //! plugin `demo-issues` with `issues_list` / `issues_update` and the `Issues` namespace.
 
 use std::sync::{Arc, Mutex};

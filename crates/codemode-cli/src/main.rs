@@ -1,4 +1,4 @@
-//! The `codemode` command (SPEC §14): runs one code-mode cell against an embedded demo catalog
+//! The `codemode` command, the workspace's own host: runs one code-mode cell against an embedded demo catalog
 //! (and, with `--config`, real MCP servers), prints the model-visible surface, lists the
 //! virtual MCP declaration files, or serves code mode as an MCP server.
 //!
@@ -241,7 +241,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<u8> {
     if host.tool_count() == 0 {
         bail!("nothing to serve: configure mcpServers in --config, or pass --demo");
     }
-    if !host.code_mode().config().enabled {
+    if !host.code_mode().config().is_enabled() {
         bail!(
             "code mode is disabled in this config (tools.codeMode.enabled), so there is nothing to serve"
         );

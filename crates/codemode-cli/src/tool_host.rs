@@ -8,8 +8,8 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use async_trait::async_trait;
 use codemode_core::{
-    ActivationRequest, AgentRunContext, CodeMode, CodeModeConfig, McpServerCapabilities,
-    ToolCallContext, ToolError, ToolExecutor,
+    ActivationRequest, AgentRunContext, CodeMode, CodeModeConfig, ToolCallContext, ToolError,
+    ToolExecutor, WithMcp,
 };
 use codemode_mcp::{HubOptions, McpHub};
 use codemode_mcp_server::ToolSource;
@@ -39,36 +39,55 @@ impl ToolSource for HostTools {
     }
 }
 
-/// Routes exact catalog ids to the demo tools and the MCP servers.
+/// Routes exact catalog ids: MCP ids to the hub ([`WithMcp`], which also stops an MCP call
+/// when its run is cancelled), every other id to the demo tools.
 struct Executor {
-    /// `None` without the demo catalog.
-    demo: Option<DemoTools>,
-    mcp: McpHub,
+    tools: WithMcp<Demo>,
 }
 
+/// The demo tools, when asked for.
+struct Demo(Option<DemoTools>);
+
 impl Executor {
+    fn mcp(&self) -> &McpHub {
+        self.tools.hub()
+    }
+
     fn tools(&self) -> Vec<codemode_catalog::ToolDescriptor> {
-        let mut tools = if self.demo.is_some() {
+        let mut tools = if self.tools.host().0.is_some() {
             demo::tools()
         } else {
             Vec::new()
         };
-        tools.extend(self.mcp.descriptors());
+        tools.extend(self.mcp().descriptors());
         tools
     }
 
     fn activation_request(&self, run: AgentRunContext) -> ActivationRequest {
-        let mut request = ActivationRequest::new(self.tools()).with_agent_run(run);
-        for server in self.mcp.servers() {
-            let capabilities = McpServerCapabilities {
-                resources: server.has_resources,
-                prompts: server.has_prompts,
-            };
-            request
-                .mcp_capabilities
-                .insert(server.name.clone(), capabilities);
-        }
-        request
+        let tools = if self.tools.host().0.is_some() {
+            demo::tools()
+        } else {
+            Vec::new()
+        };
+        ActivationRequest::new(tools)
+            .with_agent_run(run)
+            .with_mcp(self.mcp())
+    }
+}
+
+#[async_trait]
+impl ToolExecutor for Demo {
+    async fn execute(
+        &self,
+        catalog_id: &str,
+        input: Value,
+        context: ToolCallContext,
+    ) -> Result<Value, ToolError> {
+        let demo = match &self.0 {
+            Some(demo) => demo.execute(catalog_id, input, &context).await,
+            None => None,
+        };
+        demo.unwrap_or_else(|| Err(ToolError::new(format!("Unknown tool id: {catalog_id}"))))
     }
 }
 
@@ -80,19 +99,7 @@ impl ToolExecutor for Executor {
         input: Value,
         context: ToolCallContext,
     ) -> Result<Value, ToolError> {
-        if catalog_id.starts_with("mcp:") || catalog_id.starts_with("mcp-capability:") {
-            return match self.mcp.execute(catalog_id, input).await {
-                // The hub's error is already the guest's message (no stderr, paths or rmcp
-                // details); the full error went to the host log.
-                Some(result) => result.map_err(ToolError::new),
-                None => Err(ToolError::new(format!("Unknown tool id: {catalog_id}"))),
-            };
-        }
-        let demo = match &self.demo {
-            Some(demo) => demo.execute(catalog_id, input, &context).await,
-            None => None,
-        };
-        demo.unwrap_or_else(|| Err(ToolError::new(format!("Unknown tool id: {catalog_id}"))))
+        self.tools.execute(catalog_id, input, context).await
     }
 }
 
@@ -106,7 +113,7 @@ impl ToolHost {
     ) -> anyhow::Result<ToolHost> {
         let mut mcp_servers = BTreeMap::new();
         let config = match config_file {
-            None => CodeModeConfig::enabled(),
+            None => CodeModeConfig::enabled().build()?,
             Some(file) => {
                 let text = std::fs::read_to_string(file)
                     .with_context(|| format!("reading {}", file.display()))?;
@@ -146,8 +153,7 @@ impl ToolHost {
         let registry = Arc::new(NamespaceRegistry::new());
         demo::register_namespaces(&registry)?;
         let executor = Arc::new(Executor {
-            demo: demo.then(DemoTools::new),
-            mcp,
+            tools: WithMcp::new(mcp, Demo(demo.then(DemoTools::new))),
         });
         let code_mode = CodeMode::builder(config, executor.clone())
             .namespaces(registry)
@@ -185,7 +191,7 @@ impl ToolHost {
         self.code_mode.shutdown();
         drop(self.code_mode);
         if let Ok(executor) = Arc::try_unwrap(self.executor) {
-            executor.mcp.shutdown().await;
+            executor.mcp().clone().shutdown().await;
         }
     }
 }

@@ -31,8 +31,8 @@ fn report_trivial_exec_beside_cpu_bound_cells() {
         .enable_all()
         .build()
         .expect("runtime");
-    let (_busy_mode, busy) = session_with(CodeModeConfig::enabled(), 1);
-    let (_code_mode, quiet) = session_with(CodeModeConfig::enabled(), 1);
+    let (_busy_mode, busy) = session_with(CodeModeConfig::enabled().build().unwrap(), 1);
+    let (_code_mode, quiet) = session_with(CodeModeConfig::enabled().build().unwrap(), 1);
     let mut samples = rt.block_on(async {
         let spin = json!({ "code": "for (;;) {}" });
         let hogs: Vec<_> = (0..2)
@@ -71,7 +71,7 @@ fn report_trivial_exec_beside_cpu_bound_cells() {
 fn report_parked_memory() {
     let rt = runtime();
     for tools in [1, 100, 10_000] {
-        let (code_mode, session) = session_with(CodeModeConfig::enabled(), tools);
+        let (code_mode, session) = session_with(CodeModeConfig::enabled().build().unwrap(), tools);
         let input = json!({ "code": "await yield_control(); return 1" });
         rt.block_on(async {
             for _ in 0..64 {
@@ -144,7 +144,7 @@ fn runtime() -> tokio::runtime::Runtime {
 #[divan::bench(sample_count = 50, args = [1, 100, 1_000, 10_000])]
 fn exec_return_1_with_tools(bencher: divan::Bencher<'_, '_>, tools: usize) {
     let rt = runtime();
-    let (_code_mode, session) = session_with(CodeModeConfig::enabled(), tools);
+    let (_code_mode, session) = session_with(CodeModeConfig::enabled().build().unwrap(), tools);
     let input = json!({ "code": "return 1" });
     bencher.bench_local(|| rt.block_on(session.exec("bench", &input)));
 }
@@ -155,9 +155,12 @@ fn exec_return_1_with_tools(bencher: divan::Bencher<'_, '_>, tools: usize) {
 fn exec_return_1_with_prebuilt_vms(bencher: divan::Bencher<'_, '_>, tools: usize) {
     let rt = runtime();
     let tool_list = (0..tools).map(tool).collect();
-    let code_mode = CodeMode::builder(CodeModeConfig::enabled(), Arc::new(Instant))
-        .prebuilt_vms(4)
-        .build();
+    let code_mode = CodeMode::builder(
+        CodeModeConfig::enabled().build().unwrap(),
+        Arc::new(Instant),
+    )
+    .prebuilt_vms(4)
+    .build();
     let Ok(Activation::Active(session)) = code_mode.activate(ActivationRequest::new(tool_list))
     else {
         panic!("code mode did not activate")
@@ -180,7 +183,7 @@ fn exec_return_1_with_prebuilt_vms(bencher: divan::Bencher<'_, '_>, tools: usize
 #[divan::bench(sample_count = 20, args = [1, 10_000])]
 fn exec_calling_one_tool_function(bencher: divan::Bencher<'_, '_>, tools: usize) {
     let rt = runtime();
-    let (_code_mode, session) = session_with(CodeModeConfig::enabled(), tools);
+    let (_code_mode, session) = session_with(CodeModeConfig::enabled().build().unwrap(), tools);
     let input = json!({ "code": "return (await tools.tool_0({ x: 1 })).x" });
     bencher.bench_local(|| rt.block_on(session.exec("bench", &input)));
 }
@@ -189,7 +192,7 @@ fn exec_calling_one_tool_function(bencher: divan::Bencher<'_, '_>, tools: usize)
 #[divan::bench(sample_count = 20, args = [1, 10_000])]
 fn exec_reading_all_tools(bencher: divan::Bencher<'_, '_>, tools: usize) {
     let rt = runtime();
-    let (_code_mode, session) = session_with(CodeModeConfig::enabled(), tools);
+    let (_code_mode, session) = session_with(CodeModeConfig::enabled().build().unwrap(), tools);
     let input = json!({ "code": "return ALL_TOOLS.length" });
     bencher.bench_local(|| rt.block_on(session.exec("bench", &input)));
 }
@@ -197,7 +200,7 @@ fn exec_reading_all_tools(bencher: divan::Bencher<'_, '_>, tools: usize) {
 #[divan::bench(sample_count = 10)]
 fn exec_1000_sequential_nested_calls(bencher: divan::Bencher<'_, '_>) {
     let rt = runtime();
-    let (_code_mode, session) = session(CodeModeConfig::enabled());
+    let (_code_mode, session) = session(CodeModeConfig::enabled().build().unwrap());
     let input = json!({ "code": "let s = 0; for (let i = 0; i < 1000; i++) { s += (await tools.tool_0({ x: i })).x } return s" });
     bencher
         .counter(divan::counter::ItemsCount::new(1000usize))
@@ -207,7 +210,7 @@ fn exec_1000_sequential_nested_calls(bencher: divan::Bencher<'_, '_>) {
 #[divan::bench(sample_count = 20)]
 fn exec_100_parallel_calls_behind_the_default_cap(bencher: divan::Bencher<'_, '_>) {
     let rt = runtime();
-    let (_code_mode, session) = session(CodeModeConfig::enabled());
+    let (_code_mode, session) = session(CodeModeConfig::enabled().build().unwrap());
     let input = json!({ "code": "const all = await Promise.all(Array.from({ length: 100 }, (_, i) => tools.tool_0({ x: i }))); return all.length" });
     bencher
         .counter(divan::counter::ItemsCount::new(100usize))
@@ -217,7 +220,7 @@ fn exec_100_parallel_calls_behind_the_default_cap(bencher: divan::Bencher<'_, '_
 #[divan::bench(sample_count = 5)]
 fn park_64_suspended_runs(bencher: divan::Bencher<'_, '_>) {
     let rt = runtime();
-    let (code_mode, session) = session(CodeModeConfig::enabled());
+    let (code_mode, session) = session(CodeModeConfig::enabled().build().unwrap());
     let input = json!({ "code": "await yield_control(); return 1" });
     bencher.bench_local(|| {
         rt.block_on(async {
@@ -235,7 +238,7 @@ fn park_64_suspended_runs(bencher: divan::Bencher<'_, '_>) {
 #[divan::bench(sample_count = 10)]
 fn results_save_and_load_1_mib(bencher: divan::Bencher<'_, '_>) {
     let rt = runtime();
-    let (_code_mode, session) = session(CodeModeConfig::enabled());
+    let (_code_mode, session) = session(CodeModeConfig::enabled().build().unwrap());
     let input = json!({ "code": "const v = { rows: 'x'.repeat(1 << 20) }; await results.save('big', v); return (await results.load('big')).rows.length" });
     bencher.bench_local(|| rt.block_on(session.exec("bench", &input)));
 }

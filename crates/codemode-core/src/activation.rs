@@ -1,13 +1,15 @@
 //! Activation: deciding one agent run's model-visible surface and building its session
-//! (SPEC §4): the catalog, namespaces, MCP declarations, the `exec` description and telemetry.
+//! (`exec`, `wait` and the direct-only tools): the catalog, namespaces, MCP declarations, the `exec` description and telemetry.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use codemode_catalog::{Catalog, McpCapability, SearchLimits, Source, ToolDescriptor, ToolOrigin};
+use codemode_catalog::{
+    Catalog, CatalogBuilder, McpCapability, SearchLimits, Source, ToolDescriptor, ToolOrigin,
+};
 use codemode_mcp_decls::{McpServer, McpTool};
-use codemode_namespaces::{CancellationState, CatalogTool, ScopeContext, ToolOwner};
+use codemode_namespaces::{CancellationState, CatalogTool, HiddenReason, ScopeContext, ToolOwner};
 use codemode_sandbox::{JsonText, PreparedSetup};
 use serde_json::Value;
 
@@ -56,11 +58,27 @@ impl ActivationRequest {
 }
 
 /// The outcome of activation.
+#[derive(Debug)]
 pub enum Activation {
     /// Code mode is disabled, or the run has no tools: expose these tools as usual.
     Unchanged(Vec<ToolDescriptor>),
     /// Code mode is active: expose [`CodeModeSession::model_tools`].
     Active(CodeModeSession),
+}
+
+impl Activation {
+    /// The session when code mode is active, `None` when the tools stay as they were.
+    pub fn into_active(self) -> Option<CodeModeSession> {
+        match self {
+            Activation::Active(session) => Some(session),
+            Activation::Unchanged(_) => None,
+        }
+    }
+
+    /// Whether code mode is active for the run.
+    pub fn is_active(&self) -> bool {
+        matches!(self, Activation::Active(_))
+    }
 }
 
 /// A failed activation: the run must fail (never fall back to exposing tools directly).
@@ -84,16 +102,20 @@ pub enum ActivationError {
 }
 
 impl CodeMode {
-    /// Decides the model-visible surface of one agent run (SPEC §4).
+    /// Decides the model-visible surface of one agent run: unchanged tools when code mode is
+    /// off or the run has no tools, else a session whose model sees `exec`, `wait` and the
+    /// direct-only tools, with every other tool in its hidden catalog.
     pub fn activate(&self, request: ActivationRequest) -> Result<Activation, ActivationError> {
         let config = &self.shared.config;
-        if !config.enabled || request.tools_disabled || request.tools.is_empty() {
+        if !config.is_enabled() || request.tools_disabled || request.tools.is_empty() {
             return Ok(Activation::Unchanged(request.tools));
         }
         let _span =
             tracing::debug_span!(target: "codemode", "activate", tools = request.tools.len())
                 .entered();
-        let catalog = Catalog::build(request.tools);
+        let catalog = CatalogBuilder::new()
+            .host_source(self.shared.host_source.clone())
+            .build(request.tools);
         check_control_names(&catalog)?;
         let cancelled = Arc::new(AtomicBool::new(false));
         let scope_context = ScopeContext {
@@ -116,6 +138,16 @@ impl CodeMode {
                 &scope_context,
             )
             .map_err(|e| ActivationError::Namespaces(e.to_string()))?;
+        for hidden in namespaces.hidden() {
+            // A namespace over tools its plugin does not own is a registration mistake worth a
+            // warning; a missing tool is the ordinary effect of the host's tool policy.
+            match hidden.reason {
+                HiddenReason::NotOwned { .. } => {
+                    tracing::warn!(target: "codemode", namespace = %hidden.id, "{hidden}");
+                }
+                _ => tracing::debug!(target: "codemode", namespace = %hidden.id, "{hidden}"),
+            }
+        }
         let servers = mcp_servers(&catalog, &request.mcp_capabilities);
         let mcp = (!servers.is_empty()).then(|| self.shared.decl_cache.get(&servers));
         let mcp_capability_ids = servers
@@ -142,6 +174,7 @@ impl CodeMode {
         let namespace_prompt = namespaces.prompt_text();
         let description = surface::exec_description(&DescriptionParts {
             config,
+            host_source: catalog.host_source().as_str(),
             mcp_servers: &server_names,
             namespace_prompt: namespace_prompt.as_deref(),
         });
@@ -174,8 +207,8 @@ impl CodeMode {
             ..Telemetry::default()
         };
         let search_limits = SearchLimits::new(
-            config.search_default_limit as usize,
-            config.max_search_limit as usize,
+            config.search_default_limit() as usize,
+            config.max_search_limit() as usize,
         );
         let session = SessionState {
             config: config.clone(),
@@ -198,10 +231,11 @@ impl CodeMode {
             telemetry,
             search_limits,
             results: Arc::new(crate::results::SavedResults::new(
-                config.max_saved_results as usize,
-                config.max_saved_result_bytes as usize,
+                config.max_saved_results() as usize,
+                config.max_saved_result_bytes() as usize,
             )),
             cancelled,
+            park_deadlines: Default::default(),
         };
         Ok(Activation::Active(CodeModeSession {
             inner: Arc::new(session),
@@ -224,7 +258,7 @@ fn check_control_names(catalog: &Catalog) -> Result<(), ActivationError> {
             name: tool.name.clone(),
             id: format!(
                 "{}:{}:{}",
-                tool.origin.source(),
+                catalog.host_source().label(tool.origin.source()),
                 tool.origin.owner(),
                 tool.name
             ),

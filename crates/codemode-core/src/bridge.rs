@@ -17,13 +17,17 @@ use crate::executor::{NestedCallEvent, NestedCallOutcome, ToolCallContext};
 use crate::result::PendingToolCall;
 use crate::state::{Counters, MCP_CALL, MCP_CAPABILITY, NAMESPACE_CALL, SessionState, TOOLS_CALL};
 
-/// Refusal of a side-effecting tool in a restart-safe run (SPEC §8).
+/// Refusal of a side-effecting tool in a restart-safe run: such a run may only make read-only
+/// calls, so that recovery can run it again without repeating a side effect.
 pub const RESTART_SAFE_TOOLS: &str = "restart-safe code mode cannot call side-effecting tools.";
 
 /// The bridge host of one code-mode run.
 pub(crate) struct RunHost {
     pub(crate) session: Arc<SessionState>,
     pub(crate) parent_call_id: String,
+    /// Nested call ids are `<nested_prefix>/<n>`: the parent call id, or for a recovered run
+    /// the parent call id and a fresh recovery token.
+    pub(crate) nested_prefix: String,
     pub(crate) restart_safe: bool,
     pub(crate) counters: Arc<Counters>,
     pub(crate) cancellation: CancellationToken,
@@ -37,7 +41,7 @@ impl BridgeHost for RunHost {
         let request_id = request.id.0;
         let (catalog_id, input) = self.resolve(request)?;
         let sequence = self.counters.call.fetch_add(1, Ordering::Relaxed) + 1;
-        let nested_call_id = format!("{}/{sequence}", self.parent_call_id);
+        let nested_call_id = format!("{}/{sequence}", self.nested_prefix);
         self.track(
             request_id,
             Some((nested_call_id.clone(), catalog_id.clone())),
@@ -131,7 +135,7 @@ impl RunHost {
         }
     }
 
-    /// The one restart-safe rule (SPEC §8), for every kind of nested call: a restart-safe run
+    /// The one restart-safe rule, for every kind of nested call: a restart-safe run
     /// may only make calls that only read.
     fn check_restart_safe(&self, read_only: bool) -> Result<(), String> {
         if self.restart_safe && !read_only {
@@ -171,7 +175,7 @@ impl RunHost {
                     ),
                 },
                 None => PendingToolCall {
-                    id: format!("{}/request-{}", self.parent_call_id, call.id),
+                    id: format!("{}/request-{}", self.nested_prefix, call.id),
                     method: call.method,
                     tool_id: None,
                     pending_ms: None,
@@ -196,21 +200,22 @@ impl RunHost {
         let updates = {
             let events = Arc::clone(&events);
             let (parent_call_id, nested_call_id, catalog_id) = event_ids.clone();
-            Arc::new(move |_update: Value| {
+            Arc::new(move |update: Value| {
                 events.on_event(NestedCallEvent::Update {
                     parent_call_id: parent_call_id.clone(),
                     nested_call_id: nested_call_id.clone(),
                     catalog_id: catalog_id.clone(),
+                    update,
                 })
             })
         };
-        let context = ToolCallContext {
-            agent_run: self.session.agent_run.clone(),
-            parent_call_id: self.parent_call_id.clone(),
-            nested_call_id: nested_call_id.clone(),
-            cancellation: self.cancellation.child_token(),
-            updates,
-        };
+        let context = ToolCallContext::new(
+            self.session.agent_run.clone(),
+            self.parent_call_id.clone(),
+            nested_call_id.clone(),
+            self.cancellation.child_token(),
+        )
+        .with_updates(updates);
         tracing::debug!(target: "codemode", %nested_call_id, %catalog_id, "nested call start");
         events.on_event(NestedCallEvent::Start {
             parent_call_id: event_ids.0.clone(),

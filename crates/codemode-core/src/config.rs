@@ -1,4 +1,5 @@
-//! The one config contract: `tools.codeMode` (SPEC §3).
+//! The one config contract: `tools.codeMode`, parsed from JSON ([`CodeModeConfig::from_json`])
+//! or built in Rust ([`CodeModeConfigBuilder`]), both through the same checks and clamps.
 
 use std::time::Duration;
 
@@ -46,6 +47,27 @@ struct Field {
     min: u64,
     max: u64,
     slot: fn(&mut CodeModeConfig) -> &mut u64,
+}
+
+impl Field {
+    /// The error for a value that is not an integer of this field's kind.
+    fn refusal(&self) -> ConfigError {
+        if self.min == 0 {
+            ConfigError::NotNonNegativeInteger(self.name)
+        } else {
+            ConfigError::NotPositiveInteger(self.name)
+        }
+    }
+
+    /// The one place a value is checked and clamped, for JSON and the builder alike: zero is
+    /// refused unless the range starts at zero, anything else is clamped into the range.
+    fn set(&self, config: &mut CodeModeConfig, given: u64) -> Result<(), ConfigError> {
+        if given == 0 && self.min > 0 {
+            return Err(self.refusal());
+        }
+        *(self.slot)(config) = given.clamp(self.min, self.max);
+        Ok(())
+    }
 }
 
 /// Every integer field. `searchDefaultLimit` is clamped again to `maxSearchLimit` after parsing.
@@ -153,46 +175,54 @@ pub enum ConfigError {
 
 /// The effective code-mode configuration: parsed, validated and clamped.
 ///
+/// The fields are private, so every config went through the checks of
+/// [`CodeModeConfig::from_json`] or [`CodeModeConfigBuilder::build`]: a `timeoutMs` of 0, which
+/// would make every `exec` a timeout, cannot be written. Read the values with the getters.
+///
 /// ```
+/// use std::time::Duration;
 /// use codemode_core::CodeModeConfig;
 /// let config = CodeModeConfig::from_json(&serde_json::json!({ "enabled": true, "timeoutMs": 5 })).unwrap();
-/// assert!(config.enabled);
-/// assert_eq!(config.timeout_ms, 100); // clamped into 100..=60000
-/// assert!(!CodeModeConfig::from_json(&serde_json::json!({ "timeoutMs": 500 })).unwrap().enabled);
+/// assert!(config.is_enabled());
+/// assert_eq!(config.timeout_ms(), 100); // clamped into 100..=60000
+/// assert!(!CodeModeConfig::from_json(&serde_json::json!({ "timeoutMs": 500 })).unwrap().is_enabled());
+///
+/// // The same clamps from Rust.
+/// let built = CodeModeConfig::enabled().timeout(Duration::from_millis(5)).build().unwrap();
+/// assert_eq!(built, config);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CodeModeConfig {
     /// Whether code mode is on. Only `true` or `{ "enabled": true }` turns it on.
-    pub enabled: bool,
+    enabled: bool,
     /// Wall-clock budget of each `exec` / `wait` call, in milliseconds.
-    pub timeout_ms: u64,
+    timeout_ms: u64,
     /// Memory limit of the guest VM, in bytes.
-    pub memory_limit_bytes: u64,
+    memory_limit_bytes: u64,
     /// Limit on output items plus the final value, as UTF-8 JSON bytes.
-    pub max_output_bytes: u64,
+    max_output_bytes: u64,
     /// Limit on a parked run's measured VM memory, in bytes.
-    pub max_snapshot_bytes: u64,
+    max_snapshot_bytes: u64,
     /// Nested calls in flight at once per run.
-    pub max_pending_tool_calls: u64,
+    max_pending_tool_calls: u64,
     /// Further nested calls that wait in a FIFO queue while `max_pending_tool_calls` are in
-    /// flight; the call after that is refused with "too many pending code mode tool calls".
-    pub max_queued_tool_calls: u64,
+    /// flight.
+    max_queued_tool_calls: u64,
     /// Entries a session's `results` store holds.
-    pub max_saved_results: u64,
+    max_saved_results: u64,
     /// JSON bytes all entries of a session's `results` store hold together.
-    pub max_saved_result_bytes: u64,
+    max_saved_result_bytes: u64,
     /// Time a parked run waits for `wait`, in seconds.
-    pub snapshot_ttl_seconds: u64,
-    /// The longest a `wait` call idles, in milliseconds, while the guest is blocked on pending
-    /// host work and produces no output; guest code still runs at most `timeout_ms` at a time.
-    pub max_wait_ms: u64,
+    snapshot_ttl_seconds: u64,
+    /// The longest a `wait` call idles, in milliseconds.
+    max_wait_ms: u64,
     /// Results of `tools.search` without a limit (at most `max_search_limit`).
-    pub search_default_limit: u64,
+    search_default_limit: u64,
     /// The most results `tools.search` returns.
-    pub max_search_limit: u64,
+    max_search_limit: u64,
     /// The accepted cell languages.
-    pub languages: Vec<Language>,
+    languages: Vec<Language>,
 }
 
 impl Default for CodeModeConfig {
@@ -230,11 +260,24 @@ impl CodeModeConfig {
         }
     }
 
-    /// The default config with code mode switched on.
-    pub fn enabled() -> Self {
-        CodeModeConfig {
-            enabled: true,
-            ..CodeModeConfig::default()
+    /// A builder of a config with code mode switched on, starting from the defaults. Without
+    /// further settings, `CodeModeConfig::enabled().build()` cannot fail.
+    pub fn enabled() -> CodeModeConfigBuilder {
+        CodeModeConfigBuilder {
+            config: CodeModeConfig {
+                enabled: true,
+                ..CodeModeConfig::default()
+            },
+            error: None,
+        }
+    }
+
+    /// A builder starting from the defaults with code mode off (switch it on with
+    /// [`CodeModeConfigBuilder::enable`]).
+    pub fn builder() -> CodeModeConfigBuilder {
+        CodeModeConfigBuilder {
+            config: CodeModeConfig::default(),
+            error: None,
         }
     }
 
@@ -242,7 +285,7 @@ impl CodeModeConfig {
     pub fn from_json(value: &Value) -> Result<Self, ConfigError> {
         let object = match value {
             Value::Null | Value::Bool(false) => return Ok(CodeModeConfig::default()),
-            Value::Bool(true) => return Ok(CodeModeConfig::enabled()),
+            Value::Bool(true) => return CodeModeConfig::enabled().build(),
             Value::Object(object) => object,
             _ => return Err(ConfigError::NotBoolOrObject),
         };
@@ -258,19 +301,24 @@ impl CodeModeConfig {
                         .iter()
                         .find(|field| field.name == other)
                         .ok_or_else(|| ConfigError::UnknownKey(other.to_owned()))?;
-                    let given = integer(field_value)
-                        .filter(|n| *n > 0 || field.min == 0)
-                        .ok_or(if field.min == 0 {
-                            ConfigError::NotNonNegativeInteger(field.name)
-                        } else {
-                            ConfigError::NotPositiveInteger(field.name)
-                        })?;
-                    *(field.slot)(&mut config) = given.clamp(field.min, field.max);
+                    let given = integer(field_value).ok_or(field.refusal())?;
+                    field.set(&mut config, given)?;
                 }
             }
         }
-        config.search_default_limit = config.search_default_limit.min(config.max_search_limit);
-        Ok(config)
+        Ok(config.finish())
+    }
+
+    /// The cross-field clamp both entry points end with: `searchDefaultLimit` is at most
+    /// `maxSearchLimit`.
+    fn finish(mut self) -> Self {
+        self.search_default_limit = self.search_default_limit.min(self.max_search_limit);
+        self
+    }
+
+    /// Whether code mode is on.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled
     }
 
     /// The wall-clock budget of one `exec` / `wait` call.
@@ -278,9 +326,83 @@ impl CodeModeConfig {
         Duration::from_millis(self.timeout_ms)
     }
 
+    /// `timeoutMs`: the wall-clock budget of one `exec` / `wait` call, in milliseconds.
+    pub fn timeout_ms(&self) -> u64 {
+        self.timeout_ms
+    }
+
+    /// `memoryLimitBytes`: the guest VM's heap limit.
+    pub fn memory_limit_bytes(&self) -> u64 {
+        self.memory_limit_bytes
+    }
+
+    /// `maxOutputBytes`: output items plus the final value, as UTF-8 JSON bytes.
+    pub fn max_output_bytes(&self) -> u64 {
+        self.max_output_bytes
+    }
+
+    /// `maxSnapshotBytes`: the measured VM memory a parked run may keep.
+    pub fn max_snapshot_bytes(&self) -> u64 {
+        self.max_snapshot_bytes
+    }
+
+    /// `maxPendingToolCalls`: nested calls in flight at once per run.
+    pub fn max_pending_tool_calls(&self) -> u64 {
+        self.max_pending_tool_calls
+    }
+
+    /// `maxQueuedToolCalls`: further nested calls that wait, in FIFO order, while
+    /// `maxPendingToolCalls` are in flight; the call after that is refused with "too many
+    /// pending code mode tool calls".
+    pub fn max_queued_tool_calls(&self) -> u64 {
+        self.max_queued_tool_calls
+    }
+
+    /// `maxSavedResults`: entries a session's `results` store holds.
+    pub fn max_saved_results(&self) -> u64 {
+        self.max_saved_results
+    }
+
+    /// `maxSavedResultBytes`: JSON bytes all entries of a session's `results` store hold.
+    pub fn max_saved_result_bytes(&self) -> u64 {
+        self.max_saved_result_bytes
+    }
+
+    /// How long a parked run waits for `wait`.
+    pub fn snapshot_ttl(&self) -> Duration {
+        Duration::from_secs(self.snapshot_ttl_seconds)
+    }
+
+    /// `snapshotTtlSeconds`: how long a parked run waits for `wait`, in seconds.
+    pub fn snapshot_ttl_seconds(&self) -> u64 {
+        self.snapshot_ttl_seconds
+    }
+
     /// The longest a `wait` call idles on pending host work.
     pub fn max_wait(&self) -> Duration {
         Duration::from_millis(self.max_wait_ms)
+    }
+
+    /// `maxWaitMs`: the longest a `wait` call idles, in milliseconds, while the guest is
+    /// blocked on pending host work and produces no output; guest code still runs at most
+    /// `timeoutMs` at a time.
+    pub fn max_wait_ms(&self) -> u64 {
+        self.max_wait_ms
+    }
+
+    /// `searchDefaultLimit`: results of `tools.search` without a limit.
+    pub fn search_default_limit(&self) -> u64 {
+        self.search_default_limit
+    }
+
+    /// `maxSearchLimit`: the most results `tools.search` returns.
+    pub fn max_search_limit(&self) -> u64 {
+        self.max_search_limit
+    }
+
+    /// The accepted cell languages.
+    pub fn languages(&self) -> &[Language] {
+        &self.languages
     }
 
     /// Whether cells in `language` are accepted.
@@ -293,6 +415,154 @@ impl CodeModeConfig {
     /// Schema `integer`s, which, like [`CodeModeConfig::from_json`], accept `5.0` and `1e3`.
     pub fn json_schema() -> Value {
         serde_json::to_value(schemars::schema_for!(CodeModeConfigWire)).unwrap_or(Value::Null)
+    }
+}
+
+/// Builds a [`CodeModeConfig`] in Rust, with the checks and clamps of
+/// [`CodeModeConfig::from_json`] (the same table of fields, ranges and messages): a value
+/// beyond its range is clamped into it, and a zero where the JSON contract wants a positive
+/// integer, or an empty language list, makes [`build`](Self::build) fail with the
+/// [`ConfigError`] that JSON would give. Durations are taken in the unit of their key
+/// (milliseconds, or whole seconds for the snapshot TTL, rounded up).
+///
+/// ```
+/// use std::time::Duration;
+/// use codemode_core::{CodeModeConfig, ConfigError, Language};
+/// let config = CodeModeConfig::enabled()
+///     .timeout(Duration::from_secs(120)) // clamped to 60 s
+///     .max_pending_tool_calls(4)
+///     .languages([Language::Javascript])
+///     .build()?;
+/// assert_eq!(config.timeout_ms(), 60_000);
+/// assert!(!config.allows(Language::Typescript));
+///
+/// let zero = CodeModeConfig::enabled().timeout(Duration::ZERO).build();
+/// assert_eq!(zero, Err(ConfigError::NotPositiveInteger("timeoutMs")));
+/// # Ok::<(), ConfigError>(())
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a config builder does nothing until `build` is called"]
+pub struct CodeModeConfigBuilder {
+    config: CodeModeConfig,
+    /// The first refused value; [`CodeModeConfigBuilder::build`] returns it.
+    error: Option<ConfigError>,
+}
+
+impl CodeModeConfigBuilder {
+    /// Sets one integer field through the shared table, keeping the first error.
+    fn integer(mut self, key: &'static str, value: u64) -> Self {
+        if self.error.is_none()
+            && let Some(field) = INTEGER_FIELDS.iter().find(|field| field.name == key)
+            && let Err(error) = field.set(&mut self.config, value)
+        {
+            self.error = Some(error);
+        }
+        self
+    }
+
+    /// Switches code mode on or off.
+    pub fn enable(mut self, enabled: bool) -> Self {
+        self.config.enabled = enabled;
+        self
+    }
+
+    /// `timeoutMs`: the wall-clock budget of one `exec` / `wait` call (100 ms..=60 s).
+    pub fn timeout(self, timeout: Duration) -> Self {
+        self.integer("timeoutMs", millis(timeout))
+    }
+
+    /// `memoryLimitBytes`: the guest VM's heap (1 MiB..=1 GiB).
+    pub fn memory_limit_bytes(self, bytes: u64) -> Self {
+        self.integer("memoryLimitBytes", bytes)
+    }
+
+    /// `maxOutputBytes`: output items plus the final value (1024..=10 MiB).
+    pub fn max_output_bytes(self, bytes: u64) -> Self {
+        self.integer("maxOutputBytes", bytes)
+    }
+
+    /// `maxSnapshotBytes`: measured size of a parked run (1024..=256 MiB).
+    pub fn max_snapshot_bytes(self, bytes: u64) -> Self {
+        self.integer("maxSnapshotBytes", bytes)
+    }
+
+    /// `maxPendingToolCalls`: nested calls in flight at once (1..=128).
+    pub fn max_pending_tool_calls(self, calls: u64) -> Self {
+        self.integer("maxPendingToolCalls", calls)
+    }
+
+    /// `maxQueuedToolCalls`: further calls waiting their turn (0..=100000).
+    pub fn max_queued_tool_calls(self, calls: u64) -> Self {
+        self.integer("maxQueuedToolCalls", calls)
+    }
+
+    /// `maxSavedResults`: entries of a session's `results` store (1..=1024).
+    pub fn max_saved_results(self, entries: u64) -> Self {
+        self.integer("maxSavedResults", entries)
+    }
+
+    /// `maxSavedResultBytes`: JSON bytes of a session's `results` store (1024..=256 MiB).
+    pub fn max_saved_result_bytes(self, bytes: u64) -> Self {
+        self.integer("maxSavedResultBytes", bytes)
+    }
+
+    /// `snapshotTtlSeconds`: how long a parked run waits for `wait` (1 s..=1 day; a fraction
+    /// of a second rounds up).
+    pub fn snapshot_ttl(self, ttl: Duration) -> Self {
+        let seconds = ttl
+            .as_secs()
+            .saturating_add(u64::from(ttl.subsec_nanos() > 0));
+        self.integer("snapshotTtlSeconds", seconds)
+    }
+
+    /// `maxWaitMs`: the longest one `wait` idles on pending host work (1 s..=10 min).
+    pub fn max_wait(self, max_wait: Duration) -> Self {
+        self.integer("maxWaitMs", millis(max_wait))
+    }
+
+    /// `searchDefaultLimit`: results of `tools.search` without a limit (1..=`maxSearchLimit`).
+    pub fn search_default_limit(self, limit: u64) -> Self {
+        self.integer("searchDefaultLimit", limit)
+    }
+
+    /// `maxSearchLimit`: the most results `tools.search` returns (1..=50).
+    pub fn max_search_limit(self, limit: u64) -> Self {
+        self.integer("maxSearchLimit", limit)
+    }
+
+    /// `languages`: the accepted cell languages, a non-empty set (duplicates are ignored).
+    pub fn languages(mut self, languages: impl IntoIterator<Item = Language>) -> Self {
+        let mut accepted = Vec::new();
+        for language in languages {
+            if !accepted.contains(&language) {
+                accepted.push(language);
+            }
+        }
+        if accepted.is_empty() {
+            self.error.get_or_insert(ConfigError::InvalidLanguages);
+        } else {
+            self.config.languages = accepted;
+        }
+        self
+    }
+
+    /// The config, or the first value that was refused.
+    pub fn build(self) -> Result<CodeModeConfig, ConfigError> {
+        match self.error {
+            Some(error) => Err(error),
+            None => Ok(self.config.finish()),
+        }
+    }
+}
+
+/// A duration in whole milliseconds, saturating (every field is clamped far below `u64::MAX`).
+/// A non-zero duration under a millisecond counts as one, so that only a zero is refused.
+fn millis(duration: Duration) -> u64 {
+    let whole = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+    if whole == 0 && !duration.is_zero() {
+        1
+    } else {
+        whole
     }
 }
 

@@ -1,4 +1,6 @@
-//! The host seams: [`ToolExecutor`] runs nested calls, [`EventSink`] observes them (SPEC §11).
+//! The host seams: [`ToolExecutor`] runs nested calls, [`EventSink`] observes them: each nested
+//! call's start, progress updates and end, under its parent `exec` call, for the host's
+//! transcript and trajectory.
 
 use std::sync::Arc;
 
@@ -31,8 +33,27 @@ pub struct AgentRunContext {
     pub channel: Option<String>,
 }
 
-/// Receives streaming updates of one nested call.
+/// Receives the streaming updates of one nested call ([`ToolCallContext::update`]), each
+/// already checked against [`MAX_UPDATE_BYTES`].
 pub type UpdateSink = Arc<dyn Fn(Value) + Send + Sync>;
+
+/// Largest update payload, as compact JSON bytes, that [`ToolCallContext::update`] forwards to
+/// the event sink (64 KiB). An update is progress for a transcript ("awaiting approval", "3 of
+/// 10 pages"), not a result: a larger one is refused whole, never cut, so the host never shows
+/// half a value.
+pub const MAX_UPDATE_BYTES: usize = 64 * 1024;
+
+/// An update that [`ToolCallContext::update`] did not forward.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UpdateError {
+    /// The update is larger than [`MAX_UPDATE_BYTES`] as compact JSON.
+    #[error("a nested call update is larger than {limit} bytes of JSON; it was not sent.")]
+    TooLarge {
+        /// The limit, [`MAX_UPDATE_BYTES`].
+        limit: usize,
+    },
+}
 
 /// Everything a nested call carries besides its tool id and input.
 #[derive(Clone)]
@@ -41,12 +62,88 @@ pub struct ToolCallContext {
     pub agent_run: AgentRunContext,
     /// The model's tool-call id of the `exec` that started this code-mode run.
     pub parent_call_id: String,
-    /// This nested call's id, unique within the code-mode run (`<parent>/<n>`).
+    /// This nested call's id, unique among the events of the session: `<parent>/<n>`, and
+    /// `<parent>/recovered-<token>/<n>` in a run re-started by restart recovery.
     pub nested_call_id: String,
-    /// Cancelled when the run is cancelled, dropped or expires.
+    /// Cancelled when the run is cancelled, dropped or expires: a long call should stop then
+    /// (`tokio::select!` on `cancellation.cancelled()`).
     pub cancellation: CancellationToken,
-    /// Streaming updates; each becomes an [`NestedCallEvent::Update`].
-    pub updates: UpdateSink,
+    /// Where [`ToolCallContext::update`] sends updates.
+    updates: UpdateSink,
+}
+
+impl ToolCallContext {
+    /// A context outside any code-mode run, whose updates go nowhere: for a host's own tests of
+    /// its executor, or for calling an executor directly. Code mode makes the real ones.
+    pub fn new(
+        agent_run: AgentRunContext,
+        parent_call_id: impl Into<String>,
+        nested_call_id: impl Into<String>,
+        cancellation: CancellationToken,
+    ) -> Self {
+        ToolCallContext {
+            agent_run,
+            parent_call_id: parent_call_id.into(),
+            nested_call_id: nested_call_id.into(),
+            cancellation,
+            updates: Arc::new(|_| {}),
+        }
+    }
+
+    /// Sends updates to `sink` instead.
+    #[must_use]
+    pub fn with_updates(mut self, sink: UpdateSink) -> Self {
+        self.updates = sink;
+        self
+    }
+
+    /// Reports progress of this call: the value reaches the host's [`EventSink`] as
+    /// [`NestedCallEvent::Update`] with its payload. An update larger than
+    /// [`MAX_UPDATE_BYTES`] as compact JSON is refused whole (measuring stops at the limit, so
+    /// a huge value costs no more than the limit).
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use codemode_core::{AgentRunContext, ToolCallContext, UpdateError, MAX_UPDATE_BYTES};
+    /// use tokio_util::sync::CancellationToken;
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let sink = { let seen = seen.clone(); Arc::new(move |v| seen.lock().unwrap().push(v)) };
+    /// let cx = ToolCallContext::new(AgentRunContext::default(), "c1", "c1/1", CancellationToken::new())
+    ///     .with_updates(sink);
+    /// cx.update(serde_json::json!({ "status": "awaiting approval" })).unwrap();
+    /// let big = serde_json::Value::String("x".repeat(MAX_UPDATE_BYTES));
+    /// assert_eq!(cx.update(big), Err(UpdateError::TooLarge { limit: MAX_UPDATE_BYTES }));
+    /// assert_eq!(seen.lock().unwrap().len(), 1);
+    /// ```
+    pub fn update(&self, value: Value) -> Result<(), UpdateError> {
+        if !fits_json_bytes(&value, MAX_UPDATE_BYTES) {
+            return Err(UpdateError::TooLarge {
+                limit: MAX_UPDATE_BYTES,
+            });
+        }
+        (self.updates)(value);
+        Ok(())
+    }
+}
+
+/// Whether `value` as compact JSON takes at most `limit` bytes; serializing stops at the limit.
+fn fits_json_bytes(value: &Value, limit: usize) -> bool {
+    struct Bounded {
+        left: usize,
+    }
+    impl std::io::Write for Bounded {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.left = self
+                .left
+                .checked_sub(bytes.len())
+                .ok_or_else(|| std::io::Error::other("over the limit"))?;
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    serde_json::to_writer(&mut Bounded { left: limit }, value).is_ok()
 }
 
 impl std::fmt::Debug for ToolCallContext {
@@ -103,6 +200,20 @@ pub trait ToolExecutor: Send + Sync + 'static {
     ) -> Result<Value, ToolError>;
 }
 
+/// A shared executor is an executor, so one can be kept by the host and also wrapped (in
+/// `WithMcp`, for example).
+#[async_trait]
+impl<T: ToolExecutor + ?Sized> ToolExecutor for Arc<T> {
+    async fn execute(
+        &self,
+        catalog_id: &str,
+        input: Value,
+        context: ToolCallContext,
+    ) -> Result<Value, ToolError> {
+        (**self).execute(catalog_id, input, context).await
+    }
+}
+
 /// How a nested call ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -116,7 +227,7 @@ pub enum NestedCallOutcome {
 }
 
 /// A nested call as the host's transcript / trajectory should show it: under its parent `exec`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(
     tag = "event",
     rename_all = "snake_case",
@@ -132,7 +243,7 @@ pub enum NestedCallEvent {
         /// The exact catalog id.
         catalog_id: String,
     },
-    /// The executor streamed an update (the update itself is not copied into the event).
+    /// The executor reported progress with [`ToolCallContext::update`].
     Update {
         /// The parent `exec` tool-call id.
         parent_call_id: String,
@@ -140,6 +251,8 @@ pub enum NestedCallEvent {
         nested_call_id: String,
         /// The exact catalog id.
         catalog_id: String,
+        /// The update, at most [`MAX_UPDATE_BYTES`] as compact JSON.
+        update: Value,
     },
     /// The call ended.
     End {

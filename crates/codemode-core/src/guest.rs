@@ -1,4 +1,4 @@
-//! The guest globals of SPEC §7, built once per session from the run catalog, the MCP
+//! The guest globals (`ALL_TOOLS`, `tools`, `MCP`, `API`, `results`, namespaces), built once per session from the run catalog, the MCP
 //! declarations and the visible namespaces as a plain sandbox [`GuestSetup`], and the answers to
 //! its synchronous calls (`tools.search`, `tools.describe`, `API.*`, `MCP.<server>.$api`,
 //! `results.*`), which [`RunHost`](crate::bridge::RunHost) gives through
@@ -178,14 +178,19 @@ pub(crate) fn answer_sync(
                 .unwrap_or(false);
             decls.api(ident, tool, schema).map_err(|e| e.to_string())
         }
-        API_LIST => api_list(session.mcp.as_deref(), args.first()),
+        API_LIST => {
+            let guest_bytes = guest_dts::text(session.catalog.host_source().as_str()).len();
+            api_list(session.mcp.as_deref(), args.first(), guest_bytes)
+        }
         API_READ => {
             let file = args
                 .first()
                 .and_then(Value::as_str)
                 .ok_or("API.read needs a path string.")?;
             if file == guest_dts::PATH {
-                return Ok(Value::String(guest_dts::TEXT.to_owned()));
+                return Ok(Value::String(guest_dts::text(
+                    session.catalog.host_source().as_str(),
+                )));
             }
             match &session.mcp {
                 Some(decls) => decls
@@ -204,7 +209,11 @@ pub(crate) fn answer_sync(
 }
 
 /// `API.list(prefix?)`: the MCP declaration files under `prefix`, and the guest globals file.
-fn api_list(decls: Option<&McpDecls>, prefix: Option<&Value>) -> Result<Value, String> {
+fn api_list(
+    decls: Option<&McpDecls>,
+    prefix: Option<&Value>,
+    guest_bytes: usize,
+) -> Result<Value, String> {
     let prefix = match prefix {
         None | Some(Value::Null) => None,
         Some(Value::String(prefix)) => Some(prefix.as_str()),
@@ -213,7 +222,7 @@ fn api_list(decls: Option<&McpDecls>, prefix: Option<&Value>) -> Result<Value, S
     let guest_row = serde_json::json!({
         "path": guest_dts::PATH,
         "description": guest_dts::DESCRIPTION,
-        "bytes": guest_dts::TEXT.len(),
+        "bytes": guest_bytes,
     });
     let mut rows = match (decls, prefix) {
         (_, Some(prefix)) if prefix.trim_end_matches('/') == "guest" => {

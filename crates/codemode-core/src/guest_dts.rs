@@ -8,9 +8,17 @@ pub const PATH: &str = "guest/globals.d.ts";
 pub const DESCRIPTION: &str =
     "The code mode runtime: tools, output, console, timers, encoders and the results store.";
 
-/// The file.
-pub const TEXT: &str = r#"/** A catalogued tool, compactly (no schema). */
-interface ToolCatalogEntry { id: string; name: string; description: string; source: string; label?: string }
+// The file in two halves around the host's source name, so that the default text is a `const`
+// and a host's own source name gives the same text with its name.
+macro_rules! dts_head {
+    () => {
+        r#"/** A catalogued tool, compactly (no schema). */
+interface ToolCatalogEntry { id: string; name: string; description: string; source: ""#
+    };
+}
+macro_rules! dts_tail {
+    () => {
+        r#"" | "client"; sourceName?: string; label?: string }
 
 /** Every catalogued tool (MCP tools are under `MCP`). Frozen. */
 declare const ALL_TOOLS: readonly ToolCatalogEntry[];
@@ -91,4 +99,15 @@ declare const API: {
   list(prefix?: string): Promise<{ path: string; description: string; bytes: number }[]>;
   read(path: string): Promise<string>;
 };
-"#;
+"#
+    };
+}
+
+/// The file with the default host source (`openclaw`): what [`text`] gives for it.
+pub const TEXT: &str = concat!(dts_head!(), "openclaw", dts_tail!());
+
+/// The file for a host whose own tools have the source `host_source` (`ToolCatalogEntry.source`
+/// is `"<host_source>" | "client"`).
+pub fn text(host_source: &str) -> String {
+    format!("{}{host_source}{}", dts_head!(), dts_tail!())
+}

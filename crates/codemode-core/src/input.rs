@@ -1,4 +1,4 @@
-//! The `exec` and `wait` inputs (SPEC §4) and their validation.
+//! The `exec` and `wait` inputs, as the model sends them, and their validation.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -33,7 +33,8 @@ impl Language {
     }
 }
 
-/// Why an `exec` or `wait` input was refused. Display gives the stable SPEC §6 message.
+/// Why an `exec` or `wait` input was refused. `Display` gives the stable message of the failed
+/// result (code `invalid_input`), listed in `docs/reference.md`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum InputError {
@@ -162,10 +163,30 @@ impl ExecInput {
 pub struct WaitInput {
     /// The `runId` of a `waiting` result.
     pub run_id: String,
+    /// `timeoutMs`: the longest this call may idle while the run only awaits tool calls (at
+    /// most the config's `maxWaitMs`, which is also the default).
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl WaitInput {
-    /// Validates a model-sent `wait` input (`runId`, or `run_id`).
+    /// A `wait` for this run, idling at most the config's `maxWaitMs`.
+    pub fn new(run_id: impl Into<String>) -> Self {
+        WaitInput {
+            run_id: run_id.into(),
+            timeout: None,
+        }
+    }
+
+    /// Validates a model-sent `wait` input (`runId`, or `run_id`; an optional integer
+    /// `timeoutMs`, ignored when it is not a non-negative integer).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use codemode_core::WaitInput;
+    /// let input = WaitInput::from_json(&serde_json::json!({ "runId": "cm_1", "timeoutMs": 500 })).unwrap();
+    /// assert_eq!(input.run_id, "cm_1");
+    /// assert_eq!(input.timeout, Some(Duration::from_millis(500)));
+    /// ```
     pub fn from_json(value: &Value) -> Result<Self, InputError> {
         let object = value.as_object().ok_or(InputError::NotAnObject("wait"))?;
         let run_id = ["runId", "run_id"]
@@ -175,6 +196,10 @@ impl WaitInput {
             .ok_or(InputError::MissingRunId)?;
         Ok(WaitInput {
             run_id: run_id.to_owned(),
+            timeout: object
+                .get("timeoutMs")
+                .and_then(Value::as_u64)
+                .map(std::time::Duration::from_millis),
         })
     }
 }
@@ -204,7 +229,7 @@ fn default_language() -> String {
     Language::Javascript.as_str().to_owned()
 }
 
-/// `language` as a FLAT string enum: some providers reject `oneOf`/`anyOf` (SPEC §4).
+/// `language` as a FLAT string enum: some model providers reject `oneOf`/`anyOf` in tool schemas.
 fn language_schema(_generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": "string",

@@ -4,16 +4,25 @@
 //! The model sees two tools, `exec` and `wait` (plus the few direct-only tools); every other
 //! effective tool hides in a run-scoped catalog that guest JavaScript or TypeScript searches,
 //! describes and calls inside a QuickJS sandbox. This crate owns:
-//! - [`CodeModeConfig`]: `tools.codeMode` parsed, validated and clamped (SPEC §3);
+//! - [`CodeModeConfig`]: `tools.codeMode` parsed, validated and clamped, or built in Rust;
 //! - activation: [`CodeMode::activate`] turns a run's effective tools into the model-visible
-//!   surface and the catalog (SPEC §4);
-//! - [`CodeModeSession::exec`] / [`CodeModeSession::wait`] with the result shapes of SPEC §6;
+//!   surface (`exec`, `wait`, direct-only tools) and the hidden catalog;
+//! - [`CodeModeSession::exec`] / [`CodeModeSession::wait`], each answering `completed`,
+//!   `waiting` (call `wait`) or `failed` ([`CodeModeResult`]), and restart recovery;
 //! - nested execution through ONE host seam, [`ToolExecutor`], observed by an [`EventSink`].
 //!
-//! It does not know QuickJS (that is `codemode-sandbox`), swc (`codemode-ts`) or rmcp (the MCP
-//! client adapter, `codemode-mcp`): the host wires MCP servers in through its executor.
+//! A host starts from [`prelude`] (one import for everything it touches) and
+//! `docs/embedding.md`, which walks through a complete host; `examples/host.rs` is that host as
+//! code.
+//!
+//! It does not know QuickJS (that is `codemode-sandbox`), swc (`codemode-ts`) or rmcp: MCP
+//! servers reach it through `codemode-mcp`'s `McpHub`, whose API carries no rmcp type.
 //! Tracing spans and events use the `codemode` target; inputs and results are never logged.
-//! No feature flags.
+//!
+//! Feature flags:
+//! - `mcp` (default): the glue to `codemode-mcp` (`ActivationRequest::with_mcp`,
+//!   `WithMcp`, and the hub's types in the prelude). It brings rmcp's client side into the
+//!   build; a host without MCP servers turns it off with `default-features = false`.
 #![forbid(unsafe_code)]
 
 mod activation;
@@ -23,7 +32,10 @@ mod executor;
 mod guest;
 mod guest_dts;
 mod input;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod outcome;
+mod recovery;
 mod result;
 mod results;
 mod session;
@@ -31,26 +43,29 @@ mod state;
 mod surface;
 
 pub use config::{
-    CodeModeConfig, ConfigError, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PENDING_TOOL_CALLS,
-    DEFAULT_MAX_QUEUED_TOOL_CALLS, DEFAULT_MAX_SAVED_RESULT_BYTES, DEFAULT_MAX_SAVED_RESULTS,
-    DEFAULT_MAX_SEARCH_LIMIT, DEFAULT_MAX_SNAPSHOT_BYTES, DEFAULT_MAX_WAIT_MS,
-    DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_SEARCH_DEFAULT_LIMIT, DEFAULT_SNAPSHOT_TTL_SECONDS,
-    DEFAULT_TIMEOUT_MS,
+    CodeModeConfig, CodeModeConfigBuilder, ConfigError, DEFAULT_MAX_OUTPUT_BYTES,
+    DEFAULT_MAX_PENDING_TOOL_CALLS, DEFAULT_MAX_QUEUED_TOOL_CALLS, DEFAULT_MAX_SAVED_RESULT_BYTES,
+    DEFAULT_MAX_SAVED_RESULTS, DEFAULT_MAX_SEARCH_LIMIT, DEFAULT_MAX_SNAPSHOT_BYTES,
+    DEFAULT_MAX_WAIT_MS, DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_SEARCH_DEFAULT_LIMIT,
+    DEFAULT_SNAPSHOT_TTL_SECONDS, DEFAULT_TIMEOUT_MS,
 };
 pub use executor::{
-    AgentRunContext, EventSink, NestedCallEvent, NestedCallOutcome, NoEvents, ToolCallContext,
-    ToolError, ToolExecutor, UpdateSink,
+    AgentRunContext, EventSink, MAX_UPDATE_BYTES, NestedCallEvent, NestedCallOutcome, NoEvents,
+    ToolCallContext, ToolError, ToolExecutor, UpdateError, UpdateSink,
 };
 pub use input::{ExecInput, InputError, Language, MAX_PROGRAM_BYTES, WaitInput};
+#[cfg(feature = "mcp")]
+pub use mcp::WithMcp;
+pub use recovery::{MemoryRecoveryStore, RecoveryRecord, RecoveryStore};
 pub use result::{
     CodeModeResult, ErrorCode, OutputItem, PendingToolCall, SourceTelemetry, Telemetry, Truncation,
-    WaitReason,
+    WaitFailure, WaitReason,
 };
 pub use results::MAX_RESULT_KEY_CHARS;
 /// `guest/globals.d.ts`: the guest runtime's own API as TypeScript declarations (also served by
 /// `API.read` inside a cell).
 pub mod guest_declarations {
-    pub use crate::guest_dts::{DESCRIPTION, PATH, TEXT};
+    pub use crate::guest_dts::{DESCRIPTION, PATH, TEXT, text};
 }
 pub use activation::{Activation, ActivationError, ActivationRequest, McpServerCapabilities};
 pub use session::{CodeMode, CodeModeBuilder, CodeModeSession};
@@ -58,7 +73,41 @@ pub use surface::{
     CODE_MODE_EXEC_KIND, EXEC_TOOL, HookMetadata, ModelTool, PayloadError, WAIT_TOOL, check_payload,
 };
 
-/// Messages of SPEC §6 and §8 that tests and hosts match on.
+/// Everything a host touches, in one import: `use codemode_core::prelude::*;`.
+///
+/// Code mode and its config ([`CodeMode`], [`CodeModeConfig`], [`ActivationRequest`],
+/// [`AgentRunContext`], the session and its inputs and results); the two host seams
+/// ([`ToolExecutor`], [`EventSink`]) and their types; the tool descriptions of
+/// `codemode-catalog` ([`ToolDescriptor`](codemode_catalog::ToolDescriptor),
+/// [`ToolOrigin`](codemode_catalog::ToolOrigin)); the namespace registration types of
+/// `codemode-namespaces`; and two third-party items re-exported on purpose, so that a host
+/// needs no direct dependency to implement the seams: the `async_trait` attribute (the seams
+/// are `async_trait` traits) and tokio-util's `CancellationToken` (the type of
+/// [`ToolCallContext::cancellation`]). With the `mcp` feature it also holds the MCP hub glue.
+pub mod prelude {
+    pub use crate::{
+        Activation, ActivationError, ActivationRequest, AgentRunContext, CodeMode, CodeModeBuilder,
+        CodeModeConfig, CodeModeConfigBuilder, CodeModeResult, CodeModeSession, ConfigError,
+        EventSink, ExecInput, Language, McpServerCapabilities, NestedCallEvent, NestedCallOutcome,
+        NoEvents, OutputItem, RecoveryRecord, RecoveryStore, ToolCallContext, ToolError,
+        ToolExecutor, WaitFailure, WaitInput, WaitReason,
+    };
+    pub use async_trait::async_trait;
+    pub use codemode_catalog::{HostSource, ToolDescriptor, ToolOrigin};
+    pub use codemode_namespaces::{
+        HiddenNamespace, HiddenReason, NamespaceError, NamespaceRegistry, NamespaceTool,
+        Registration, ScopeContext, ScopeValue,
+    };
+    pub use tokio_util::sync::CancellationToken;
+
+    #[cfg(feature = "mcp")]
+    pub use crate::WithMcp;
+    #[cfg(feature = "mcp")]
+    pub use codemode_mcp::{HubOptions, McpHub, McpServerConfig};
+}
+
+/// Stable messages that tests and hosts match on: the one code mode gives when it is off, and
+/// the guest error of a side-effecting call in a restart-safe run.
 pub mod messages {
     pub use crate::bridge::RESTART_SAFE_TOOLS;
     /// `exec` while code mode is disabled.

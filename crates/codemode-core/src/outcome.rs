@@ -1,9 +1,10 @@
-//! Turns sandbox steps and errors into the `exec` / `wait` result shapes of SPEC §6.
+//! Turns sandbox steps and errors into the `exec` / `wait` result shapes (completed, waiting,
+//! failed; see [`CodeModeResult`]).
 
 use codemode_sandbox::{RunError, Step, StoreError};
 
 use crate::result::{
-    CodeModeResult, ErrorCode, OutputItem, PendingToolCall, Telemetry, WaitReason,
+    CodeModeResult, ErrorCode, OutputItem, PendingToolCall, Telemetry, WaitFailure, WaitReason,
 };
 
 pub(crate) fn failed_run(
@@ -14,6 +15,7 @@ pub(crate) fn failed_run(
     CodeModeResult::Failed {
         code: error.code(),
         error: error.to_string(),
+        reason: None,
         output: items,
         telemetry,
     }
@@ -27,7 +29,32 @@ pub(crate) fn store_failed(
     CodeModeResult::Failed {
         code: Some(error.code()),
         error: error.to_string(),
+        reason: None,
         output: items,
+        telemetry,
+    }
+}
+
+/// A `wait` the store refused: the store's message and code, and the machine-readable reason.
+/// `expired` tells an `Unavailable` run this session parked and saw expire from an unknown one.
+pub(crate) fn wait_failed(
+    error: StoreError,
+    expired: bool,
+    telemetry: Telemetry,
+) -> CodeModeResult {
+    let reason = match error {
+        StoreError::Unavailable if expired => Some(WaitFailure::Expired),
+        StoreError::Unavailable => Some(WaitFailure::Unknown),
+        StoreError::DifferentSession => Some(WaitFailure::OtherSession),
+        StoreError::DifferentAgentRun => Some(WaitFailure::OtherAgentRun),
+        StoreError::AlreadyResuming => Some(WaitFailure::AlreadyResuming),
+        _ => None,
+    };
+    CodeModeResult::Failed {
+        code: Some(error.code()),
+        error: error.to_string(),
+        reason,
+        output: Vec::new(),
         telemetry,
     }
 }
@@ -71,6 +98,7 @@ pub(crate) fn finished(step: Step, replay_safe: bool, telemetry: Telemetry) -> C
         Step::Suspended { output: items, .. } => CodeModeResult::Failed {
             error: "code mode run suspended unexpectedly.".into(),
             code: Some(ErrorCode::InternalError),
+            reason: None,
             output: items,
             telemetry,
         },

@@ -1,11 +1,51 @@
-//! The `exec` / `wait` result shapes (SPEC §6).
+//! The `exec` / `wait` result shapes: completed, waiting or failed.
 
 use serde::Serialize;
 use serde_json::Value;
 
-/// The stable error code of a failed result (SPEC §6); shared with the sandbox, which decides
+/// The stable error code of a failed result (`invalid_input`, `timeout`, ...); shared with the
+/// sandbox, which decides
 /// most of them.
 pub use codemode_sandbox::{ErrorCode, OutputItem, Truncation, WaitReason};
+
+/// Why a `wait` could not resume its run: the machine-readable `reason` of the failed result,
+/// beside the stable message and the `invalid_input` code.
+///
+/// ```
+/// use codemode_core::WaitFailure;
+/// assert_eq!(serde_json::to_value(WaitFailure::OtherAgentRun).unwrap(), "other_agent_run");
+/// assert_eq!(WaitFailure::Expired.message(), "code mode run is unavailable or expired.");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum WaitFailure {
+    /// No run of this id is parked: never made here, malformed, cancelled, ended with its
+    /// session or agent run, already finished, or lost with a host restart.
+    Unknown,
+    /// This session parked the run and its `snapshotTtlSeconds` passed before the `wait`.
+    Expired,
+    /// The run belongs to another session.
+    OtherSession,
+    /// The run belongs to another agent run.
+    OtherAgentRun,
+    /// Another `wait` is resuming the run right now.
+    AlreadyResuming,
+}
+
+impl WaitFailure {
+    /// The stable message of the failed result (the one `docs/reference.md` lists).
+    pub fn message(self) -> &'static str {
+        match self {
+            WaitFailure::Unknown | WaitFailure::Expired => {
+                "code mode run is unavailable or expired."
+            }
+            WaitFailure::OtherSession => "code mode run belongs to a different session.",
+            WaitFailure::OtherAgentRun => "code mode run belongs to a different agent run.",
+            WaitFailure::AlreadyResuming => "code mode run is already being resumed.",
+        }
+    }
+}
 
 /// A nested call still in flight when a run was parked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -109,6 +149,9 @@ pub enum CodeModeResult {
         /// The stable code; absent for an uncaught guest error.
         #[serde(skip_serializing_if = "Option::is_none")]
         code: Option<ErrorCode>,
+        /// Why a `wait` found no run to resume; absent for every other failure.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<WaitFailure>,
         /// Output produced during this call before the failure.
         #[serde(skip_serializing_if = "Vec::is_empty")]
         output: Vec<OutputItem>,
@@ -127,9 +170,38 @@ impl CodeModeResult {
         }
     }
 
-    /// The result as JSON (the shape of SPEC §6).
+    /// The result as JSON: exactly what the model should see as the `exec` or `wait` tool
+    /// result, and all it needs (`status`, then `value` and `truncated`, or `runId`, `reason`
+    /// and `pendingToolCalls`, or `error`, `code` and `reason`; `output`, `replaySafe` and
+    /// `telemetry`). Send it as the tool result's content unchanged; `docs/reference.md` lists
+    /// the shapes.
     pub fn to_json(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// The returned value of a completed result (after JSON adaptation and any truncation).
+    pub fn value(&self) -> Option<&Value> {
+        match self {
+            CodeModeResult::Completed { value, .. } => Some(value),
+            _ => None,
+        }
+    }
+
+    /// Why a failed `wait` found no run to resume.
+    pub fn wait_failure(&self) -> Option<WaitFailure> {
+        match self {
+            CodeModeResult::Failed { reason, .. } => *reason,
+            _ => None,
+        }
+    }
+
+    /// Whether a completed or waiting result came from a restart-safe run (`replaySafe`).
+    pub fn replay_safe(&self) -> bool {
+        match self {
+            CodeModeResult::Completed { replay_safe, .. }
+            | CodeModeResult::Waiting { replay_safe, .. } => *replay_safe,
+            CodeModeResult::Failed { .. } => false,
+        }
     }
 
     /// The runId of a waiting result.
@@ -166,6 +238,7 @@ impl CodeModeResult {
         CodeModeResult::Failed {
             error: error.into(),
             code,
+            reason: None,
             output: Vec::new(),
             telemetry,
         }

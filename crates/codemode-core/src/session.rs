@@ -1,16 +1,14 @@
-//! Activation (SPEC §4) and the per-agent-run code-mode session: `exec`, `wait`, cancellation
-//! and restart recovery (SPEC §6, §8).
+//! Code mode for one process ([`CodeMode`]) and the per-agent-run session: `exec`, `wait`,
+//! cancellation and restart recovery.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use codemode_catalog::Catalog;
+use codemode_catalog::{Catalog, CatalogError, HostSource};
 use codemode_mcp_decls::{DeclCache, McpDecls};
-use codemode_namespaces::NamespaceRegistry;
-use codemode_sandbox::{
-    Limits, Run, RunScope, SnapshotStore, Step, StoreError, VmPool, WaitReason,
-};
+use codemode_namespaces::{HiddenNamespace, NamespaceRegistry};
+use codemode_sandbox::{Limits, Run, RunScope, SnapshotStore, Step, VmPool, WaitReason};
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
@@ -39,7 +37,7 @@ const DECL_CACHE_CAPACITY: u64 = 64;
 ///         -> Result<serde_json::Value, ToolError> { Ok(input) }
 /// }
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// let code_mode = CodeMode::builder(CodeModeConfig::enabled(), Arc::new(Echo)).build();
+/// let code_mode = CodeMode::builder(CodeModeConfig::enabled().build().unwrap(), Arc::new(Echo)).build();
 /// let echo = ToolDescriptor { origin: ToolOrigin::Core, name: "echo".into(), label: None,
 ///     description: "Echo".into(), parameters: None, direct_only: false, read_only: true };
 /// let Activation::Active(session) = code_mode.activate(ActivationRequest::new(vec![echo])).unwrap() else { panic!() };
@@ -54,6 +52,8 @@ pub struct CodeMode {
 
 pub(crate) struct CodeModeState {
     pub(crate) config: CodeModeConfig,
+    /// The first id segment of the host's own tools.
+    pub(crate) host_source: HostSource,
     pub(crate) executor: Arc<dyn ToolExecutor>,
     pub(crate) events: Arc<dyn EventSink>,
     pub(crate) namespaces: Arc<NamespaceRegistry>,
@@ -63,13 +63,34 @@ pub(crate) struct CodeModeState {
     pub(crate) vm_pool: Option<VmPool>,
 }
 
+impl std::fmt::Debug for CodeMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeMode")
+            .field("config", &self.shared.config)
+            .field("host_source", &self.shared.host_source.as_str())
+            .field("namespaces", &self.shared.namespaces.len())
+            .field("suspended_runs", &self.shared.store.len())
+            .finish_non_exhaustive()
+    }
+}
+
 /// Builds a [`CodeMode`].
 pub struct CodeModeBuilder {
     config: CodeModeConfig,
+    host_source: HostSource,
     executor: Arc<dyn ToolExecutor>,
     events: Arc<dyn EventSink>,
     namespaces: Arc<NamespaceRegistry>,
     prebuilt_vms: usize,
+}
+
+impl std::fmt::Debug for CodeModeBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeModeBuilder")
+            .field("config", &self.config)
+            .field("host_source", &self.host_source.as_str())
+            .finish_non_exhaustive()
+    }
 }
 
 impl CodeModeBuilder {
@@ -96,6 +117,35 @@ impl CodeModeBuilder {
         self
     }
 
+    /// The source name of the host's own tools (core and plugins): the first segment of their
+    /// catalog ids (`myagent:core:search`) and the `source` of their `ALL_TOOLS` entries, also
+    /// named in the `exec` description and `guest/globals.d.ts`. Default `openclaw`. A name is 1
+    /// to 32 ASCII letters, digits, `_` or `-`, starting with a letter, and not `mcp`,
+    /// `client` or `mcp-capability`; anything else is refused with a message saying why.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use codemode_core::prelude::*;
+    /// # struct Nothing;
+    /// # #[async_trait] impl ToolExecutor for Nothing {
+    /// #     async fn execute(&self, id: &str, _: serde_json::Value, _: ToolCallContext)
+    /// #         -> Result<serde_json::Value, ToolError> { Err(ToolError::new(id)) }
+    /// # }
+    /// let code_mode = CodeMode::builder(CodeModeConfig::enabled().build()?, Arc::new(Nothing))
+    ///     .source_name("myagent")?
+    ///     .build();
+    /// let search = ToolDescriptor::new(ToolOrigin::Core, "search", "Search the web");
+    /// let session = code_mode.activate(ActivationRequest::new(vec![search]))?.into_active().unwrap();
+    /// assert_eq!(session.catalog().entries()[0].id, "myagent:core:search");
+    /// assert!(CodeMode::builder(CodeModeConfig::enabled().build()?, Arc::new(Nothing))
+    ///     .source_name("my:agent").is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn source_name(mut self, name: &str) -> Result<Self, CatalogError> {
+        self.host_source = HostSource::new(name)?;
+        Ok(self)
+    }
+
     /// Finishes the builder.
     pub fn build(self) -> CodeMode {
         let vm_pool =
@@ -106,6 +156,7 @@ impl CodeModeBuilder {
         CodeMode {
             shared: Arc::new(CodeModeState {
                 config: self.config,
+                host_source: self.host_source,
                 executor: self.executor,
                 events: self.events,
                 namespaces: self.namespaces,
@@ -122,6 +173,7 @@ impl CodeMode {
     pub fn builder(config: CodeModeConfig, executor: Arc<dyn ToolExecutor>) -> CodeModeBuilder {
         CodeModeBuilder {
             config,
+            host_source: HostSource::default(),
             executor,
             events: Arc::new(NoEvents),
             namespaces: Arc::new(NamespaceRegistry::new()),
@@ -182,6 +234,16 @@ pub struct CodeModeSession {
     pub(crate) store: SnapshotStore<Parked>,
 }
 
+impl std::fmt::Debug for CodeModeSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeModeSession")
+            .field("agent_run", &self.inner.agent_run)
+            .field("catalog_size", &self.inner.catalog.len())
+            .field("visible_tools", &self.inner.telemetry.visible_tools)
+            .finish_non_exhaustive()
+    }
+}
+
 impl CodeModeSession {
     /// The tools the model sees: `exec`, `wait` and the kept direct-only tools.
     pub fn model_tools(&self) -> &[ModelTool] {
@@ -191,6 +253,13 @@ impl CodeModeSession {
     /// The hidden catalog of this run.
     pub fn catalog(&self) -> &Catalog {
         &self.inner.catalog
+    }
+
+    /// The registered namespaces that are not visible in this run, each with why (a required
+    /// tool missing, or offered by someone other than the registering plugin). Activation also
+    /// logs the second kind as a warning under the `codemode` target.
+    pub fn hidden_namespaces(&self) -> &[HiddenNamespace] {
+        self.inner.namespaces.hidden()
     }
 
     /// The generated MCP declarations, when MCP servers are visible.
@@ -217,6 +286,16 @@ impl CodeModeSession {
 
     /// Runs a validated `exec` input.
     pub async fn exec_input(&self, call_id: &str, input: &ExecInput) -> CodeModeResult {
+        self.start(call_id, input, call_id.to_owned()).await
+    }
+
+    /// Starts a run whose nested calls are numbered under `nested_prefix` (`<prefix>/<n>`).
+    async fn start(
+        &self,
+        call_id: &str,
+        input: &ExecInput,
+        nested_prefix: String,
+    ) -> CodeModeResult {
         let span = tracing::debug_span!(target: "codemode", "exec", call_id, language = input.language.as_str());
         // One deadline for the whole call: the TypeScript transform, building and compiling the
         // VM, and running the program.
@@ -259,6 +338,7 @@ impl CodeModeSession {
         let host = Arc::new(RunHost {
             session: Arc::clone(&self.inner),
             parent_call_id: call_id.to_owned(),
+            nested_prefix,
             restart_safe: input.restart_safe,
             counters: Arc::clone(&counters),
             cancellation: cancellation.clone(),
@@ -288,22 +368,28 @@ impl CodeModeSession {
     /// `timeoutMs` in the input) has passed. Guest code runs at most `timeoutMs` of the config
     /// per leg; output is noticed at the end of a leg.
     pub async fn wait(&self, input: &Value) -> CodeModeResult {
-        let raw_input = input;
-        let input = match WaitInput::from_json(input) {
-            Ok(input) => input,
-            Err(error) => return self.invalid(error),
-        };
+        match WaitInput::from_json(input) {
+            Ok(input) => self.wait_input(&input).await,
+            Err(error) => self.invalid(error),
+        }
+    }
+
+    /// Runs a validated `wait` input (the counterpart of [`CodeModeSession::exec_input`]).
+    pub async fn wait_input(&self, input: &WaitInput) -> CodeModeResult {
         let span = tracing::debug_span!(target: "codemode", "wait", run_id = %input.run_id);
         let mut resumption = match self.store.resume(&input.run_id, &self.scope()) {
             Ok(resumption) => resumption,
-            Err(error) => return self.store_failure(error),
+            Err(error) => {
+                let expired = self.inner.park_deadlines.expired(&input.run_id);
+                return outcome::wait_failed(error, expired, self.inner.telemetry.clone());
+            }
         };
         // Idle while the guest only waits on host work: drive again, each leg with the full
         // `timeoutMs` for guest code, until the run ends, yields or prints, or the next leg
         // would pass `maxWaitMs` (or the smaller `timeoutMs` the caller asked for).
         let config = &self.inner.config;
-        let idle_budget = match raw_input.get("timeoutMs").and_then(Value::as_u64) {
-            Some(asked) => config.max_wait().min(Duration::from_millis(asked.max(1))),
+        let idle_budget = match input.timeout {
+            Some(asked) => config.max_wait().min(asked.max(Duration::from_millis(1))),
             None => config.max_wait(),
         };
         let leg = config.timeout().min(idle_budget);
@@ -334,20 +420,29 @@ impl CodeModeSession {
                 output,
             } => {
                 let run_id = input.run_id.clone();
+                // Taken before reparking, so it is never later than the store's own deadline.
+                let deadline = Instant::now() + config.snapshot_ttl();
                 match resumption.repark() {
-                    Ok(()) => outcome::waiting(
-                        run_id,
-                        reason,
-                        host.pending(pending),
-                        output,
-                        restart_safe,
-                        telemetry,
-                    ),
-                    Err(error) => outcome::store_failed(error, output, telemetry),
+                    Ok(()) => {
+                        self.inner.park_deadlines.record(&run_id, deadline);
+                        outcome::waiting(
+                            run_id,
+                            reason,
+                            host.pending(pending),
+                            output,
+                            restart_safe,
+                            telemetry,
+                        )
+                    }
+                    Err(error) => {
+                        self.inner.park_deadlines.forget(&run_id);
+                        outcome::store_failed(error, output, telemetry)
+                    }
                 }
             }
             other => {
                 resumption.finish();
+                self.inner.park_deadlines.forget(&input.run_id);
                 outcome::finished(other, restart_safe, telemetry)
             }
         }
@@ -356,14 +451,29 @@ impl CodeModeSession {
     /// Cancels a suspended run of this session: its VM is released and its host work cancelled.
     /// Returns whether a run was dropped.
     pub fn cancel(&self, run_id: &str) -> bool {
-        self.store.cancel(run_id, &self.scope())
+        let cancelled = self.store.cancel(run_id, &self.scope());
+        if cancelled {
+            self.inner.park_deadlines.forget(run_id);
+        }
+        cancelled
     }
 
-    /// Restart recovery (SPEC §8): re-runs the original input of a restart-safe `exec` whose
-    /// suspended state was lost with a host restart. Only restart-safe inputs are accepted.
+    /// Restart recovery: re-runs, from the start, the original input of a restart-safe `exec`
+    /// whose suspended state was lost (the host restarted, or the run expired). Only
+    /// restart-safe inputs are accepted: such a run only made read-only calls, so running it
+    /// again repeats no side effect. The new run's nested calls get fresh ids,
+    /// `<call_id>/recovered-<token>/<n>` with a random token, so that a host's events never show
+    /// one nested call id twice. [`CodeModeSession::wait_or_recover`] does this for a `wait`
+    /// whose run is gone.
     pub async fn recover(&self, call_id: &str, input: &Value) -> CodeModeResult {
         match ExecInput::from_json(input) {
-            Ok(input) if input.restart_safe => self.exec_input(call_id, &input).await,
+            Ok(input) if input.restart_safe => {
+                let token = codemode_sandbox::RunId::new().to_string();
+                // `cm_<uuid>`: eight hex digits of the uuid are plenty to tell attempts apart.
+                let token = token.get(3..11).unwrap_or(token.as_str());
+                let prefix = format!("{call_id}/recovered-{token}");
+                self.start(call_id, &input, prefix).await
+            }
             Ok(_) => CodeModeResult::failed(
                 Some(ErrorCode::InvalidInput),
                 "only restart-safe code mode runs can be recovered.",
@@ -385,22 +495,21 @@ impl CodeModeSession {
             } => {
                 let pending = parked.host.pending(pending);
                 let config = &self.inner.config;
-                let ttl = Duration::from_secs(config.snapshot_ttl_seconds);
+                let ttl = config.snapshot_ttl();
+                // Taken before parking, so it is never later than the store's own deadline.
+                let deadline = Instant::now() + ttl;
                 match self.store.park(
                     run,
                     self.scope(),
                     parked,
                     ttl,
-                    config.max_snapshot_bytes as usize,
+                    config.max_snapshot_bytes() as usize,
                 ) {
-                    Ok(run_id) => outcome::waiting(
-                        run_id.to_string(),
-                        reason,
-                        pending,
-                        output,
-                        restart_safe,
-                        telemetry,
-                    ),
+                    Ok(run_id) => {
+                        let run_id = run_id.to_string();
+                        self.inner.park_deadlines.record(&run_id, deadline);
+                        outcome::waiting(run_id, reason, pending, output, restart_safe, telemetry)
+                    }
                     Err(error) => outcome::store_failed(error, output, telemetry),
                 }
             }
@@ -435,9 +544,5 @@ impl CodeModeSession {
             error.to_string(),
             self.inner.telemetry.clone(),
         )
-    }
-
-    fn store_failure(&self, error: StoreError) -> CodeModeResult {
-        outcome::store_failed(error, Vec::new(), self.inner.telemetry.clone())
     }
 }

@@ -2,8 +2,10 @@
 //! guest setup and the bridge host agree on. A leaf: it imports no other module that wires a
 //! session (`session`, `activation`, `guest`, `bridge`).
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 use codemode_catalog::{Catalog, SearchLimits};
 use codemode_mcp_decls::McpDecls;
@@ -75,6 +77,53 @@ pub(crate) struct SessionState {
     pub(crate) results: Arc<crate::results::SavedResults>,
     /// Set when the session is dropped: namespace handlers of its runs observe it.
     pub(crate) cancelled: Arc<AtomicBool>,
+    /// When each run this session parked expires, so that a `wait` the store cannot answer
+    /// says `expired` rather than `unknown`.
+    pub(crate) park_deadlines: ParkDeadlines,
+}
+
+/// Most run ids a session remembers the expiry of; past it, the earliest deadline is forgotten
+/// (a `wait` for that run then fails as `unknown` instead of `expired`).
+const REMEMBERED_PARK_DEADLINES: usize = 1024;
+
+/// The expiry instant of each run a session parked, bounded by [`REMEMBERED_PARK_DEADLINES`].
+/// Only a hint for the failure reason of `wait`: the snapshot store alone decides whether a run
+/// can be resumed.
+#[derive(Debug, Default)]
+pub(crate) struct ParkDeadlines(Mutex<HashMap<String, Instant>>);
+
+impl ParkDeadlines {
+    /// Records (or moves) the deadline of a parked run.
+    pub(crate) fn record(&self, run_id: &str, deadline: Instant) {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if map.len() >= REMEMBERED_PARK_DEADLINES
+            && !map.contains_key(run_id)
+            && let Some(earliest) = map
+                .iter()
+                .min_by_key(|(_, deadline)| **deadline)
+                .map(|(id, _)| id.clone())
+        {
+            map.remove(&earliest);
+        }
+        map.insert(run_id.to_owned(), deadline);
+    }
+
+    /// Forgets a run that finished or was cancelled.
+    pub(crate) fn forget(&self, run_id: &str) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(run_id);
+    }
+
+    /// Whether the run was parked here and its deadline has passed.
+    pub(crate) fn expired(&self, run_id: &str) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(run_id)
+            .is_some_and(|deadline| *deadline <= Instant::now())
+    }
 }
 
 impl Drop for SessionState {

@@ -1,4 +1,4 @@
-//! The model-visible surface (SPEC §4): `exec`, `wait`, the kept direct-only tools, their
+//! The model-visible surface: `exec`, `wait`, the kept direct-only tools, their
 //! descriptions and schemas, hook metadata and the final payload check.
 
 use serde::Serialize;
@@ -93,13 +93,20 @@ pub fn check_payload<'a>(
 /// What the `exec` description depends on.
 pub(crate) struct DescriptionParts<'a> {
     pub(crate) config: &'a CodeModeConfig,
+    /// The first id segment of the host's own tools.
+    pub(crate) host_source: &'a str,
     pub(crate) mcp_servers: &'a [String],
     pub(crate) namespace_prompt: Option<&'a str>,
 }
 
 pub(crate) fn exec_description(parts: &DescriptionParts<'_>) -> String {
-    let seconds = parts.config.timeout_ms as f64 / 1000.0;
-    let languages: Vec<&str> = parts.config.languages.iter().map(|l| l.as_str()).collect();
+    let seconds = parts.config.timeout_ms() as f64 / 1000.0;
+    let languages: Vec<&str> = parts
+        .config
+        .languages()
+        .iter()
+        .map(|l| l.as_str())
+        .collect();
     let mut text = format!(
         "Run a short JavaScript or TypeScript program that orchestrates the hidden tools. \
 The code is the body of an async function: use `await` freely and `return` the final value \
@@ -108,6 +115,8 @@ and there is no filesystem, network or environment access. \
 Find tools with `await tools.search(query, {{ limit }})`, read a tool's JSON Schema with \
 `await tools.describe(id)`, and call it with `await tools.call(id, input)` (tools with simple \
 unambiguous names are also `tools.<name>(input)`); `ALL_TOOLS` lists every tool compactly. \
+Tool ids are `{host}:core:<name>` and `{host}:<plugin>:<name>` for the host's tools and \
+`client:<owner>:<name>` for the client's. \
 Calls may run in parallel with `Promise.all` over many items: at most {pending} run at once and up to {queued} more wait their turn in order. A run finishes only when every call it started has settled. `console.log/info/warn/error/debug` and `text(value)` and `json(value)` add output items. \
 Each exec or wait call may run for {seconds} s; when tool calls are still pending the result is \
 `waiting` with a runId: call `wait` with it to continue. `language` takes only \"javascript\" \
@@ -118,9 +127,10 @@ Timers work (`setTimeout`, `setInterval`, `queueMicrotask`) and count as pending
 of this session (up to {saved} entries): save a large result there and return a summary. \
 A returned value too large for the output limit comes back cut, with `truncated`.",
         languages.join(", "),
-        pending = parts.config.max_pending_tool_calls,
-        queued = parts.config.max_queued_tool_calls,
-        saved = parts.config.max_saved_results,
+        host = parts.host_source,
+        pending = parts.config.max_pending_tool_calls(),
+        queued = parts.config.max_queued_tool_calls(),
+        saved = parts.config.max_saved_results(),
     );
     if !parts.mcp_servers.is_empty() {
         text.push_str(&format!(

@@ -106,7 +106,7 @@ fn hostile_cells_keep_host_memory_within_a_multiple_of_the_vm_limit() {
     let mut over = Vec::new();
     for (name, config, code) in cells {
         let config = CodeModeConfig::from_json(&config).unwrap();
-        assert_eq!(config.memory_limit_bytes as usize, memory_limit);
+        assert_eq!(config.memory_limit_bytes() as usize, memory_limit);
         let h = host(config);
         let before = ALLOCATOR.current_usage();
         ALLOCATOR.reset_peak_usage();
@@ -125,7 +125,7 @@ fn hostile_cells_keep_host_memory_within_a_multiple_of_the_vm_limit() {
         }
     }
     // A JavaScript cell over the source limit is refused before it costs anything.
-    let h = host(CodeModeConfig::enabled());
+    let h = host(CodeModeConfig::enabled().build().unwrap());
     let code = format!("return 1;//{}", "x".repeat(100 * MIB));
     let input = json!({ "code": code });
     drop(code);

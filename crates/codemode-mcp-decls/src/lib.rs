@@ -1,4 +1,4 @@
-//! MCP tool metadata -> what code-mode guest code sees of MCP (SPEC §9): the `MCP.<server>.<tool>`
+//! MCP tool metadata -> what code-mode guest code sees of MCP: the `MCP.<server>.<tool>`
 //! binding table, call preparation (one object argument, schema `default`s, required keys), the
 //! `MCP.<server>.$api()` responses, and the read-only virtual declaration files behind
 //! `API.list` / `API.read` (`mcp/index.d.ts`, `mcp/<server>.d.ts`).

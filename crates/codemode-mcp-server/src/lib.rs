@@ -6,7 +6,7 @@
 //! activated from the host's [`ToolSource`] when the session first needs it; a `runId` of one
 //! session cannot be resumed from another. When a session ends (the stdio client exits, the
 //! HTTP session is deleted or idles out), its suspended runs are dropped and their host work is
-//! cancelled. `exec` and `wait` results go back as tool results: the SPEC §6 result JSON as
+//! cancelled. `exec` and `wait` results go back as tool results: the result JSON (`CodeModeResult::to_json`) as
 //! `structuredContent` and as text, `isError: true` for a failed run.
 //!
 //! This crate is the only one that knows rmcp's SERVER side (the client side stays in
@@ -101,7 +101,7 @@ pub enum ServeError {
 /// #         -> Result<serde_json::Value, ToolError> { Ok(input) }
 /// # }
 /// # async fn demo(tools: Vec<codemode_catalog::ToolDescriptor>) -> Result<(), codemode_mcp_server::ServeError> {
-/// let code_mode = CodeMode::builder(CodeModeConfig::enabled(), Arc::new(Tools)).build();
+/// let code_mode = CodeMode::builder(CodeModeConfig::enabled().build().unwrap(), Arc::new(Tools)).build();
 /// let server = codemode_mcp_server::CodeModeServer::new(
 ///     code_mode,
 ///     Arc::new(move |run: AgentRunContext| ActivationRequest::new(tools.clone()).with_agent_run(run)),

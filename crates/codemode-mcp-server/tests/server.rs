@@ -86,7 +86,8 @@ fn fixture() -> Fixture {
         started: started_tx,
         cancelled: cancelled_tx,
     };
-    let code_mode = CodeMode::builder(CodeModeConfig::enabled(), Arc::new(tools)).build();
+    let code_mode =
+        CodeMode::builder(CodeModeConfig::enabled().build().unwrap(), Arc::new(tools)).build();
     let server = CodeModeServer::new(
         code_mode,
         Arc::new(|run: AgentRunContext| {
@@ -493,7 +494,7 @@ async fn sessions_activating_after_a_tool_change_see_the_new_tools() {
     let (started, _) = mpsc::unbounded_channel();
     let (cancelled, _) = mpsc::unbounded_channel();
     let code_mode = CodeMode::builder(
-        CodeModeConfig::enabled(),
+        CodeModeConfig::enabled().build().unwrap(),
         Arc::new(Tools { started, cancelled }),
     )
     .build();

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 /// How to start one MCP server over child-process stdio: the value of one
-/// entry of the config file's `mcpServers` object (SPEC §14).
+/// entry of the `codemode` config file's `mcpServers` object.
 ///
 /// ```
 /// let config: codemode_mcp::McpServerConfig = serde_json::from_str(

@@ -480,6 +480,25 @@ impl McpHub {
         }))
     }
 
+    /// Whether `catalog_id` is the hub's kind of id, one [`McpHub::execute`] answers: an MCP
+    /// tool id `mcp:<server>:<tool>` or an MCP capability id
+    /// `mcp-capability:<server>:<method>`. Decided by the id's kind alone (never by a tool
+    /// name), so an executor can route before it gives the input away.
+    ///
+    /// ```
+    /// let hub = codemode_mcp::McpHub::default();
+    /// assert!(hub.owns("mcp:github:search"));
+    /// assert!(hub.owns("mcp-capability:github:resources/list"));
+    /// assert!(!hub.owns("openclaw:core:mcp"));
+    /// assert!(!hub.owns("mcp:no-tool"));
+    /// ```
+    pub fn owns(&self, catalog_id: &str) -> bool {
+        McpCapability::parse_id(catalog_id).is_some()
+            || catalog_id
+                .strip_prefix("mcp:")
+                .is_some_and(|rest| rest.contains(':'))
+    }
+
     async fn execute_typed(
         &self,
         catalog_id: &str,

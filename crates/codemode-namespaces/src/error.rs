@@ -14,6 +14,17 @@ pub enum NamespaceError {
     #[error("code mode namespace registration needs a non-empty plugin id.")]
     EmptyPluginId,
 
+    /// `register_for_plugin` was called with the plugin id `core`, the owner of the host's
+    /// core tools: core tools never make a namespace visible, so the namespace could never
+    /// appear.
+    #[error(
+        "code mode namespace `{id}` cannot be registered for plugin `core`: core tools never make a namespace visible (only a plugin's own tools do); register it for the plugin whose tools it uses."
+    )]
+    CorePluginId {
+        /// The namespace id.
+        id: String,
+    },
+
     /// The registration's `id` is empty or blank.
     #[error("code mode namespace registration from plugin `{plugin_id}` has an empty id.")]
     EmptyId {

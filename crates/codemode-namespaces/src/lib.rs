@@ -1,4 +1,5 @@
-//! Plugin-owned domain namespaces for code mode (SPEC §10): the registry a
+//! Plugin-owned domain namespaces for code mode (globals such as `Issues` over a plugin's
+//! tools): the registry a
 //! trusted plugin loader fills, the per-run visibility check against the run
 //! catalog, the serialization of each namespace's scope into a plain guest
 //! descriptor, and the dispatch table that turns a guest call such as
@@ -85,7 +86,7 @@ pub use registration::{
     CODE_MODE_GLOBALS, CreateScope, JS_BUILTIN_GLOBALS, OBJECT_PROTOTYPE_MEMBERS,
     RESERVED_GLOBAL_PREFIX, Registration, check_global_name,
 };
-pub use registry::{CatalogTool, NamespaceRegistry, ToolOwner};
+pub use registry::{CatalogTool, HiddenNamespace, HiddenReason, NamespaceRegistry, ToolOwner};
 pub use runtime::{DispatchTarget, GuestNamespace, NamespaceRuntime};
 pub use scope::{
     CancellationState, DEFAULT_MAX_SCOPE_DEPTH, DEFAULT_MAX_SCOPE_NODES, InputMapper,

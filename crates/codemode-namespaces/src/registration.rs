@@ -12,7 +12,8 @@ use crate::{NamespaceError, ScopeContext, ScopeValue};
 /// fails the run's preparation with [`NamespaceError::CreateScope`].
 pub type CreateScope = Arc<dyn Fn(&ScopeContext) -> Result<ScopeValue, String> + Send + Sync>;
 
-/// A namespace a trusted plugin loader offers to guest code (SPEC §10).
+/// A namespace a trusted plugin loader offers to guest code: a global (`Issues`) whose
+/// functions call the plugin's own tools.
 ///
 /// ```
 /// use codemode_namespaces::{NamespaceTool, Registration, ScopeValue};
@@ -131,7 +132,8 @@ impl fmt::Debug for Registration {
     }
 }
 
-/// Globals that code mode itself installs in the guest (SPEC §7); the workspace's one list,
+/// Globals that code mode itself installs in the guest (`ALL_TOOLS`, `tools`, `MCP`, ...); the
+/// workspace's one list,
 /// from `codemode-guest-names`.
 pub const CODE_MODE_GLOBALS: &[&str] = codemode_guest_names::CODE_MODE_GLOBALS;
 

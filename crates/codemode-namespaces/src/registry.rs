@@ -63,6 +63,68 @@ impl<'a> CatalogTool<'a> {
     }
 }
 
+/// The owner segment of core tool ids: not a plugin, so no namespace can be registered for it.
+const CORE_PLUGIN_ID: &str = "core";
+
+/// A namespace that is registered but not visible in a run, and why: the diagnostic a host
+/// logs or shows its plugin authors instead of a namespace silently missing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HiddenNamespace {
+    /// The namespace id.
+    pub id: String,
+    /// Its global name.
+    pub global_name: String,
+    /// The plugin that registered it.
+    pub plugin_id: String,
+    /// Why it is hidden.
+    pub reason: HiddenReason,
+}
+
+/// Why a registered namespace is not visible in a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HiddenReason {
+    /// No tool of this name is in the run's catalog (the host did not offer it, or its policy
+    /// denied it): the ordinary way a namespace is left out.
+    MissingTool {
+        /// The required tool name.
+        tool: String,
+    },
+    /// A tool of this name is in the catalog, but not from the registering plugin: likely a
+    /// mistake of the registration (a namespace over core, MCP or another plugin's tools).
+    NotOwned {
+        /// The required tool name.
+        tool: String,
+        /// Who offers the tool instead (`core`, `plugin x`, `MCP server x`, `client x`).
+        owner: String,
+    },
+}
+
+impl std::fmt::Display for HiddenNamespace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (id, plugin) = (&self.id, &self.plugin_id);
+        match &self.reason {
+            HiddenReason::MissingTool { tool } => write!(
+                f,
+                "code mode namespace `{id}` of plugin `{plugin}` is hidden: its required tool `{tool}` is not in this run's catalog."
+            ),
+            HiddenReason::NotOwned { tool, owner } => write!(
+                f,
+                "code mode namespace `{id}` of plugin `{plugin}` is hidden: its required tool `{tool}` comes from {owner}, not from plugin `{plugin}`; only a plugin's own tools make its namespaces visible."
+            ),
+        }
+    }
+}
+
+fn describe_owner(owner: ToolOwner<'_>) -> String {
+    match owner {
+        ToolOwner::Core => "core".to_owned(),
+        ToolOwner::Plugin(plugin) => format!("plugin `{plugin}`"),
+        ToolOwner::McpServer(server) => format!("MCP server `{server}`"),
+        ToolOwner::Client(client) => format!("client `{client}`"),
+    }
+}
+
 /// A registration and the plugin that made it.
 struct Registered {
     plugin_id: String,
@@ -152,7 +214,8 @@ impl NamespaceRegistry {
     }
 
     /// Registers a namespace for `plugin_id` after checking it: a non-blank
-    /// id and plugin id, a valid and unreserved global name (see
+    /// id and plugin id (and not `core`, whose tools never make a namespace
+    /// visible), a valid and unreserved global name (see
     /// [`check_global_name`](crate::check_global_name)), at least one required
     /// tool once names are trimmed and deduplicated, and no other registration
     /// with the same id or global name.
@@ -165,6 +228,11 @@ impl NamespaceRegistry {
             return Err(NamespaceError::EmptyPluginId);
         }
         let registration = registration.normalized(plugin_id)?;
+        if plugin_id == CORE_PLUGIN_ID {
+            return Err(NamespaceError::CorePluginId {
+                id: registration.id,
+            });
+        }
         let mut entries = self.lock();
         for existing in entries.iter() {
             if existing.registration.id == registration.id {
@@ -227,7 +295,8 @@ impl NamespaceRegistry {
     /// with the registering plugin's own origin (`owner ==
     /// ToolOwner::Plugin(plugin_id)`; core, MCP and client tools never count,
     /// whatever their owner is called); if several such tools share a name,
-    /// the first in catalog order is used. For each visible
+    /// the first in catalog order is used. Each registration that is not visible
+    /// is listed, with the reason, by [`NamespaceRuntime::hidden`]. For each visible
     /// registration, in registration order, `create_scope(ctx)` is called
     /// (without holding the registry lock) and its scope serialized. Any
     /// failure there fails the whole preparation, before guest code runs.
@@ -241,8 +310,17 @@ impl NamespaceRegistry {
         let mut runtime = NamespaceRuntime::default();
         let mut visible: Vec<Arc<Registered>> = Vec::new();
         for entry in entries {
-            let Some(catalog_ids) = resolve_required_tools(&entry, &catalog) else {
-                continue;
+            let catalog_ids = match resolve_required_tools(&entry, &catalog) {
+                Ok(ids) => ids,
+                Err(reason) => {
+                    runtime.hide(HiddenNamespace {
+                        id: entry.registration.id.clone(),
+                        global_name: entry.registration.global_name.clone(),
+                        plugin_id: entry.plugin_id.clone(),
+                        reason,
+                    });
+                    continue;
+                }
             };
             let registration = &entry.registration;
             let scope = catch_unwind(AssertUnwindSafe(|| (registration.create_scope)(ctx)))
@@ -301,17 +379,28 @@ impl std::fmt::Debug for NamespaceRegistry {
 }
 
 /// Maps each required tool name to the exact catalog id of the tool of that
-/// name from the registering plugin's own origin; `None` when one is missing.
+/// name from the registering plugin's own origin; the reason the namespace is
+/// hidden when one is missing.
 fn resolve_required_tools<'c>(
     entry: &Registered,
     catalog: &[CatalogTool<'c>],
-) -> Option<HashMap<&'c str, &'c str>> {
+) -> Result<HashMap<&'c str, &'c str>, HiddenReason> {
     let mut ids = HashMap::new();
     for name in &entry.registration.required_tool_names {
-        let tool = catalog
+        let owned = catalog
             .iter()
-            .find(|tool| tool.name == name && tool.owner.is_plugin(&entry.plugin_id))?;
+            .find(|tool| tool.name == name && tool.owner.is_plugin(&entry.plugin_id));
+        let Some(tool) = owned else {
+            let tool = name.clone();
+            return Err(match catalog.iter().find(|other| other.name == name) {
+                Some(other) => HiddenReason::NotOwned {
+                    tool,
+                    owner: describe_owner(other.owner),
+                },
+                None => HiddenReason::MissingTool { tool },
+            });
+        };
         ids.insert(tool.name, tool.id);
     }
-    Some(ids)
+    Ok(ids)
 }

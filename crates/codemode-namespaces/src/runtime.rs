@@ -22,7 +22,7 @@ use crate::scope::{NamespaceTool, PATH_SEPARATOR, SerializedScope};
 ///
 /// Each value is plain JSON from the plugin, passed verbatim: keys inside it
 /// are data, not paths (a `"__proto__"` key may appear), so the sandbox must
-/// install it as own data properties, as `JSON.parse` does (SPEC §7). A
+/// install it as own data properties, as `JSON.parse` does. A
 /// member without callables arrives as ONE value (an object or array) at its
 /// path; the objects that hold callables are created by the core on the way
 /// to each callable path. Values and callables are in scope order.
@@ -92,12 +92,23 @@ pub struct NamespaceRuntime {
     namespaces: Vec<GuestNamespace>,
     tables: Vec<DispatchTable>,
     prompt: Option<String>,
+    hidden: Vec<crate::HiddenNamespace>,
 }
 
 impl NamespaceRuntime {
     /// The visible namespaces, in registration order.
     pub fn namespaces(&self) -> &[GuestNamespace] {
         &self.namespaces
+    }
+
+    /// The registered namespaces that are not visible in this run, with the reason, in
+    /// registration order.
+    pub fn hidden(&self) -> &[crate::HiddenNamespace] {
+        &self.hidden
+    }
+
+    pub(crate) fn hide(&mut self, hidden: crate::HiddenNamespace) {
+        self.hidden.push(hidden);
     }
 
     /// Whether no namespace is visible in this run.
@@ -275,6 +286,7 @@ impl fmt::Debug for NamespaceRuntime {
         f.debug_struct("NamespaceRuntime")
             .field("namespaces", &self.namespaces)
             .field("prompt", &self.prompt)
+            .field("hidden", &self.hidden)
             .finish_non_exhaustive()
     }
 }

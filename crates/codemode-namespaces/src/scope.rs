@@ -424,7 +424,7 @@ pub(crate) fn segment_problem(key: &str) -> Option<&'static str> {
     }
 }
 
-/// Serializes a namespace's scope (SPEC §10). The root must be an object (a
+/// Serializes a namespace's scope into plain guest data and callable markers. The root must be an object (a
 /// scope object or a JSON object); each root member becomes either one JSON
 /// value or, for an object holding callables, its members in turn.
 pub(crate) fn serialize_scope(

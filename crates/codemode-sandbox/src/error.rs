@@ -1,8 +1,9 @@
-//! Errors of a run and of the snapshot store, with the exact messages of SPEC §6.
+//! Errors of a run and of the snapshot store, with the exact messages of failed results
+//! (`docs/reference.md` lists them).
 
 use serde::{Deserialize, Serialize};
 
-/// The machine-readable failure codes of SPEC §6 (`code` of a failed result).
+/// The machine-readable failure codes (`code` of a failed result).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]

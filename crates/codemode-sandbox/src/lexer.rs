@@ -1,4 +1,4 @@
-//! The JavaScript tokenizer behind the checks run on a program before it is compiled (SPEC §7):
+//! The JavaScript tokenizer behind the checks run on a program before it is compiled:
 //! [`check_module_access`](crate::check_module_access) and [`check_body`].
 //!
 //! The sandbox compiles a program with `new AsyncFunction(program)`; QuickJS then evaluates the

@@ -1,4 +1,4 @@
-//! The QuickJS sandbox of code mode (SPEC §7, §8): it runs one untrusted JavaScript program per
+//! The QuickJS sandbox of code mode: it runs one untrusted JavaScript program per
 //! [`Run`] in a fresh VM with memory, stack, time, output and pending-call limits, exposes the
 //! guest globals described by a plain [`GuestSetup`], turns guest calls into [`BridgeRequest`]s
 //! answered by a [`BridgeHost`], and lets a run be suspended, parked in a [`SnapshotStore`] and

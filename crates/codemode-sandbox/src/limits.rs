@@ -1,21 +1,21 @@
-//! The resource limits of one run, with the SPEC §3 defaults.
+//! The resource limits of one run, with the defaults of the `tools.codeMode` config keys.
 
 use std::time::Duration;
 
-/// Default VM heap budget (64 MiB, SPEC §3 `memoryLimitBytes`).
+/// Default VM heap budget (64 MiB, config key `memoryLimitBytes`).
 pub const DEFAULT_MEMORY_BYTES: usize = 64 * 1024 * 1024;
 /// Default native stack budget for guest code (512 KiB).
 pub const DEFAULT_STACK_BYTES: usize = 512 * 1024;
-/// Default wall-clock budget of one exec/wait leg (10 s, SPEC §3 `timeoutMs`).
+/// Default wall-clock budget of one exec/wait leg (10 s, config key `timeoutMs`).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(10_000);
-/// Default output budget (64 KiB, SPEC §3 `maxOutputBytes`).
+/// Default output budget (64 KiB, config key `maxOutputBytes`).
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 65_536;
-/// Default number of bridge calls in flight at once (SPEC §3 `maxPendingToolCalls`).
+/// Default number of bridge calls in flight at once (config key `maxPendingToolCalls`).
 pub const DEFAULT_MAX_PENDING_CALLS: usize = 16;
-/// Default size budget of a parked run (10 MiB, SPEC §3 `maxSnapshotBytes`).
+/// Default size budget of a parked run (10 MiB, config key `maxSnapshotBytes`).
 pub const DEFAULT_MAX_SNAPSHOT_BYTES: usize = 10 * 1024 * 1024;
 /// Default number of further bridge calls that wait, in FIFO order, while
-/// `max_pending_calls` are in flight (SPEC §3 `maxQueuedToolCalls`).
+/// `max_pending_calls` are in flight (config key `maxQueuedToolCalls`).
 pub const DEFAULT_MAX_QUEUED_CALLS: usize = 1024;
 /// Default budget for the JSON arguments of one bridge call (8 MiB).
 pub const DEFAULT_MAX_CALL_ARGS_BYTES: usize = 8 * 1024 * 1024;

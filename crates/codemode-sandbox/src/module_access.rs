@@ -1,4 +1,5 @@
-//! The pre-evaluation check that rejects module access (SPEC §7).
+//! The pre-evaluation check that rejects module access (`import`, `import()`, `require(`):
+//! a guest program has no modules.
 //!
 //! It runs the JavaScript tokenizer of [`crate::lexer`] and looks at every identifier token in
 //! code: strings, template text, comments and regular-expression literals do not count, and where

@@ -1,4 +1,5 @@
-//! The in-memory snapshot store of suspended runs (SPEC §8). Nothing is written to disk.
+//! The in-memory snapshot store of suspended runs, which `wait` resumes. Nothing is written to
+//! disk.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -11,7 +12,7 @@ use uuid::Uuid;
 
 use crate::{Run, StoreError};
 
-/// The process-wide cap on suspended runs (SPEC §3; not configurable).
+/// The cap on suspended runs per store (one store per `CodeMode`; not configurable).
 pub const MAX_SUSPENDED_RUNS: usize = 64;
 
 /// The id of a parked run: `cm_<uuid>`.

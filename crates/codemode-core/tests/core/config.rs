@@ -163,22 +163,25 @@ fn schema_and_parser_agree() {
 #[test]
 fn integral_floats_are_integers_and_fractions_are_not() {
     let parse = |field: &str, value: Value| CodeModeConfig::from_json(&json!({ field: value }));
-    assert_eq!(parse("timeoutMs", json!(500.0)).unwrap().timeout_ms, 500);
+    assert_eq!(parse("timeoutMs", json!(500.0)).unwrap().timeout_ms(), 500);
     let thousand: Value = serde_json::from_str("1e3").unwrap();
     assert!(thousand.is_f64());
-    assert_eq!(parse("timeoutMs", thousand).unwrap().timeout_ms, 1000);
+    assert_eq!(parse("timeoutMs", thousand).unwrap().timeout_ms(), 1000);
     assert_eq!(
         parse("maxSearchLimit", json!(5.0))
             .unwrap()
-            .max_search_limit,
+            .max_search_limit(),
         5
     );
     // Huge integral floats are clamped like huge integers.
-    assert_eq!(parse("timeoutMs", json!(1e300)).unwrap().timeout_ms, 60_000);
+    assert_eq!(
+        parse("timeoutMs", json!(1e300)).unwrap().timeout_ms(),
+        60_000
+    );
     assert_eq!(
         parse("maxQueuedToolCalls", json!(0.0))
             .unwrap()
-            .max_queued_tool_calls,
+            .max_queued_tool_calls(),
         0
     );
     for bad in [
@@ -216,18 +219,103 @@ fn integral_floats_are_integers_and_fractions_are_not() {
 #[test]
 fn max_queued_tool_calls_accepts_zero_and_clamps() {
     let parse = |value: Value| CodeModeConfig::from_json(&json!({ "maxQueuedToolCalls": value }));
-    assert_eq!(parse(json!(0)).unwrap().max_queued_tool_calls, 0);
-    assert_eq!(parse(json!(5)).unwrap().max_queued_tool_calls, 5);
+    assert_eq!(parse(json!(0)).unwrap().max_queued_tool_calls(), 0);
+    assert_eq!(parse(json!(5)).unwrap().max_queued_tool_calls(), 5);
     assert_eq!(
-        parse(json!(10_000_000)).unwrap().max_queued_tool_calls,
+        parse(json!(10_000_000)).unwrap().max_queued_tool_calls(),
         100_000
     );
     assert_eq!(
-        CodeModeConfig::default().max_queued_tool_calls,
+        CodeModeConfig::default().max_queued_tool_calls(),
         codemode_core::DEFAULT_MAX_QUEUED_TOOL_CALLS
     );
     assert_eq!(
         parse(json!(-1)).unwrap_err().to_string(),
         "tools.codeMode.maxQueuedToolCalls must be a non-negative integer."
+    );
+}
+
+/// The Rust builder goes through the same table as `from_json`: for every integer field and
+/// every value (zero, under the floor, in range, over the ceiling), both give the same config
+/// or the same error.
+#[test]
+fn the_builder_checks_and_clamps_like_json() {
+    use codemode_core::CodeModeConfigBuilder;
+    use std::time::Duration;
+    type Set = fn(CodeModeConfigBuilder, u64) -> CodeModeConfigBuilder;
+    let fields: [(&str, Set); 12] = [
+        ("timeoutMs", |b, v| b.timeout(Duration::from_millis(v))),
+        ("memoryLimitBytes", |b, v| b.memory_limit_bytes(v)),
+        ("maxOutputBytes", |b, v| b.max_output_bytes(v)),
+        ("maxSnapshotBytes", |b, v| b.max_snapshot_bytes(v)),
+        ("maxPendingToolCalls", |b, v| b.max_pending_tool_calls(v)),
+        ("maxQueuedToolCalls", |b, v| b.max_queued_tool_calls(v)),
+        ("maxSavedResults", |b, v| b.max_saved_results(v)),
+        ("maxSavedResultBytes", |b, v| b.max_saved_result_bytes(v)),
+        ("snapshotTtlSeconds", |b, v| {
+            b.snapshot_ttl(Duration::from_secs(v))
+        }),
+        ("maxWaitMs", |b, v| b.max_wait(Duration::from_millis(v))),
+        ("searchDefaultLimit", |b, v| b.search_default_limit(v)),
+        ("maxSearchLimit", |b, v| b.max_search_limit(v)),
+    ];
+    for (key, set) in fields {
+        for value in [0, 1, 5, 1000, 50_000, 10_000_000, u64::MAX / 2] {
+            let built = set(CodeModeConfig::enabled(), value).build();
+            let parsed = CodeModeConfig::from_json(&json!({ "enabled": true, key: value }));
+            assert_eq!(built, parsed, "{key} = {value}");
+        }
+    }
+    // The zero that used to make every exec a timeout is refused, as in JSON.
+    assert_eq!(
+        CodeModeConfig::enabled()
+            .timeout(Duration::ZERO)
+            .build()
+            .unwrap_err()
+            .to_string(),
+        "tools.codeMode.timeoutMs must be a positive integer."
+    );
+    // The first refusal wins; later valid settings do not hide it.
+    assert_eq!(
+        CodeModeConfig::enabled()
+            .max_saved_results(0)
+            .timeout(Duration::from_secs(1))
+            .build(),
+        Err(ConfigError::NotPositiveInteger("maxSavedResults"))
+    );
+    // Sub-unit durations round toward acceptance (then clamp), never to a refused zero.
+    let tiny = CodeModeConfig::enabled()
+        .timeout(Duration::from_micros(1))
+        .snapshot_ttl(Duration::from_millis(1))
+        .build()
+        .unwrap();
+    assert_eq!((tiny.timeout_ms(), tiny.snapshot_ttl_seconds()), (100, 1));
+    // The cross-field clamp: searchDefaultLimit <= maxSearchLimit.
+    let search = CodeModeConfig::enabled()
+        .search_default_limit(40)
+        .max_search_limit(10)
+        .build()
+        .unwrap();
+    assert_eq!(search.search_default_limit(), 10);
+    assert_eq!(
+        CodeModeConfig::enabled().languages([]).build(),
+        Err(ConfigError::InvalidLanguages)
+    );
+    let js = CodeModeConfig::enabled()
+        .languages([Language::Javascript, Language::Javascript])
+        .build()
+        .unwrap();
+    assert_eq!(js.languages(), [Language::Javascript]);
+    assert!(!CodeModeConfig::builder().build().unwrap().is_enabled());
+    assert!(
+        CodeModeConfig::builder()
+            .enable(true)
+            .build()
+            .unwrap()
+            .is_enabled()
+    );
+    assert_eq!(
+        CodeModeConfig::enabled().build().unwrap(),
+        CodeModeConfig::from_json(&json!(true)).unwrap()
     );
 }

@@ -30,7 +30,11 @@ async fn disabled_config_leaves_the_tool_list_unchanged() {
 
 #[tokio::test]
 async fn runs_without_tools_never_activate() {
-    let code_mode = CodeMode::builder(CodeModeConfig::enabled(), TestExecutor::new()).build();
+    let code_mode = CodeMode::builder(
+        CodeModeConfig::enabled().build().unwrap(),
+        TestExecutor::new(),
+    )
+    .build();
     assert!(
         matches!(code_mode.activate(ActivationRequest::new(vec![])), Ok(Activation::Unchanged(t)) if t.is_empty())
     );
@@ -85,7 +89,7 @@ async fn exec_description_omits_mcp_without_servers() {
         .into_iter()
         .filter(|t| !matches!(t.origin, ToolOrigin::Mcp(_)))
         .collect();
-    let h = harness_with(CodeModeConfig::enabled(), tools);
+    let h = harness_with(CodeModeConfig::enabled().build().unwrap(), tools);
     assert!(!h.session.model_tools()[0].description.contains("API.read"));
 }
 
@@ -270,7 +274,7 @@ async fn shell_exec_hidden_from_the_model_but_callable_by_id_and_no_recursion() 
         .into_iter()
         .filter(|t| t.name != "exec")
         .collect();
-    let h = harness_with(CodeModeConfig::enabled(), tools);
+    let h = harness_with(CodeModeConfig::enabled().build().unwrap(), tools);
     let value = h
         .value(
             r#"
@@ -317,6 +321,10 @@ async fn nested_calls_keep_approval_and_hook_behaviour() {
         })
         .collect();
     assert_eq!(kinds, ["start", "end", "start", "update", "end"]);
+    // The update reaches the host with its payload.
+    let update = serde_json::to_value(&events[3]).unwrap();
+    assert_eq!(update["update"], json!({ "status": "awaiting approval" }));
+    assert_eq!(update["nestedCallId"], "call_1/2");
     let first = serde_json::to_value(&events[0]).unwrap();
     assert_eq!(first["parentCallId"], "call_1");
     assert_eq!(first["nestedCallId"], "call_1/1");
@@ -791,7 +799,7 @@ async fn namespaces_visible_callable_catchable_and_refused_when_restart_safe() {
         .unwrap();
     let plugin = || ToolOrigin::BundledPlugin("demo-issues".into());
     let executor = TestExecutor::new();
-    let code_mode = CodeMode::builder(CodeModeConfig::enabled(), executor.clone())
+    let code_mode = CodeMode::builder(CodeModeConfig::enabled().build().unwrap(), executor.clone())
         .namespaces(registry.clone())
         .build();
     let mut tools = crate::support::tools();
@@ -1119,7 +1127,11 @@ async fn a_final_value_over_the_output_limit_completes_truncated() {
 // named like a control tool fails activation, closed, naming the tool.
 #[tokio::test]
 async fn direct_only_tools_named_like_a_control_tool_fail_activation() {
-    let code_mode = CodeMode::builder(CodeModeConfig::enabled(), TestExecutor::new()).build();
+    let code_mode = CodeMode::builder(
+        CodeModeConfig::enabled().build().unwrap(),
+        TestExecutor::new(),
+    )
+    .build();
     let cases = [
         (ToolOrigin::Core, "exec", "openclaw:core:exec"),
         (ToolOrigin::Client("app".into()), "exec", "client:app:exec"),
@@ -1174,7 +1186,8 @@ async fn direct_only_tools_named_like_a_control_tool_fail_activation() {
 #[tokio::test]
 async fn mcp_capabilities_are_their_own_kind_and_never_shadow_a_tool() {
     let executor = TestExecutor::new();
-    let code_mode = CodeMode::builder(CodeModeConfig::enabled(), executor.clone()).build();
+    let code_mode =
+        CodeMode::builder(CodeModeConfig::enabled().build().unwrap(), executor.clone()).build();
     let mut tools = crate::support::tools();
     // A real MCP tool named like a capability, with side effects.
     tools.push(tool(
@@ -1271,9 +1284,12 @@ async fn an_mcp_server_or_client_named_like_a_plugin_does_not_expose_its_namespa
             .with_required_tools(["issues_list"]),
         )
         .unwrap();
-    let code_mode = CodeMode::builder(CodeModeConfig::enabled(), TestExecutor::new())
-        .namespaces(registry)
-        .build();
+    let code_mode = CodeMode::builder(
+        CodeModeConfig::enabled().build().unwrap(),
+        TestExecutor::new(),
+    )
+    .namespaces(registry)
+    .build();
     let visible = |origin: ToolOrigin| {
         let mut tools = crate::support::tools();
         tools.push(tool(origin, "issues_list", true));
@@ -1368,7 +1384,10 @@ async fn results_carry_values_across_cells_of_a_session_within_bounds() {
         ])
     );
     // Another session has its own store.
-    let other = harness_with(CodeModeConfig::enabled(), crate::support::tools());
+    let other = harness_with(
+        CodeModeConfig::enabled().build().unwrap(),
+        crate::support::tools(),
+    );
     assert_eq!(other.value("return await results.list()").await, json!([]));
 }
 

@@ -1,6 +1,7 @@
 //! Integration tests of codemode-core: one test binary, one module per area.
 
 mod config;
+mod embedding;
 mod exec;
 mod scale;
 mod support;

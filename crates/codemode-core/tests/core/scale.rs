@@ -32,7 +32,11 @@ async fn value(session: &CodeModeSession, code: &str) -> Value {
 
 #[tokio::test]
 async fn ten_thousand_tools_are_all_there_when_read() {
-    let code_mode = CodeMode::builder(CodeModeConfig::enabled(), TestExecutor::new()).build();
+    let code_mode = CodeMode::builder(
+        CodeModeConfig::enabled().build().unwrap(),
+        TestExecutor::new(),
+    )
+    .build();
     let session = session(&code_mode, many_tools(10_000));
     assert_eq!(value(&session, "return 1").await, json!(1));
     assert_eq!(
@@ -51,7 +55,11 @@ async fn ten_thousand_tools_are_all_there_when_read() {
         .await;
     assert_eq!(parked.to_json()["status"], "waiting");
     let per_run = code_mode.suspended_memory_bytes();
-    let small = CodeMode::builder(CodeModeConfig::enabled(), TestExecutor::new()).build();
+    let small = CodeMode::builder(
+        CodeModeConfig::enabled().build().unwrap(),
+        TestExecutor::new(),
+    )
+    .build();
     let small_session = self::session(&small, many_tools(1));
     let parked = small_session
         .exec("c2", &json!({ "code": "await yield_control(); return 1" }))
@@ -67,10 +75,13 @@ async fn ten_thousand_tools_are_all_there_when_read() {
 #[tokio::test]
 async fn prebuilt_vms_serve_runs_like_fresh_ones_and_never_share_state() {
     let executor = TestExecutor::new();
-    let pooled = CodeMode::builder(CodeModeConfig::enabled(), Arc::clone(&executor) as _)
-        .prebuilt_vms(2)
-        .build();
-    let fresh = CodeMode::builder(CodeModeConfig::enabled(), executor).build();
+    let pooled = CodeMode::builder(
+        CodeModeConfig::enabled().build().unwrap(),
+        Arc::clone(&executor) as _,
+    )
+    .prebuilt_vms(2)
+    .build();
+    let fresh = CodeMode::builder(CodeModeConfig::enabled().build().unwrap(), executor).build();
     let pooled_session = session(&pooled, many_tools(3));
     let fresh_session = session(&fresh, many_tools(3));
     for cell in 0..6 {

@@ -103,7 +103,9 @@ impl ToolExecutor for TestExecutor {
             ),
             "openclaw:core:exec" => Ok(json!({ "shell": input["command"] })),
             "openclaw:core:approve_me" | "openclaw:core-like:approve_me" => {
-                (context.updates)(json!({ "status": "awaiting approval" }));
+                context
+                    .update(json!({ "status": "awaiting approval" }))
+                    .unwrap();
                 tokio::select! {
                     () = tokio::time::sleep(self.approval_delay) => Ok(json!({ "approved": true })),
                     () = context.cancellation.cancelled() => Err(ToolError::new("cancelled")),
@@ -178,7 +180,7 @@ pub(crate) fn harness_with(config: CodeModeConfig, tools: Vec<ToolDescriptor>) -
 }
 
 pub(crate) fn harness() -> Harness {
-    harness_with(CodeModeConfig::enabled(), tools())
+    harness_with(CodeModeConfig::enabled().build().unwrap(), tools())
 }
 
 impl Harness {

@@ -93,9 +93,12 @@ fn session(config: Value) -> (CodeModeSession, Arc<Gates>) {
 fn max_wait_ms_defaults_and_clamps() {
     let parse = |value: Value| {
         CodeModeConfig::from_json(&json!({ "enabled": true, "maxWaitMs": value }))
-            .map(|config| config.max_wait_ms)
+            .map(|config| config.max_wait_ms())
     };
-    assert_eq!(CodeModeConfig::enabled().max_wait_ms, DEFAULT_MAX_WAIT_MS);
+    assert_eq!(
+        CodeModeConfig::enabled().build().unwrap().max_wait_ms(),
+        DEFAULT_MAX_WAIT_MS
+    );
     assert_eq!(DEFAULT_MAX_WAIT_MS, 60_000);
     assert_eq!(parse(json!(5)), Ok(1_000));
     assert_eq!(parse(json!(30_000)), Ok(30_000));

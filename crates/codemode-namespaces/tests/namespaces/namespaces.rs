@@ -1208,3 +1208,93 @@ fn runtime_is_shareable_across_threads() {
         assert_eq!(input, json!({ "number": n, "patch": {} }));
     }
 }
+
+/// A namespace that can never be visible says why, instead of silently missing: at
+/// registration for the `core` owner, at preparation for tools owned by someone else.
+#[test]
+fn namespaces_that_are_never_visible_say_why() {
+    use codemode_namespaces::{HiddenNamespace, HiddenReason};
+    let registry = NamespaceRegistry::new();
+    let over_core = Registration::new("core-messages", "Messages", |_| {
+        Ok(ScopeValue::object([(
+            "send",
+            NamespaceTool::new("message").into(),
+        )]))
+    })
+    .with_required_tools(["message"]);
+    let error = registry
+        .register_for_plugin("core", over_core.clone())
+        .unwrap_err();
+    assert_eq!(
+        error,
+        NamespaceError::CorePluginId {
+            id: "core-messages".into()
+        }
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("core tools never make a namespace visible")
+    );
+    assert!(registry.is_empty());
+
+    // Registered for a plugin that does not own `message` (a core tool here).
+    registry.register_for_plugin("chat", over_core).unwrap();
+    registry
+        .register_for_plugin("github", issues(seed_scope))
+        .unwrap();
+    let wiki = Registration::new("wiki", "Wiki", |_| {
+        Ok(ScopeValue::object([(
+            "read",
+            NamespaceTool::new("wiki_read").into(),
+        )]))
+    })
+    .with_required_tools(["wiki_read"]);
+    registry.register_for_plugin("wiki", wiki).unwrap();
+    let runtime = registry.prepare_run(github_catalog(), &ctx()).unwrap();
+    assert_eq!(runtime.namespaces().len(), 1);
+    assert_eq!(
+        runtime.hidden(),
+        [
+            HiddenNamespace {
+                id: "core-messages".into(),
+                global_name: "Messages".into(),
+                plugin_id: "chat".into(),
+                reason: HiddenReason::NotOwned {
+                    tool: "message".into(),
+                    owner: "core".into()
+                },
+            },
+            HiddenNamespace {
+                id: "wiki".into(),
+                global_name: "Wiki".into(),
+                plugin_id: "wiki".into(),
+                reason: HiddenReason::MissingTool {
+                    tool: "wiki_read".into()
+                },
+            },
+        ]
+    );
+    assert_eq!(
+        runtime.hidden()[0].to_string(),
+        "code mode namespace `core-messages` of plugin `chat` is hidden: its required tool `message` comes from core, not from plugin `chat`; only a plugin's own tools make its namespaces visible."
+    );
+    // An MCP server named like the plugin is named as what it is.
+    let mcp = [
+        CatalogTool::new("mcp:github:github_list_issues", "github_list_issues")
+            .with_owner(ToolOwner::McpServer("github")),
+    ];
+    let runtime = registry.prepare_run(mcp, &ctx()).unwrap();
+    let github = runtime
+        .hidden()
+        .iter()
+        .find(|h| h.id == "github-issues")
+        .unwrap();
+    assert_eq!(
+        github.reason,
+        HiddenReason::NotOwned {
+            tool: "github_list_issues".into(),
+            owner: "MCP server `github`".into()
+        }
+    );
+}
