@@ -110,7 +110,7 @@ fn session(config: CodeModeConfig) -> (CodeMode, CodeModeSession) {
 /// Tool number `i` of the bench catalogs.
 fn tool(i: usize) -> ToolDescriptor {
     ToolDescriptor {
-        origin: if i % 2 == 0 {
+        origin: if i.is_multiple_of(2) {
             ToolOrigin::Core
         } else {
             ToolOrigin::BundledPlugin(format!("plugin{}", i % 7))
