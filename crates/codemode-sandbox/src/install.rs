@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use rquickjs::{Function, Object};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::{Callable, GuestPath, GuestSetup, JsonText, LocalFn, RunError};
@@ -153,11 +154,51 @@ impl InstallPlan {
         })
     }
 
+    /// The plan as it crosses to a worker process: everything but the local functions, which
+    /// stay with the host and are called by index (worker/).
+    pub(crate) fn wire(&self) -> PlanWireRef<'_> {
+        PlanWireRef {
+            plan: &self.plan,
+            texts: self.texts.iter().map(Text::as_str).collect(),
+            methods: &self.methods,
+            locals: self.locals.len(),
+        }
+    }
+
+    /// The plan a worker process received; `local(index)` makes the stand-in of each local
+    /// function (a round trip to the host).
+    pub(crate) fn from_wire(wire: PlanWire, local: impl Fn(usize) -> LocalFn) -> Self {
+        Self {
+            plan: wire.plan,
+            texts: wire.texts.into_iter().map(Text::Owned).collect(),
+            methods: wire.methods,
+            locals: (0..wire.locals).map(local).collect(),
+        }
+    }
+
     pub(crate) fn install<'js>(&self, control: &Object<'js>) -> rquickjs::Result<()> {
         let install: Function<'js> = control.get("install")?;
         let texts: Vec<&str> = self.texts.iter().map(Text::as_str).collect();
         install.call((self.plan.as_str(), texts))
     }
+}
+
+/// [`InstallPlan::wire`], serialized by the host.
+#[derive(Serialize)]
+pub(crate) struct PlanWireRef<'a> {
+    plan: &'a str,
+    texts: Vec<&'a str>,
+    methods: &'a [BridgeMethod],
+    locals: usize,
+}
+
+/// [`InstallPlan::wire`] as a worker process reads it.
+#[derive(Deserialize)]
+pub(crate) struct PlanWire {
+    plan: String,
+    texts: Vec<String>,
+    methods: Vec<BridgeMethod>,
+    locals: usize,
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@ mod run;
 mod setup;
 mod store;
 mod vm_threads;
+mod worker;
 
 /// Re-exported so implementors of [`BridgeHost`] need no direct dependency on `async-trait`.
 pub use async_trait::async_trait;
@@ -47,6 +48,13 @@ pub use run::{DEADLINE_GRACE, Run, Step, SuspendReason, Truncation};
 pub use setup::{Callable, GuestPath, GuestSetup, JsonText, LocalFn};
 pub use store::{MAX_SUSPENDED_RUNS, Resumption, RunId, RunScope, SnapshotStore};
 pub use vm_threads::{MAX_QUEUED_STEPS, thread_count, threads_started};
+pub use worker::{
+    DEFAULT_MAX_RUNS_PER_WORKER, DEFAULT_MAX_WORKER_RSS_BYTES, DEFAULT_MAX_WORKERS,
+    DEFAULT_WARM_WORKERS, DEFAULT_WORKER_ADDRESS_SPACE_BYTES, Isolation, WORKER_BINARY, WORKER_ENV,
+    WorkerCommand, WorkerPool, WorkerPoolConfig, serve_worker,
+};
+#[doc(hidden)]
+pub use worker::{Misbehaviour, serve_misbehaving_worker};
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,8 @@
 //! One run: the async side of a program. It owns the run's host work (spawned on the caller's
-//! tokio runtime) and sends every piece of VM work, as one synchronous step, to a VM thread
-//! (vm_threads.rs); the engine (engine.rs) does the step.
+//! tokio runtime) and sends every piece of VM work, as one synchronous step, to where the VM
+//! lives: a VM thread (vm_threads.rs), where the engine (engine.rs) does the step, or a worker
+//! process (worker/) running the same engine, per `Limits::isolation`. `Run::step` is that one
+//! seam.
 
 use std::collections::HashMap;
 use std::panic::catch_unwind;
@@ -14,7 +16,10 @@ use tokio::task::{JoinError, JoinSet};
 use crate::engine::{Engine, Flags, HOST_CALL_FAILED, Progress, StepInput, StepOutput};
 use crate::install::InstallPlan;
 use crate::vm_threads::{Leftover, run_step_then_drop};
-use crate::{BridgeHost, GuestSetup, Limits, Output, PendingCall, RunError, check_program};
+use crate::worker::{Placement, WorkerVm, step_in_worker};
+use crate::{
+    BridgeHost, GuestSetup, Isolation, Limits, Output, PendingCall, RunError, check_program,
+};
 
 /// How long after its deadline a leg still waits for a VM step stuck in one native call before it
 /// reports `timeout` anyway (the VM is then dropped on its own thread when the call returns).
@@ -80,6 +85,8 @@ enum Phase {
     Unbuilt { program: String, plan: InstallPlan },
     /// Built and idle (between steps).
     Built(Box<Engine>),
+    /// Built in a worker process and idle (`Isolation::Process`).
+    InWorker(Box<WorkerVm>),
     /// Completed, failed, or lost with a step that never answered.
     Dead,
 }
@@ -221,7 +228,7 @@ impl Run {
                 settlements: std::mem::take(&mut self.ready),
                 resume_yields: std::mem::take(&mut self.resume_yields),
                 deadline,
-                handle: handle.clone(),
+                handle: Some(handle.clone()),
             };
             let answer = match self.step(input, deadline).await {
                 Ok(answer) => answer,
@@ -274,6 +281,19 @@ impl Run {
     /// Runs one engine step on a VM thread. The engine goes there and comes back; when the run
     /// ends in the step, it is dropped there.
     async fn step(&mut self, input: StepInput, deadline: Instant) -> Result<StepOutput, RunError> {
+        if let Isolation::Process(pool) = &self.limits.isolation {
+            let placement = match std::mem::replace(&mut self.phase, Phase::Dead) {
+                Phase::Unbuilt { program, plan } => Placement::Unbuilt { program, plan },
+                Phase::InWorker(vm) => Placement::Built(vm),
+                Phase::Built(_) | Phase::Dead => return Err(RunError::Finished),
+            };
+            let (vm, answer) =
+                step_in_worker(pool, placement, input, &self.host, &self.limits, deadline).await;
+            if let Some(vm) = vm {
+                self.phase = Phase::InWorker(vm);
+            }
+            return answer;
+        }
         let phase = std::mem::replace(&mut self.phase, Phase::Dead);
         let flags = Arc::clone(&self.flags);
         let host = Arc::clone(&self.host);
@@ -287,7 +307,9 @@ impl Run {
                         Err(error) => return ((None, StepOutput::failed(error)), None),
                     }
                 }
-                Phase::Dead => return ((None, StepOutput::failed(RunError::Finished)), None),
+                Phase::InWorker(_) | Phase::Dead => {
+                    return ((None, StepOutput::failed(RunError::Finished)), None);
+                }
             };
             let answer = engine.step(input);
             match answer.progress {
@@ -334,8 +356,10 @@ impl Run {
     /// buffers for it (output of the current leg, arguments of unsettled bridge calls, answers
     /// not settled into the VM yet). `0` once the run is dead or before its VM is built.
     pub fn memory_bytes(&self) -> usize {
-        let Phase::Built(engine) = &self.phase else {
-            return 0;
+        let vm = match &self.phase {
+            Phase::Built(engine) => engine.memory_bytes(),
+            Phase::InWorker(vm) => vm.memory_bytes(),
+            Phase::Unbuilt { .. } | Phase::Dead => return 0,
         };
         let ready: usize = self
             .ready
@@ -345,7 +369,7 @@ impl Run {
                 Err(message) => message.len(),
             })
             .sum();
-        engine.memory_bytes().saturating_add(ready)
+        vm.saturating_add(ready)
     }
 
     /// Bridge calls not settled into the VM yet (for the `waiting` result): started ones, then
@@ -353,6 +377,7 @@ impl Run {
     pub fn pending_calls(&self) -> Vec<PendingCall> {
         match &self.phase {
             Phase::Built(engine) => engine.pending_calls(),
+            Phase::InWorker(vm) => vm.pending_calls(),
             _ => Vec::new(),
         }
     }
@@ -361,6 +386,7 @@ impl Run {
     pub fn output_bytes(&self) -> usize {
         match &self.phase {
             Phase::Built(engine) => engine.output_bytes(),
+            Phase::InWorker(vm) => vm.output_bytes(),
             _ => 0,
         }
     }

@@ -533,3 +533,48 @@ fn a_final_value_too_big_for_the_budget_is_cut_to_valid_json() {
     // A value that fits is not marked.
     check("return [1, 2, 3]", "completed [1,2,3]");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Process isolation: the same runs with every VM in a worker process (`Isolation::Process`).
+
+/// Programs whose rendered step must be the same wherever the VM lives.
+const PARITY: &[&str] = &[
+    "return 1 + 1",
+    "text('hi'); json({ a: [1, 2] }); return { b: undefined, c: 'x' }",
+    "const a = await host.echo(1); const b = await host.echo(a + 1); return [a, b]",
+    "return await Promise.all([1, 2, 3].map((n) => host.echo(n * 10)))",
+    "return await tools.echo({ x: 1 })",
+    "return await tools.search('q')",
+    "try { await local.fail() } catch (e) { return e.message }",
+    "try { await host.fail('nope') } catch (e) { return e.message }",
+    "try { await host.panic() } catch (e) { return e.message }",
+    "try { await host.deep() } catch (e) { return e.message }",
+    "let n = 0; for (let i = 0; i < 200; i++) n += await host.echo(1); return n",
+    "await new Promise((resolve) => setTimeout(resolve, 5)); return 'timer'",
+    "throw new TypeError('boom')",
+    "return (",
+    "for (;;) {}",
+    "const a = []; for (;;) a.push('x'.repeat(1 << 16))",
+    "for (;;) text('x'.repeat(1000))",
+    "await host.never()",
+    "yield_control(); return 1",
+];
+
+#[test]
+fn process_isolation_gives_the_same_steps_as_threads() {
+    let rt = runtime();
+    let mut differences = Vec::new();
+    for program in PARITY {
+        let (host, _cancelled) = TestHost::new();
+        let limits = limits().with_timeout(Duration::from_millis(500));
+        let thread = render(&rt.block_on(run_with(program, limits.clone(), Arc::clone(&host))));
+        let process_limits = support::process_limits().with_timeout(Duration::from_millis(500));
+        let process = render(&rt.block_on(run_with(program, process_limits, host)));
+        if thread != process {
+            differences.push(format!(
+                "{program}\n  thread:  {thread}\n  process: {process}"
+            ));
+        }
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+}

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use codemode_sandbox::{
-    BridgeHost, BridgeRequest, Callable, GuestSetup, Limits, Output, Run, RunError, Step,
-    async_trait,
+    BridgeHost, BridgeRequest, Callable, GuestSetup, Isolation, Limits, Output, Run, RunError,
+    Step, WorkerCommand, WorkerPool, WorkerPoolConfig, async_trait,
 };
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
@@ -242,4 +242,34 @@ pub fn check_with(program: &str, limits: Limits, expect: &str) {
 
 pub fn is_guest_error(error: &RunError) -> bool {
     error.code().is_none()
+}
+
+/// The worker binary of these tests (built by the default `test-worker` feature): the real
+/// worker, or a misbehaving one when its first argument names a misbehaviour.
+pub const TEST_WORKER: &str = env!("CARGO_BIN_EXE_codemode-test-worker");
+
+/// A pool of test workers; `misbehaviour` (`garbage`, `flood`, `stall`, `open-file`) makes
+/// every worker of the pool misbehave at its first step.
+pub fn worker_pool(misbehaviour: Option<&str>, max_workers: usize) -> WorkerPool {
+    let mut command = WorkerCommand::new(TEST_WORKER);
+    if let Some(misbehaviour) = misbehaviour {
+        command = command.arg(misbehaviour);
+    }
+    WorkerPool::new(WorkerPoolConfig {
+        command: Some(command),
+        max_workers,
+        warm_workers: 1.min(max_workers),
+        ..WorkerPoolConfig::default()
+    })
+}
+
+/// One pool of well-behaved test workers shared by the tests of a binary.
+pub fn shared_pool() -> WorkerPool {
+    static POOL: std::sync::OnceLock<WorkerPool> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| worker_pool(None, 8)).clone()
+}
+
+/// The test limits, with every VM in a worker process.
+pub fn process_limits() -> Limits {
+    limits().with_isolation(Isolation::Process(shared_pool()))
 }
