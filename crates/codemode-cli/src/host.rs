@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use async_trait::async_trait;
+use codemode_core::worker::{WORKER_ENV, WorkerCommand, WorkerPoolConfig};
 use codemode_core::{
-    ActivationRequest, CodeMode, CodeModeConfig, McpServerCapabilities, RunContext,
+    ActivationRequest, CodeMode, CodeModeConfig, IsolationMode, McpServerCapabilities, RunContext,
     ToolCallContext, ToolError, ToolExecutor,
 };
 use codemode_mcp::{HubOptions, McpHub};
@@ -96,10 +97,24 @@ impl ToolExecutor for Executor {
     }
 }
 
+/// The worker this command starts for `isolation: "process"`: `$CODEMODE_WORKER` when set,
+/// else itself as `codemode worker`.
+fn worker_command() -> Option<WorkerCommand> {
+    if std::env::var_os(WORKER_ENV).is_some_and(|path| !path.is_empty()) {
+        return None;
+    }
+    let exe = std::env::current_exe().ok()?;
+    Some(WorkerCommand::new(exe).arg(crate::WORKER_SUBCOMMAND))
+}
+
 impl Host {
     /// Reads the config (none: code mode on) and starts the host, with the demo catalog when
-    /// `demo` is set.
-    pub(crate) async fn start(config_file: Option<&Path>, demo: bool) -> anyhow::Result<Host> {
+    /// `demo` is set; `isolation` overrides the config's.
+    pub(crate) async fn start(
+        config_file: Option<&Path>,
+        demo: bool,
+        isolation: Option<IsolationMode>,
+    ) -> anyhow::Result<Host> {
         let mut mcp_servers = BTreeMap::new();
         let config = match config_file {
             None => CodeModeConfig::enabled(),
@@ -135,6 +150,10 @@ impl Host {
                 CodeModeConfig::from_json(code_mode).context("invalid tools.codeMode")?
             }
         };
+        let mut config = config;
+        if let Some(isolation) = isolation {
+            config.isolation = isolation;
+        }
         let (mcp, errors) = McpHub::start(mcp_servers, HubOptions::default()).await;
         for error in errors {
             eprintln!("codemode: MCP server unavailable: {error}");
@@ -147,6 +166,10 @@ impl Host {
         });
         let code_mode = CodeMode::builder(config, executor.clone())
             .namespaces(registry)
+            .worker_pool(WorkerPoolConfig {
+                command: worker_command(),
+                ..WorkerPoolConfig::default()
+            })
             .build();
         Ok(Host {
             code_mode,

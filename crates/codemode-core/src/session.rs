@@ -12,7 +12,8 @@ use codemode_namespaces::{
     CancellationState, CatalogTool, NamespaceRegistry, NamespaceRuntime, ScopeContext, ToolOwner,
 };
 use codemode_sandbox::{
-    JsonText, Limits, Run, RunScope, SnapshotStore, Step, StoreError, SuspendReason,
+    Isolation, JsonText, Limits, Run, RunScope, SnapshotStore, Step, StoreError, SuspendReason,
+    WorkerPool, WorkerPoolConfig,
 };
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -22,7 +23,9 @@ use crate::executor::{EventSink, NoEvents, RunContext, ToolExecutor};
 use crate::host::{Counters, RunHost};
 use crate::result::{CodeModeResult, ErrorCode, SourceTelemetry, Telemetry};
 use crate::surface::{self, DescriptionParts, ModelTool, PayloadError};
-use crate::{CodeModeConfig, ExecInput, InputError, Language, WaitInput, guest, outcome};
+use crate::{
+    CodeModeConfig, ExecInput, InputError, IsolationMode, Language, WaitInput, guest, outcome,
+};
 
 /// Capacity of the per-process cache of generated MCP declarations.
 const DECL_CACHE_CAPACITY: u64 = 64;
@@ -56,6 +59,8 @@ pub struct CodeMode {
 
 struct Shared {
     config: CodeModeConfig,
+    /// Where runs' VMs live; with `isolation: "process"`, the worker pool of this `CodeMode`.
+    isolation: Isolation,
     executor: Arc<dyn ToolExecutor>,
     events: Arc<dyn EventSink>,
     namespaces: Arc<NamespaceRegistry>,
@@ -66,6 +71,7 @@ struct Shared {
 /// Builds a [`CodeMode`].
 pub struct CodeModeBuilder {
     config: CodeModeConfig,
+    worker_pool: WorkerPoolConfig,
     executor: Arc<dyn ToolExecutor>,
     events: Arc<dyn EventSink>,
     namespaces: Arc<NamespaceRegistry>,
@@ -84,10 +90,24 @@ impl CodeModeBuilder {
         self
     }
 
-    /// Finishes the builder.
+    /// The worker pool used when the config says `isolation: "process"` (default:
+    /// [`WorkerPoolConfig::default`], which finds the worker binary through `CODEMODE_WORKER`
+    /// or next to the current executable). Ignored with `isolation: "thread"`.
+    pub fn worker_pool(mut self, config: WorkerPoolConfig) -> Self {
+        self.worker_pool = config;
+        self
+    }
+
+    /// Finishes the builder. With `isolation: "process"` this starts the pool's warm workers
+    /// in the background.
     pub fn build(self) -> CodeMode {
+        let isolation = match self.config.isolation {
+            IsolationMode::Thread => Isolation::Thread,
+            IsolationMode::Process => Isolation::Process(WorkerPool::new(self.worker_pool)),
+        };
         CodeMode {
             shared: Arc::new(Shared {
+                isolation,
                 config: self.config,
                 executor: self.executor,
                 events: self.events,
@@ -170,6 +190,7 @@ impl CodeMode {
     pub fn builder(config: CodeModeConfig, executor: Arc<dyn ToolExecutor>) -> CodeModeBuilder {
         CodeModeBuilder {
             config,
+            worker_pool: WorkerPoolConfig::default(),
             executor,
             events: Arc::new(NoEvents),
             namespaces: Arc::new(NamespaceRegistry::new()),
@@ -276,6 +297,7 @@ impl CodeMode {
         );
         let session = SessionShared {
             config: config.clone(),
+            isolation: self.shared.isolation.clone(),
             executor: Arc::clone(&self.shared.executor),
             events: Arc::clone(&self.shared.events),
             run: request.run,
@@ -402,6 +424,7 @@ fn mcp_servers(
 /// last [`CodeMode`] and [`CodeModeSession`] releases every parked VM.
 pub(crate) struct SessionShared {
     pub(crate) config: CodeModeConfig,
+    pub(crate) isolation: Isolation,
     pub(crate) executor: Arc<dyn ToolExecutor>,
     pub(crate) events: Arc<dyn EventSink>,
     pub(crate) run: RunContext,
@@ -673,6 +696,7 @@ impl CodeModeSession {
             max_pending_calls: config.max_pending_tool_calls as usize,
             max_queued_calls: config.max_queued_tool_calls as usize,
             max_snapshot_bytes: config.max_snapshot_bytes as usize,
+            isolation: self.inner.isolation.clone(),
             ..Limits::default()
         }
     }

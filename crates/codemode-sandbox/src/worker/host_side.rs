@@ -590,6 +590,24 @@ fn step_on_this_thread(
     killer: &Killer,
 ) -> (Option<Box<WorkerVm>>, Result<StepOutput, RunError>) {
     let mut worker = match slot {
+        // An idle worker that died meanwhile (killed from outside) is replaced, not blamed on
+        // the run that would have been its next.
+        Slot::Idle(mut worker) if !parked && worker.process.exited().is_some() => {
+            let permit = worker.take_permit();
+            drop(worker);
+            match permit.map(|permit| start_worker(pool, permit)) {
+                Some(Ok(worker)) => worker,
+                Some(Err(error)) => return (None, Err(error)),
+                None => {
+                    return (
+                        None,
+                        Err(RunError::Internal(
+                            "a code mode worker without a slot".into(),
+                        )),
+                    );
+                }
+            }
+        }
         Slot::Idle(worker) => worker,
         Slot::Start(permit) => match start_worker(pool, permit) {
             Ok(worker) => worker,
@@ -650,6 +668,11 @@ fn step_on_this_thread(
 }
 
 impl Worker {
+    /// Takes the worker's place in the pool (for its replacement).
+    fn take_permit(&mut self) -> Option<OwnedSemaphorePermit> {
+        self.permit.take()
+    }
+
     fn write(&mut self, message: &HostMessage<'_>) -> Result<(), Fault> {
         write_frame(&mut self.stdin, &mut self.buffer, message).map_err(|_| Fault::Closed)
     }
