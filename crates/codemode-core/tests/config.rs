@@ -101,8 +101,14 @@ fn isolation_is_thread_unless_process_is_asked_for() {
     use codemode_core::IsolationMode;
     let parse = |value: Value| CodeModeConfig::from_json(&value).unwrap().isolation;
     assert_eq!(parse(json!(true)), IsolationMode::Thread);
-    assert_eq!(parse(json!({ "isolation": "thread" })), IsolationMode::Thread);
-    assert_eq!(parse(json!({ "isolation": "process" })), IsolationMode::Process);
+    assert_eq!(
+        parse(json!({ "isolation": "thread" })),
+        IsolationMode::Thread
+    );
+    assert_eq!(
+        parse(json!({ "isolation": "process" })),
+        IsolationMode::Process
+    );
 }
 
 #[test]
@@ -178,7 +184,10 @@ fn schema_and_parser_agree() {
     }
     assert_eq!(properties["maxQueuedToolCalls"]["minimum"], json!(0));
     assert_eq!(properties["languages"]["minItems"], json!(1));
-    assert_eq!(properties["isolation"]["enum"], json!(["thread", "process"]));
+    assert_eq!(
+        properties["isolation"]["enum"],
+        json!(["thread", "process"])
+    );
     assert_eq!(properties["isolation"]["default"], json!("thread"));
     assert_eq!(properties["timeoutMs"]["default"], json!(10000));
 }
