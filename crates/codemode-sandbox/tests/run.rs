@@ -804,3 +804,23 @@ fn an_exhausted_pool_waits_for_a_worker_until_the_deadline() {
     assert_eq!(render(&drive(&mut parked, &limits)), r#"completed "a""#);
     assert_eq!(render(&rt.block_on(waiting).unwrap()), r#"completed "c""#);
 }
+
+/// A dropped pool ends its idle workers (a worker does not keep its pool alive).
+#[cfg(target_os = "linux")]
+#[test]
+fn dropping_a_pool_ends_its_workers() {
+    let pool = support::worker_pool(None, 2);
+    let limits = limits().with_isolation(Isolation::Process(pool.clone()));
+    let (host, _cancelled) = TestHost::new();
+    let step = runtime().block_on(run_with("return 1", limits.clone(), host));
+    assert_eq!(render(&step), "completed 1");
+    let pids = pool.worker_pids();
+    assert!(!pids.is_empty());
+    drop((pool, limits));
+    let gone = |pid: &u32| !std::path::Path::new(&format!("/proc/{pid}")).exists();
+    let give_up = Instant::now() + Duration::from_secs(20);
+    while !pids.iter().all(gone) && Instant::now() < give_up {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(pids.iter().all(gone), "{pids:?}");
+}

@@ -13,7 +13,7 @@ use std::io::BufReader;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
@@ -138,6 +138,7 @@ impl WorkerPool {
                 return Ok(Slot::Idle(worker));
             }
             if let Ok(permit) = Arc::clone(&self.inner.permits).try_acquire_owned() {
+                self.inner.warm();
                 return Ok(Slot::Start(permit));
             }
             tokio::select! {
@@ -258,14 +259,19 @@ pub(crate) struct Worker {
     locked_down: bool,
     runs: u64,
     peak_rss_bytes: u64,
-    pool: Arc<PoolInner>,
+    /// Weak: the pool's idle list holds workers, so a strong handle would keep a dropped pool
+    /// (and its idle processes) alive.
+    pool: Weak<PoolInner>,
     permit: Option<OwnedSemaphorePermit>,
 }
 
 impl Drop for Worker {
     fn drop(&mut self) {
         self.process.kill();
-        lock(&self.pool.pids).remove(&self.process.pid);
+        let pool = self.pool.upgrade();
+        if let Some(pool) = &pool {
+            lock(&pool.pids).remove(&self.process.pid);
+        }
         let process = Arc::clone(&self.process);
         let reaped = std::thread::Builder::new()
             .name("codemode-worker-reap".into())
@@ -278,7 +284,9 @@ impl Drop for Worker {
             let _ = self.process.exited();
         }
         drop(self.permit.take());
-        self.pool.changed.notify_waiters();
+        if let Some(pool) = pool {
+            pool.changed.notify_waiters();
+        }
     }
 }
 
@@ -326,7 +334,7 @@ fn start_worker(pool: &Arc<PoolInner>, permit: OwnedSemaphorePermit) -> Result<W
         locked_down: false,
         runs: 0,
         peak_rss_bytes: 0,
-        pool: Arc::clone(pool),
+        pool: Arc::downgrade(pool),
         permit: Some(permit),
     })
 }
@@ -521,6 +529,12 @@ impl Killer {
 /// Kills the worker if the step's future is dropped before it answered.
 struct KillOnDrop(Option<Arc<Killer>>);
 
+impl KillOnDrop {
+    fn defuse(mut self) {
+        self.0 = None;
+    }
+}
+
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
         if let Some(killer) = self.0.take() {
@@ -563,7 +577,7 @@ pub(crate) async fn step_in_worker(
     let give_up = deadline.checked_add(DEADLINE_GRACE).unwrap_or(deadline);
     let guard = KillOnDrop(Some(Arc::clone(&killer)));
     let answer = tokio::time::timeout_at(give_up.into(), run_step_then_drop(job)).await;
-    std::mem::forget(guard);
+    guard.defuse();
     match answer {
         Ok(Ok(answer)) => answer,
         Ok(Err(_lost)) => (
