@@ -19,6 +19,8 @@ fn root() -> PathBuf {
 /// `swc_` covers every swc crate).
 const OWNED_DEPENDENCIES: &[(&str, &[&str])] = &[
     ("rquickjs", &["codemode-sandbox"]),
+    // The worker process's system-call filter.
+    ("seccompiler", &["codemode-sandbox"]),
     ("swc_", &["codemode-ts"]),
     // The client adapter, and the server that serves code mode over MCP.
     ("rmcp", &["codemode-mcp", "codemode-mcp-server"]),
@@ -204,6 +206,14 @@ fn documented_limit_defaults_are_the_codes() {
         (
             "JSON nesting crossing the bridge",
             codemode_sandbox::MAX_JSON_DEPTH.to_string(),
+        ),
+        (
+            "live worker processes (`isolation: \"process\"`)",
+            codemode_sandbox::DEFAULT_MAX_WORKERS.to_string(),
+        ),
+        (
+            "a worker's address space",
+            codemode_sandbox::DEFAULT_WORKER_ADDRESS_SPACE_BYTES.to_string(),
         ),
     ];
     for (limit, value) in fixed {

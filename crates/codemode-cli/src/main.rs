@@ -6,7 +6,7 @@
 //! codemode run [--config FILE] [--lang javascript|typescript] [--no-wait | --max-waits N] [FILE...|-]
 //! codemode surface [--config FILE]
 //! codemode decls [--config FILE] [PATH]
-//! codemode serve [--config FILE] [--demo] [--http ADDR] [--auth-token-env NAME] [--max-sessions N]
+//! codemode serve [--config FILE] [--demo] [--isolation thread|process] [--http ADDR] [--auth-token-env NAME] [--max-sessions N]
 //! ```
 //! `run` answers every `waiting` result with an automatic `wait` call, at most `--max-waits`
 //! times (default [`DEFAULT_MAX_WAITS`]), so a cell that yields forever cannot keep the command
@@ -16,6 +16,12 @@
 //! `--http ADDR`, streamable HTTP at `http://ADDR/mcp`. Its tools are exactly `exec` and `wait`
 //! (as printed by `surface`); the configured MCP servers, and with `--demo` the demo catalog,
 //! hide behind them.
+//!
+//! With `tools.codeMode.isolation: "process"` (or `serve --isolation process`) every VM runs
+//! in a worker process, and the command is its own worker: it starts itself as
+//! `codemode worker`, a hidden subcommand that serves the worker protocol on stdin/stdout and
+//! nothing else (so one installed binary suffices). `CODEMODE_WORKER` names another worker
+//! binary instead.
 //!
 //! Exit status: 0 completed, 1 failed, 2 usage or config error, 3 still waiting (with
 //! `--no-wait`, or after `--max-waits` automatic waits). Every subcommand takes `--help` and
@@ -37,7 +43,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
-use codemode_core::{Activation, AgentRunContext, CodeModeResult, CodeModeSession, Language};
+use codemode_core::{
+    Activation, AgentRunContext, CodeModeResult, CodeModeSession, IsolationMode, Language,
+};
 use codemode_mcp_server::{CodeModeServer, DEFAULT_MAX_SESSIONS, HttpOptions};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -141,6 +149,10 @@ struct ServeArgs {
     /// Also accept this Host header on HTTP (needed when ADDR is not loopback).
     #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
     allow_hosts: Vec<String>,
+    /// Where each run's VM lives (overrides `tools.codeMode.isolation`): `thread` in this
+    /// process, `process` in a worker process (this command, started as `codemode worker`).
+    #[arg(long, value_name = "MODE", value_parser = parse_isolation)]
+    isolation: Option<IsolationMode>,
     /// Largest HTTP request body, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = codemode_mcp_server::DEFAULT_MAX_BODY_BYTES, requires = "http")]
     max_body_bytes: usize,
@@ -155,7 +167,22 @@ fn parse_language(name: &str) -> Result<Language, String> {
     Language::parse(name).ok_or_else(|| "takes javascript or typescript".to_owned())
 }
 
+fn parse_isolation(name: &str) -> Result<IsolationMode, String> {
+    IsolationMode::parse(name).ok_or_else(|| "takes thread or process".to_owned())
+}
+
+/// The hidden subcommand that makes this command a worker process (see the crate docs).
+pub(crate) const WORKER_SUBCOMMAND: &str = "worker";
+
 fn main() -> ExitCode {
+    // A worker serves the worker protocol and nothing else: no argument parsing beyond this, no
+    // async runtime, no logging (its stdout is the protocol, its stderr is closed).
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|arg| arg == WORKER_SUBCOMMAND)
+    {
+        return codemode_core::worker::serve_worker();
+    }
     init_tracing();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -203,7 +230,7 @@ async fn run(command: Command) -> anyhow::Result<u8> {
         Command::Serve(_) => None,
     };
     // One-shot commands run one cell at a time: a pool would only build VMs nobody takes.
-    let host = ToolHost::start(config, true, 0).await?;
+    let host = ToolHost::start(config, true, None, 0).await?;
     let code_mode = host.code_mode();
     let activation = code_mode
         .activate(host.activation_request(AgentRunContext {
@@ -235,6 +262,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<u8> {
     let host = ToolHost::start(
         args.config.config.as_deref(),
         args.demo,
+        args.isolation,
         args.prebuilt_vms as usize,
     )
     .await?;

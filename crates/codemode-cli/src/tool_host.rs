@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use async_trait::async_trait;
+use codemode_core::worker::{WORKER_ENV, WorkerCommand, WorkerPoolConfig};
 use codemode_core::{
-    ActivationRequest, AgentRunContext, CodeMode, CodeModeConfig, ToolCallContext, ToolError,
-    ToolExecutor, WithMcp,
+    ActivationRequest, AgentRunContext, CodeMode, CodeModeConfig, IsolationMode, ToolCallContext,
+    ToolError, ToolExecutor, WithMcp,
 };
 use codemode_mcp::{HubOptions, McpHub};
 use codemode_mcp_server::ToolSource;
@@ -103,12 +104,24 @@ impl ToolExecutor for Executor {
     }
 }
 
+/// The worker this command starts for `isolation: "process"`: `$CODEMODE_WORKER` when set,
+/// else itself as `codemode worker`.
+fn worker_command() -> Option<WorkerCommand> {
+    if std::env::var_os(WORKER_ENV).is_some_and(|path| !path.is_empty()) {
+        return None;
+    }
+    let exe = std::env::current_exe().ok()?;
+    Some(WorkerCommand::new(exe).arg(crate::WORKER_SUBCOMMAND))
+}
+
 impl ToolHost {
     /// Reads the config (none: code mode on) and starts the host, with the demo catalog when
-    /// `demo` is set and `prebuilt_vms` sandbox VMs built ahead of time.
+    /// `demo` is set; `isolation` overrides the config's, and `prebuilt_vms` sandbox VMs are
+    /// kept built ahead of time (thread isolation only).
     pub(crate) async fn start(
         config_file: Option<&Path>,
         demo: bool,
+        isolation: Option<IsolationMode>,
         prebuilt_vms: usize,
     ) -> anyhow::Result<ToolHost> {
         let mut mcp_servers = BTreeMap::new();
@@ -146,6 +159,10 @@ impl ToolHost {
                 CodeModeConfig::from_json(code_mode).context("invalid tools.codeMode")?
             }
         };
+        let config = match isolation {
+            Some(isolation) => config.with_isolation(isolation),
+            None => config,
+        };
         let (mcp, errors) = McpHub::start(mcp_servers, HubOptions::default()).await;
         for error in errors {
             eprintln!("codemode: MCP server unavailable: {error}");
@@ -158,6 +175,10 @@ impl ToolHost {
         let code_mode = CodeMode::builder(config, executor.clone())
             .namespaces(registry)
             .prebuilt_vms(prebuilt_vms)
+            .worker_pool(WorkerPoolConfig {
+                command: worker_command(),
+                ..WorkerPoolConfig::default()
+            })
             .build();
         Ok(ToolHost {
             code_mode,

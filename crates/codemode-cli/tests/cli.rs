@@ -660,3 +660,109 @@ fn several_files_are_successive_cells_of_one_session() {
     assert_eq!(output.status.code(), Some(2));
     assert!(lines(&output).is_empty(), "nothing ran");
 }
+
+/// `isolation: "process"`: the same examples give the same results with every VM in a worker
+/// process (this binary, started as `codemode worker`).
+#[test]
+fn examples_run_the_same_in_worker_processes() {
+    let config = "examples/process-isolation.json";
+    for (example, pointer, expected) in [
+        (
+            "examples/search-describe-call.js",
+            "/value/viaName",
+            json!({ "sum": 42 }),
+        ),
+        ("examples/parallel.js", "/value", json!(20)),
+        ("examples/issues.ts", "/value/closed", json!(1)),
+    ] {
+        let thread = check(&["run", example], None, 0);
+        let process = check(&["run", "--config", config, example], None, 0);
+        assert_eq!(
+            process[0].pointer(pointer),
+            Some(&expected),
+            "{example}: {:#}",
+            process[0]
+        );
+        assert_eq!(process[0]["value"], thread[0]["value"], "{example}");
+        assert_eq!(process[0]["output"], thread[0]["output"], "{example}");
+    }
+    // A cell stuck in a loop ends with `timeout`, its worker killed.
+    let config = TempConfig::new(
+        "process-timeout",
+        r#"{ "tools": { "codeMode": { "enabled": true, "isolation": "process", "timeoutMs": 300 } } }"#,
+    );
+    let results = check(
+        &["run", "--config", config.path(), "-"],
+        Some("for (;;) {}"),
+        1,
+    );
+    assert_eq!(results[0]["code"], "timeout", "{:#}", results[0]);
+}
+
+/// The hidden `worker` subcommand speaks the worker protocol: a greeting frame on stdout, then
+/// exit 0 when its stdin closes.
+#[test]
+fn the_worker_subcommand_greets_and_exits_when_its_host_goes() {
+    let output = codemode(&["worker"], None);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let (length, body) = output.stdout.split_at(4);
+    let length = u32::from_le_bytes(length.try_into().unwrap()) as usize;
+    assert_eq!(length, body.len());
+    let hello: Value = serde_json::from_slice(body).unwrap();
+    assert_eq!(hello["Hello"]["protocol"], 1, "{hello}");
+    assert_eq!(
+        hello["Hello"]["locked_down"],
+        cfg!(target_os = "linux"),
+        "{hello}"
+    );
+}
+
+/// `serve --isolation process` answers `exec` from a worker process.
+#[test]
+fn serve_with_process_isolation_answers_exec() {
+    use std::io::BufRead;
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": { "name": "cli-test", "version": "0" } } });
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    let exec = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "exec", "arguments": { "code": "return (await tools.search('add')).length > 0 ? 6 * 7 : 0" } } });
+    let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(["serve", "--demo", "--isolation", "process"])
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("codemode serve starts");
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{init}\n{initialized}\n{exec}").unwrap();
+    stdin.flush().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut answer = Value::Null;
+    while answer["id"] != 2 {
+        let mut line = String::new();
+        let read = stdout.read_line(&mut line).unwrap();
+        assert!(read > 0, "the server closed stdout early");
+        answer = serde_json::from_str(&line).expect("a JSON-RPC line");
+    }
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    let result: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    assert_eq!(result["status"], "completed", "{answer:#}");
+    assert_eq!(result["value"], 42, "{answer:#}");
+}

@@ -222,6 +222,7 @@ impl CodeMode {
                 &namespaces,
             )),
             vm_pool: self.shared.vm_pool.clone(),
+            isolation: self.shared.isolation.clone(),
             catalog: Arc::new(catalog),
             mcp,
             mcp_capability_ids,

@@ -166,6 +166,9 @@ pub enum ConfigError {
     /// A numeric field that may be zero is not a non-negative integer.
     #[error("tools.codeMode.{0} must be a non-negative integer.")]
     NotNonNegativeInteger(&'static str),
+    /// `isolation` is not `"thread"` or `"process"`.
+    #[error("tools.codeMode.isolation must be \"thread\" or \"process\".")]
+    InvalidIsolation,
     /// `languages` is not an array of the two language names.
     #[error(
         "tools.codeMode.languages must be a non-empty array of \"javascript\" and \"typescript\"."
@@ -223,6 +226,36 @@ pub struct CodeModeConfig {
     max_search_limit: u64,
     /// The accepted cell languages.
     languages: Vec<Language>,
+    /// Where each run's VM lives: a VM thread of this process, or a worker process.
+    isolation: IsolationMode,
+}
+
+/// `tools.codeMode.isolation`: where the VM of each run lives.
+///
+/// `"thread"` (the default) runs VMs on the sandbox's VM threads in this process, the fast path.
+/// `"process"` runs each VM in a worker process (`codemode-worker`, or `codemode worker`) of a
+/// pool the [`CodeMode`](crate::CodeMode) owns: an engine bug or a native call that never
+/// returns is then contained in a process the host kills at the deadline plus the grace, and on
+/// Linux the worker runs under a system-call filter. docs/security.md says what each adds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IsolationMode {
+    /// VMs on VM threads of this process.
+    #[default]
+    Thread,
+    /// Each VM in a worker process.
+    Process,
+}
+
+impl IsolationMode {
+    /// Parses the exact wire name.
+    pub fn parse(name: &str) -> Option<IsolationMode> {
+        match name {
+            "thread" => Some(IsolationMode::Thread),
+            "process" => Some(IsolationMode::Process),
+            _ => None,
+        }
+    }
 }
 
 impl Default for CodeModeConfig {
@@ -242,6 +275,7 @@ impl Default for CodeModeConfig {
             search_default_limit: DEFAULT_SEARCH_DEFAULT_LIMIT,
             max_search_limit: DEFAULT_MAX_SEARCH_LIMIT,
             languages: vec![Language::Javascript, Language::Typescript],
+            isolation: IsolationMode::Thread,
         }
     }
 }
@@ -296,6 +330,12 @@ impl CodeModeConfig {
                     config.enabled = field_value.as_bool().ok_or(ConfigError::EnabledNotBool)?;
                 }
                 "languages" => config.languages = parse_languages(field_value)?,
+                "isolation" => {
+                    config.isolation = field_value
+                        .as_str()
+                        .and_then(IsolationMode::parse)
+                        .ok_or(ConfigError::InvalidIsolation)?;
+                }
                 other => {
                     let field = INTEGER_FIELDS
                         .iter()
@@ -403,6 +443,19 @@ impl CodeModeConfig {
     /// The accepted cell languages.
     pub fn languages(&self) -> &[Language] {
         &self.languages
+    }
+
+    /// Where each run's VM lives (`isolation`).
+    pub fn isolation(&self) -> IsolationMode {
+        self.isolation
+    }
+
+    /// The same config with its VMs in `isolation` (a command-line override, say; no other
+    /// field depends on it).
+    #[must_use]
+    pub fn with_isolation(mut self, isolation: IsolationMode) -> Self {
+        self.isolation = isolation;
+        self
     }
 
     /// Whether cells in `language` are accepted.
@@ -546,6 +599,12 @@ impl CodeModeConfigBuilder {
         self
     }
 
+    /// Where each run's VM lives (`isolation`; default [`IsolationMode::Thread`]).
+    pub fn isolation(mut self, isolation: IsolationMode) -> Self {
+        self.config.isolation = isolation;
+        self
+    }
+
     /// The config, or the first value that was refused.
     pub fn build(self) -> Result<CodeModeConfig, ConfigError> {
         match self.error {
@@ -670,6 +729,21 @@ struct CodeModeSettings {
     #[serde(default = "defaults::languages")]
     #[schemars(length(min = 1))]
     languages: Vec<Language>,
+    /// Where each run's VM lives: "thread" (in this process) or "process" (a worker process).
+    #[serde(default)]
+    isolation: IsolationWire,
+}
+
+/// [`IsolationMode`] in the schema: a plain string enumeration (documented variants would make
+/// schemars write a `oneOf`).
+#[derive(JsonSchema, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+#[schemars(inline)]
+#[allow(dead_code, reason = "exists for its JSON Schema only")]
+enum IsolationWire {
+    #[default]
+    Thread,
+    Process,
 }
 
 /// The schema's `default`s: [`CodeModeConfig::default`]'s values, so they cannot drift.

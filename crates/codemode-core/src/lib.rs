@@ -47,7 +47,7 @@ pub use config::{
     DEFAULT_MAX_PENDING_TOOL_CALLS, DEFAULT_MAX_QUEUED_TOOL_CALLS, DEFAULT_MAX_SAVED_RESULT_BYTES,
     DEFAULT_MAX_SAVED_RESULTS, DEFAULT_MAX_SEARCH_LIMIT, DEFAULT_MAX_SNAPSHOT_BYTES,
     DEFAULT_MAX_WAIT_MS, DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_SEARCH_DEFAULT_LIMIT,
-    DEFAULT_SNAPSHOT_TTL_SECONDS, DEFAULT_TIMEOUT_MS,
+    DEFAULT_SNAPSHOT_TTL_SECONDS, DEFAULT_TIMEOUT_MS, IsolationMode,
 };
 pub use executor::{
     AgentRunContext, EventSink, MAX_UPDATE_BYTES, NestedCallEvent, NestedCallOutcome, NoEvents,
@@ -72,6 +72,18 @@ pub use session::{CodeMode, CodeModeBuilder, CodeModeSession};
 pub use surface::{
     CODE_MODE_EXEC_KIND, EXEC_TOOL, HookMetadata, ModelTool, PayloadError, WAIT_TOOL, check_payload,
 };
+
+/// Process isolation (`isolation: "process"`): how worker processes are found and started, and
+/// the worker's own entry point. Re-exported from `codemode-sandbox` on purpose, so that a host
+/// (or the `codemode` command, which is its own worker) configures and serves workers without
+/// depending on the sandbox crate.
+pub mod worker {
+    pub use codemode_sandbox::{
+        DEFAULT_MAX_RUNS_PER_WORKER, DEFAULT_MAX_WORKER_RSS_BYTES, DEFAULT_MAX_WORKERS,
+        DEFAULT_WARM_WORKERS, DEFAULT_WORKER_ADDRESS_SPACE_BYTES, WORKER_BINARY, WORKER_ENV,
+        WorkerCommand, WorkerPoolConfig, serve_worker,
+    };
+}
 
 /// Everything a host touches, in one import: `use codemode_core::prelude::*;`.
 ///

@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 use codemode_catalog::{Catalog, CatalogError, HostSource};
 use codemode_mcp_decls::{DeclCache, McpDecls};
 use codemode_namespaces::{HiddenNamespace, NamespaceRegistry};
-use codemode_sandbox::{Limits, Run, RunScope, SnapshotStore, Step, VmPool, WaitReason};
+use codemode_sandbox::{
+    Isolation, Limits, Run, RunScope, SnapshotStore, Step, VmPool, WaitReason, WorkerPool,
+    WorkerPoolConfig,
+};
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
@@ -18,7 +21,7 @@ use crate::executor::{EventSink, NoEvents, ToolExecutor};
 use crate::result::{CodeModeResult, ErrorCode, Telemetry};
 use crate::state::{Counters, SessionState};
 use crate::surface::{self, ModelTool, PayloadError};
-use crate::{CodeModeConfig, ExecInput, InputError, Language, WaitInput, outcome};
+use crate::{CodeModeConfig, ExecInput, InputError, IsolationMode, Language, WaitInput, outcome};
 
 /// Capacity of the per-process cache of generated MCP declarations.
 const DECL_CACHE_CAPACITY: u64 = 64;
@@ -52,6 +55,8 @@ pub struct CodeMode {
 
 pub(crate) struct CodeModeState {
     pub(crate) config: CodeModeConfig,
+    /// Where runs' VMs live; with `isolation: "process"`, the worker pool of this `CodeMode`.
+    pub(crate) isolation: Isolation,
     /// The first id segment of the host's own tools.
     pub(crate) host_source: HostSource,
     pub(crate) executor: Arc<dyn ToolExecutor>,
@@ -78,6 +83,7 @@ impl std::fmt::Debug for CodeMode {
 pub struct CodeModeBuilder {
     config: CodeModeConfig,
     host_source: HostSource,
+    worker_pool: WorkerPoolConfig,
     executor: Arc<dyn ToolExecutor>,
     events: Arc<dyn EventSink>,
     namespaces: Arc<NamespaceRegistry>,
@@ -146,15 +152,30 @@ impl CodeModeBuilder {
         Ok(self)
     }
 
-    /// Finishes the builder.
+    /// The worker pool used when the config says `isolation: "process"` (default:
+    /// [`WorkerPoolConfig::default`], which finds the worker binary through `CODEMODE_WORKER`
+    /// or next to the current executable). Ignored with `isolation: "thread"`.
+    pub fn worker_pool(mut self, config: WorkerPoolConfig) -> Self {
+        self.worker_pool = config;
+        self
+    }
+
+    /// Finishes the builder. With `isolation: "process"` this starts the pool's warm workers
+    /// in the background; with VMs built ahead of time (threads only), their first builds.
     pub fn build(self) -> CodeMode {
-        let vm_pool =
-            (self.prebuilt_vms > 0).then(|| VmPool::new(self.config.limits(), self.prebuilt_vms));
+        let isolation = match self.config.isolation() {
+            IsolationMode::Thread => Isolation::Thread,
+            IsolationMode::Process => Isolation::Process(WorkerPool::new(self.worker_pool)),
+        };
+        // VMs built ahead of time live in this process: a worker process builds its own.
+        let vm_pool = (self.prebuilt_vms > 0 && matches!(isolation, Isolation::Thread))
+            .then(|| VmPool::new(self.config.limits(), self.prebuilt_vms));
         if let Some(pool) = &vm_pool {
             pool.fill();
         }
         CodeMode {
             shared: Arc::new(CodeModeState {
+                isolation,
                 config: self.config,
                 host_source: self.host_source,
                 executor: self.executor,
@@ -174,6 +195,7 @@ impl CodeMode {
         CodeModeBuilder {
             config,
             host_source: HostSource::default(),
+            worker_pool: WorkerPoolConfig::default(),
             executor,
             events: Arc::new(NoEvents),
             namespaces: Arc::new(NamespaceRegistry::new()),
@@ -518,7 +540,10 @@ impl CodeModeSession {
     }
 
     fn limits(&self) -> Limits {
-        self.inner.config.limits()
+        Limits {
+            isolation: self.inner.isolation.clone(),
+            ..self.inner.config.limits()
+        }
     }
 
     fn scope(&self) -> RunScope {

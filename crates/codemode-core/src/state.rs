@@ -10,7 +10,7 @@ use std::time::Instant;
 use codemode_catalog::{Catalog, SearchLimits};
 use codemode_mcp_decls::McpDecls;
 use codemode_namespaces::NamespaceRuntime;
-use codemode_sandbox::{PreparedSetup, VmPool};
+use codemode_sandbox::{Isolation, PreparedSetup, VmPool};
 
 use crate::CodeModeConfig;
 use crate::executor::{AgentRunContext, EventSink, ToolExecutor};
@@ -65,6 +65,8 @@ pub(crate) struct SessionState {
     pub(crate) guest: PreparedSetup,
     /// The code mode's VMs built ahead of time, if the host asked for them.
     pub(crate) vm_pool: Option<VmPool>,
+    /// Where runs' VMs live (a copy of the code mode's).
+    pub(crate) isolation: Isolation,
     pub(crate) mcp: Option<Arc<McpDecls>>,
     /// The `mcp-capability:<server>:<method>` ids the guest may call ([`McpCapability::id`]).
     pub(crate) mcp_capability_ids: Vec<String>,

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codemode_sandbox::{
-    BridgeHost, BridgeRequest, Callable, GuestSetup, Limits, Run, RunScope, SnapshotStore, Step,
-    async_trait,
+    BridgeHost, BridgeRequest, Callable, GuestSetup, Isolation, Limits, Run, RunScope,
+    SnapshotStore, Step, WorkerCommand, WorkerPool, WorkerPoolConfig, async_trait,
 };
 use serde_json::Value;
 
@@ -178,4 +178,56 @@ fn thousand_zero_delay_callbacks(bencher: divan::Bencher<'_, '_>, via: &str) {
         }
     };
     bencher.bench_local(|| rt.block_on(complete(program)));
+}
+
+/// Where the VM of a process-mode row lives: the worker of the sandbox's own binary target (the
+/// real worker; it misbehaves only when given an argument), one pool for every row.
+fn process_pool() -> WorkerPool {
+    static POOL: std::sync::OnceLock<WorkerPool> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        WorkerPool::new(WorkerPoolConfig {
+            command: Some(WorkerCommand::new(env!(
+                "CARGO_BIN_EXE_codemode-test-worker"
+            ))),
+            warm_workers: 2,
+            ..WorkerPoolConfig::default()
+        })
+    })
+    .clone()
+}
+
+/// A trivial program and 1,000 sequential round trips with the VM on a VM thread or in a warm
+/// worker process (goals for `process`: < 1 ms for `return 1`, < 25 µs per call; divide the
+/// second row by 1,000).
+#[divan::bench(sample_count = 30, args = ["thread", "process"])]
+fn isolation_return_1(bencher: divan::Bencher<'_, '_>, isolation: &str) {
+    let rt = runtime();
+    let limits = limits_for(isolation);
+    // One run first, so the row measures warm workers.
+    rt.block_on(complete_with("return 1", limits.clone()));
+    bencher.bench_local(|| rt.block_on(complete_with("return 1", limits.clone())));
+}
+
+#[divan::bench(sample_count = 10, args = ["thread", "process"])]
+fn isolation_sequential_round_trips_1000(bencher: divan::Bencher<'_, '_>, isolation: &str) {
+    let rt = runtime();
+    let limits = limits_for(isolation);
+    let program = "let n = 0; for (let i = 0; i < 1000; i++) n += await echo(1); return n";
+    rt.block_on(complete_with("return 1", limits.clone()));
+    bencher.bench_local(|| rt.block_on(complete_with(program, limits.clone())));
+}
+
+fn limits_for(isolation: &str) -> Limits {
+    match isolation {
+        "process" => Limits::default().with_isolation(Isolation::Process(process_pool())),
+        _ => Limits::default(),
+    }
+}
+
+async fn complete_with(program: &str, limits: Limits) -> Value {
+    let mut run = Run::start(program, setup(), limits, Arc::new(Echo)).unwrap();
+    match run.drive(deadline()).await {
+        Step::Completed { value, .. } => value,
+        other => panic!("unexpected {other:?}"),
+    }
 }

@@ -171,8 +171,9 @@ pub(crate) struct StepInput {
     /// Settle every pending `yield_control()` first (a new leg after a yield).
     pub(crate) resume_yields: bool,
     pub(crate) deadline: Instant,
-    /// The caller's runtime, entered while host futures are polled in place.
-    pub(crate) handle: tokio::runtime::Handle,
+    /// The caller's runtime, entered while host futures are polled in place (`None` in a worker
+    /// process, whose host futures are round trips over its pipe).
+    pub(crate) handle: Option<tokio::runtime::Handle>,
 }
 
 /// Where a step left the run.
@@ -405,7 +406,7 @@ impl Engine {
         } = input;
         self.flags.set_deadline(deadline);
         self.refusals_before_step = self.refusals.count();
-        let _entered = handle.enter();
+        let _entered = handle.as_ref().map(tokio::runtime::Handle::enter);
         let mut spawn = Vec::new();
         let progress = match self.advance(settlements, resume_yields, deadline, &mut spawn) {
             Ok(progress) => progress,

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use rquickjs::{Function, Object};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::{Callable, GuestPath, GuestSetup, JsonText};
@@ -279,10 +280,49 @@ impl InstallPlan {
         self.texts.get(index).map(Text::as_str)
     }
 
+    /// The plan as it crosses to a worker process: all of it (plain data); synchronous calls
+    /// are answered by the host through the pipe (worker/).
+    pub(crate) fn wire(&self) -> PlanWireRef<'_> {
+        PlanWireRef {
+            plan: &self.plan,
+            texts: self.texts.iter().map(Text::as_str).collect(),
+            bridge: &self.bridge,
+            sync: &self.sync,
+        }
+    }
+
+    /// The plan a worker process received.
+    pub(crate) fn from_wire(wire: PlanWire) -> Self {
+        Self {
+            plan: wire.plan,
+            texts: wire.texts.into_iter().map(Text::Owned).collect(),
+            bridge: wire.bridge,
+            sync: wire.sync,
+        }
+    }
+
     pub(crate) fn install<'js>(&self, control: &Object<'js>) -> rquickjs::Result<()> {
         let install: Function<'js> = control.get("install")?;
         install.call((self.plan.as_str(),))
     }
+}
+
+/// [`InstallPlan::wire`], serialized by the host.
+#[derive(Serialize)]
+pub(crate) struct PlanWireRef<'a> {
+    plan: &'a str,
+    texts: Vec<&'a str>,
+    bridge: &'a [BridgeMethod],
+    sync: &'a [BridgeMethod],
+}
+
+/// [`InstallPlan::wire`] as a worker process reads it.
+#[derive(Deserialize)]
+pub(crate) struct PlanWire {
+    plan: String,
+    texts: Vec<String>,
+    bridge: Vec<BridgeMethod>,
+    sync: Vec<BridgeMethod>,
 }
 
 #[cfg(test)]

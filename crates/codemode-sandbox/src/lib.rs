@@ -31,6 +31,7 @@ mod setup;
 mod store;
 mod vm_pool;
 mod vm_threads;
+mod worker;
 
 /// Re-exported so implementors of [`BridgeHost`] need no direct dependency on `async-trait`.
 pub use async_trait::async_trait;
@@ -51,6 +52,13 @@ pub use setup::{Callable, GuestPath, GuestSetup, JsonText};
 pub use store::{MAX_SUSPENDED_RUNS, Resumption, RunId, RunScope, SnapshotStore};
 pub use vm_pool::{MAX_POOLED_VMS, VmPool};
 pub use vm_threads::{MAX_QUEUED_STEPS, thread_count, threads_started};
+pub use worker::{
+    DEFAULT_MAX_RUNS_PER_WORKER, DEFAULT_MAX_WORKER_RSS_BYTES, DEFAULT_MAX_WORKERS,
+    DEFAULT_WARM_WORKERS, DEFAULT_WORKER_ADDRESS_SPACE_BYTES, Isolation, WORKER_BINARY, WORKER_ENV,
+    WorkerCommand, WorkerPool, WorkerPoolConfig, serve_worker,
+};
+#[doc(hidden)]
+pub use worker::{Misbehaviour, serve_misbehaving_worker};
 
 #[cfg(test)]
 mod tests {

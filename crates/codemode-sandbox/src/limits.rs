@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::Isolation;
+
 /// Default VM heap budget (64 MiB, config key `memoryLimitBytes`).
 pub const DEFAULT_MEMORY_BYTES: usize = 64 * 1024 * 1024;
 /// Default native stack budget for guest code (512 KiB).
@@ -85,6 +87,11 @@ pub struct Limits {
     pub max_call_args_bytes: usize,
     /// Largest program accepted by [`Run::start`](crate::Run::start), in UTF-8 bytes.
     pub max_source_bytes: usize,
+    /// Where the run's VM lives: on a VM thread of this process (the default) or in a worker
+    /// process of a [`WorkerPool`](crate::WorkerPool). Every other limit applies the same in
+    /// both; a worker process adds that the host kills it at the deadline plus
+    /// [`DEADLINE_GRACE`](crate::DEADLINE_GRACE), whatever the VM is doing.
+    pub isolation: Isolation,
 }
 
 impl Default for Limits {
@@ -99,6 +106,7 @@ impl Default for Limits {
             max_queued_calls: DEFAULT_MAX_QUEUED_CALLS,
             max_call_args_bytes: DEFAULT_MAX_CALL_ARGS_BYTES,
             max_source_bytes: DEFAULT_MAX_SOURCE_BYTES,
+            isolation: Isolation::Thread,
         }
     }
 }
@@ -166,6 +174,13 @@ impl Limits {
     /// most about twice `memory_bytes` of host memory.
     pub fn max_in_flight_args_bytes(&self) -> usize {
         (self.memory_bytes / 8).max(1024)
+    }
+
+    /// Sets [`Limits::isolation`].
+    #[must_use]
+    pub fn with_isolation(mut self, isolation: Isolation) -> Self {
+        self.isolation = isolation;
+        self
     }
 
     /// Sets [`Limits::max_call_args_bytes`].

@@ -1,6 +1,8 @@
 //! One run: the async side of a program. It owns the run's host work (spawned on the caller's
-//! tokio runtime) and sends every piece of VM work, as one synchronous step, to a VM thread
-//! (vm_threads.rs); the engine (engine.rs) does the step.
+//! tokio runtime) and sends every piece of VM work, as one synchronous step, to where the VM
+//! lives: a VM thread (vm_threads.rs), where the engine (engine.rs) does the step, or a worker
+//! process (worker/) running the same engine, per `Limits::isolation`. `Run::step` is that one
+//! seam.
 
 use std::collections::HashMap;
 use std::panic::catch_unwind;
@@ -15,7 +17,8 @@ use crate::engine::{Engine, Flags, HOST_CALL_FAILED, PreparedVm, Progress, StepI
 use crate::install::{InstallPlan, PreparedSetup};
 use crate::vm_pool::VmPool;
 use crate::vm_threads::{Leftover, run_step_then_drop};
-use crate::{BridgeHost, Limits, OutputItem, PendingCall, RunError, check_program};
+use crate::worker::{Placement, WorkerVm, step_in_worker};
+use crate::{BridgeHost, Isolation, Limits, OutputItem, PendingCall, RunError, check_program};
 
 /// How long after its deadline a leg still waits for a VM step stuck in one native call before it
 /// reports `timeout` anyway (the VM is then dropped on its own thread when the call returns).
@@ -85,6 +88,8 @@ enum Phase {
     },
     /// Built and idle (between steps).
     Built(Box<Engine>),
+    /// Built in a worker process and idle (`Isolation::Process`).
+    InWorker(Box<WorkerVm>),
     /// Completed, failed, or lost with a step that never answered.
     Dead,
 }
@@ -268,7 +273,7 @@ impl Run {
                 settlements: std::mem::take(&mut self.ready),
                 resume_yields: std::mem::take(&mut self.resume_yields),
                 deadline,
-                handle: handle.clone(),
+                handle: Some(handle.clone()),
             };
             let answer = match self.step(input, deadline).await {
                 Ok(answer) => answer,
@@ -321,6 +326,19 @@ impl Run {
     /// Runs one engine step on a VM thread. The engine goes there and comes back; when the run
     /// ends in the step, it is dropped there.
     async fn step(&mut self, input: StepInput, deadline: Instant) -> Result<StepOutput, RunError> {
+        if let Isolation::Process(pool) = &self.limits.isolation {
+            let placement = match std::mem::replace(&mut self.phase, Phase::Dead) {
+                Phase::Unbuilt { program, plan, .. } => Placement::Unbuilt { program, plan },
+                Phase::InWorker(vm) => Placement::Built(vm),
+                Phase::Built(_) | Phase::Dead => return Err(RunError::Finished),
+            };
+            let (vm, answer) =
+                step_in_worker(pool, placement, input, &self.host, &self.limits, deadline).await;
+            if let Some(vm) = vm {
+                self.phase = Phase::InWorker(vm);
+            }
+            return answer;
+        }
         let phase = std::mem::replace(&mut self.phase, Phase::Dead);
         let flags = Arc::clone(&self.flags);
         let host = Arc::clone(&self.host);
@@ -336,7 +354,9 @@ impl Run {
                     Ok(engine) => Box::new(engine),
                     Err(error) => return ((None, StepOutput::failed(error)), None),
                 },
-                Phase::Dead => return ((None, StepOutput::failed(RunError::Finished)), None),
+                Phase::InWorker(_) | Phase::Dead => {
+                    return ((None, StepOutput::failed(RunError::Finished)), None);
+                }
             };
             let answer = engine.step(input);
             match answer.progress {
@@ -383,8 +403,10 @@ impl Run {
     /// buffers for it (output of the current leg, arguments of unsettled bridge calls, answers
     /// not settled into the VM yet). `0` once the run is dead or before its VM is built.
     pub fn memory_bytes(&self) -> usize {
-        let Phase::Built(engine) = &self.phase else {
-            return 0;
+        let vm = match &self.phase {
+            Phase::Built(engine) => engine.memory_bytes(),
+            Phase::InWorker(vm) => vm.memory_bytes(),
+            Phase::Unbuilt { .. } | Phase::Dead => return 0,
         };
         let ready: usize = self
             .ready
@@ -394,7 +416,7 @@ impl Run {
                 Err(message) => message.len(),
             })
             .sum();
-        engine.memory_bytes().saturating_add(ready)
+        vm.saturating_add(ready)
     }
 
     /// Bridge calls not settled into the VM yet (for the `waiting` result): started ones, then
@@ -402,6 +424,7 @@ impl Run {
     pub fn pending_calls(&self) -> Vec<PendingCall> {
         match &self.phase {
             Phase::Built(engine) => engine.pending_calls(),
+            Phase::InWorker(vm) => vm.pending_calls(),
             _ => Vec::new(),
         }
     }
@@ -410,6 +433,7 @@ impl Run {
     pub fn output_bytes(&self) -> usize {
         match &self.phase {
             Phase::Built(engine) => engine.output_bytes(),
+            Phase::InWorker(vm) => vm.output_bytes(),
             _ => 0,
         }
     }

@@ -1,11 +1,16 @@
 //! Hostile programs against built-ins whose native loops never reach the interrupt handler
 //! (see docs/builtins-audit.md). One test function, so it is alone in its process and the
-//! process CPU time it reads belongs to the cell it measures.
+//! process CPU time it reads belongs to the cell it measures. Every cell runs twice: with the VM
+//! on a VM thread, and in a worker process (`Isolation::Process`), where the host kills a
+//! worker stuck past the deadline plus the grace.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codemode_sandbox::{BridgeHost, BridgeRequest, GuestSetup, Limits, Run, RunError, Step};
+use codemode_sandbox::{
+    BridgeHost, BridgeRequest, DEADLINE_GRACE, GuestSetup, Isolation, Limits, Run, RunError, Step,
+    WorkerCommand, WorkerPool, WorkerPoolConfig,
+};
 use serde_json::Value;
 
 /// A host with no methods: the cells make no bridge calls.
@@ -19,8 +24,10 @@ impl BridgeHost for NoHost {
 }
 
 /// Runs `program` with the default limits and `timeout` through the public API, to its first step.
-fn run_cell(program: &str, timeout: Duration) -> Step {
-    let limits = Limits::default().with_timeout(timeout);
+fn run_cell(program: &str, timeout: Duration, isolation: &Isolation) -> Step {
+    let limits = Limits::default()
+        .with_timeout(timeout)
+        .with_isolation(isolation.clone());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -571,20 +578,49 @@ fn outcome(step: &Step) -> String {
     }
 }
 
+/// Where the cells run: a VM thread, then a worker process of the sandbox's test worker.
+fn isolations() -> [(&'static str, Isolation); 2] {
+    let pool = WorkerPool::new(WorkerPoolConfig {
+        command: Some(WorkerCommand::new(env!(
+            "CARGO_BIN_EXE_codemode-test-worker"
+        ))),
+        max_workers: 4,
+        warm_workers: 1,
+        ..WorkerPoolConfig::default()
+    });
+    [
+        ("thread", Isolation::Thread),
+        ("process", Isolation::Process(pool)),
+    ]
+}
+
 #[test]
 fn hostile_builtins_stop_within_the_grace() {
-    let generous = Duration::from_secs(60);
     let mut failures = Vec::new();
     let mut report = Vec::new();
+    for (mode, isolation) in isolations() {
+        cells_stop_within_the_grace(mode, &isolation, &mut failures, &mut report);
+    }
+    assert!(failures.is_empty(), "{failures:#?}\nall cells: {report:#?}");
+}
+
+fn cells_stop_within_the_grace(
+    mode: &str,
+    isolation: &Isolation,
+    failures: &mut Vec<String>,
+    report: &mut Vec<String>,
+) {
+    let generous = Duration::from_secs(60);
+    let run_cell = |program: &str, timeout: Duration| run_cell(program, timeout, isolation);
     for (expression, expected) in ORDINARY {
         let got = outcome(&run_cell(&format!("return {expression}"), generous));
         if got != format!("completed {expected}") {
-            failures.push(format!("{expression}: {got}, expected {expected}"));
+            failures.push(format!("{mode}: {expression}: {got}, expected {expected}"));
         }
     }
     let got = outcome(&run_cell(OVER_BUDGET, generous));
     if got != "completed []" {
-        failures.push(format!("over-budget string searches: {got}"));
+        failures.push(format!("{mode}: over-budget string searches: {got}"));
     }
 
     // Cells whose cost is in compiling: built at run time (they are too large for a constant).
@@ -618,7 +654,7 @@ fn hostile_builtins_stop_within_the_grace() {
             error: RunError::ProgramTooComplex { .. },
             ..
         } => {}
-        other => failures.push(format!("80,000 let lines: {}", outcome(&other))),
+        other => failures.push(format!("{mode}: 80,000 let lines: {}", outcome(&other))),
     }
     for (name, program) in CELLS.iter().copied().chain(owned) {
         let before = settled_cpu();
@@ -631,7 +667,7 @@ fn hostile_builtins_stop_within_the_grace() {
             .zip(before)
             .map(|(after, before)| after - before);
         report.push(format!(
-            "{name}: {} cpu {cpu:?} wall {wall:?}",
+            "{mode}: {name}: {} cpu {cpu:?} wall {wall:?}",
             outcome(&step)
         ));
         if !matches!(
@@ -641,13 +677,18 @@ fn hostile_builtins_stop_within_the_grace() {
                 ..
             }
         ) {
-            failures.push(format!("{name}: {}", outcome(&step)));
+            failures.push(format!("{mode}: {name}: {}", outcome(&step)));
         }
+        // In-process, the CPU a stuck VM thread keeps using; out of process, the host's own
+        // (the worker is killed at the deadline plus the grace, so its CPU ends there).
         if let Some(cpu) = cpu
             && cpu > TIMEOUT + GRACE
         {
-            failures.push(format!("{name}: used {cpu:?} of CPU"));
+            failures.push(format!("{mode}: {name}: used {cpu:?} of CPU"));
+        }
+        // The result is on time in both (a generous bound: the grace plus a second).
+        if wall > TIMEOUT + DEADLINE_GRACE + Duration::from_secs(1) {
+            failures.push(format!("{mode}: {name}: answered after {wall:?}"));
         }
     }
-    assert!(failures.is_empty(), "{failures:#?}\nall cells: {report:#?}");
 }

@@ -90,6 +90,25 @@ fn bad_values_are_errors_naming_the_field() {
     check(json!({ "languages": [] }), Err(languages));
     check(json!({ "languages": ["python"] }), Err(languages));
     check(json!({ "languages": "javascript" }), Err(languages));
+    let isolation = "tools.codeMode.isolation must be \"thread\" or \"process\".";
+    check(json!({ "isolation": "vm" }), Err(isolation));
+    check(json!({ "isolation": true }), Err(isolation));
+    check(json!({ "isolation": null }), Err(isolation));
+}
+
+#[test]
+fn isolation_is_thread_unless_process_is_asked_for() {
+    use codemode_core::IsolationMode;
+    let parse = |value: Value| CodeModeConfig::from_json(&value).unwrap().isolation();
+    assert_eq!(parse(json!(true)), IsolationMode::Thread);
+    assert_eq!(
+        parse(json!({ "isolation": "thread" })),
+        IsolationMode::Thread
+    );
+    assert_eq!(
+        parse(json!({ "isolation": "process" })),
+        IsolationMode::Process
+    );
 }
 
 #[test]
@@ -130,7 +149,7 @@ fn schema_and_parser_agree() {
     assert_eq!(settings["additionalProperties"], json!(false));
     assert!(settings.get("required").is_none(), "{settings:#}");
     let properties = settings["properties"].as_object().unwrap();
-    assert_eq!(properties.len(), 14);
+    assert_eq!(properties.len(), 15);
     for (name, property) in properties {
         let kind = property["type"]
             .as_str()
@@ -141,6 +160,14 @@ fn schema_and_parser_agree() {
         let floor = match kind {
             "integer" => property["minimum"].as_u64().unwrap(),
             "boolean" | "array" => continue,
+            "string" => {
+                // An enumeration: each value is accepted, anything else is not.
+                for value in property["enum"].as_array().unwrap() {
+                    assert!(CodeModeConfig::from_json(&json!({ name.as_str(): value })).is_ok());
+                }
+                assert!(CodeModeConfig::from_json(&json!({ name.as_str(): "other" })).is_err());
+                continue;
+            }
             other => panic!("{name}: unexpected type {other}"),
         };
         // The floor is accepted, below it is not.
@@ -157,6 +184,11 @@ fn schema_and_parser_agree() {
     }
     assert_eq!(properties["maxQueuedToolCalls"]["minimum"], json!(0));
     assert_eq!(properties["languages"]["minItems"], json!(1));
+    assert_eq!(
+        properties["isolation"]["enum"],
+        json!(["thread", "process"])
+    );
+    assert_eq!(properties["isolation"]["default"], json!("thread"));
     assert_eq!(properties["timeoutMs"]["default"], json!(10000));
 }
 

@@ -3,8 +3,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use codemode_sandbox::{
+    BridgeHost, BridgeRequest, ErrorCode, GuestSetup, Isolation, Limits, Run, RunError, Step,
+    WorkerPool,
+};
+
 use crate::support::{TestHost, check, check_with, limits, render, run_with, runtime};
-use codemode_sandbox::{GuestSetup, Limits, Run, RunError, Step};
 
 #[test]
 fn happy_paths() {
@@ -593,4 +597,293 @@ fn a_final_value_too_big_for_the_budget_is_cut_to_valid_json() {
     }
     // A value that fits is not marked.
     check("return [1, 2, 3]", "completed [1,2,3]");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Process isolation: the same runs with every VM in a worker process (`Isolation::Process`).
+
+/// Programs whose rendered step must be the same wherever the VM lives.
+const PARITY: &[&str] = &[
+    "return 1 + 1",
+    "text('hi'); json({ a: [1, 2] }); return { b: undefined, c: 'x' }",
+    "const a = await host.echo(1); const b = await host.echo(a + 1); return [a, b]",
+    "return await Promise.all([1, 2, 3].map((n) => host.echo(n * 10)))",
+    "return await tools.echo({ x: 1 })",
+    "return await tools.search('q')",
+    "try { await local.fail() } catch (e) { return e.message }",
+    "try { await host.fail('nope') } catch (e) { return e.message }",
+    "try { await host.panic() } catch (e) { return e.message }",
+    "try { await host.deep() } catch (e) { return e.message }",
+    "let n = 0; for (let i = 0; i < 200; i++) n += await host.echo(1); return n",
+    "await new Promise((resolve) => setTimeout(resolve, 5)); return 'timer'",
+    "throw new TypeError('boom')",
+    "return (",
+    "for (;;) {}",
+    "const a = []; for (;;) a.push('x'.repeat(1 << 16))",
+    "for (;;) text('x'.repeat(1000))",
+    "await host.never()",
+    "yield_control(); return 1",
+];
+
+#[test]
+fn process_isolation_gives_the_same_steps_as_threads() {
+    let rt = runtime();
+    let mut differences = Vec::new();
+    for program in PARITY {
+        let (host, _cancelled) = TestHost::new();
+        let limits = limits().with_timeout(Duration::from_millis(500));
+        let thread = render(&rt.block_on(run_with(program, limits.clone(), Arc::clone(&host))));
+        let process_limits =
+            crate::support::process_limits().with_timeout(Duration::from_millis(500));
+        let process = render(&rt.block_on(run_with(program, process_limits, host)));
+        if thread != process {
+            differences.push(format!(
+                "{program}\n  thread:  {thread}\n  process: {process}"
+            ));
+        }
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+}
+
+/// A host whose `kill` method SIGKILLs every worker process of its pool, mid-run.
+struct KillingHost(WorkerPool);
+
+#[codemode_sandbox::async_trait]
+impl BridgeHost for KillingHost {
+    async fn call(&self, request: BridgeRequest) -> Result<serde_json::Value, String> {
+        match request.method.as_str() {
+            "kill" => {
+                kill_workers(&self.0);
+                Ok(serde_json::Value::Null)
+            }
+            "never" => std::future::pending().await,
+            _ => Ok(serde_json::Value::Null),
+        }
+    }
+}
+
+/// SIGKILLs every worker of `pool` and returns once each is dead (a zombie or gone).
+fn kill_workers(pool: &WorkerPool) {
+    for pid in pool.worker_pids() {
+        let status = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -9 {pid}");
+        let dead = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+                stat.rsplit(')')
+                    .next()
+                    .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+            })
+        };
+        let give_up = Instant::now() + Duration::from_secs(20);
+        while !dead() && Instant::now() < give_up {
+            std::thread::yield_now();
+        }
+    }
+}
+
+fn killing_setup() -> GuestSetup {
+    let mut setup = GuestSetup::default();
+    for method in ["kill", "never"] {
+        setup.callables.push((
+            vec![method.into()],
+            codemode_sandbox::Callable::Bridge {
+                method: method.into(),
+                bound_args: vec![],
+            },
+        ));
+    }
+    setup
+}
+
+fn drive(run: &mut Run, limits: &Limits) -> Step {
+    runtime().block_on(run.drive(Instant::now() + limits.timeout))
+}
+
+fn code_and_message(step: &Step) -> (Option<ErrorCode>, String) {
+    match step {
+        Step::Failed { error, .. } => (error.code(), error.to_string()),
+        other => (None, render(other)),
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_worker_killed_mid_run_fails_only_its_run_and_the_host_keeps_serving() {
+    let pool = crate::support::worker_pool(None, 2);
+    let limits = limits().with_isolation(Isolation::Process(pool.clone()));
+    let host = Arc::new(KillingHost(pool.clone()));
+    let start =
+        |program: &str| Run::start(program, killing_setup(), limits.clone(), host.clone()).unwrap();
+
+    // Killed while it waits for the answer of a host call.
+    let step = drive(&mut start("await kill(); return 1"), &limits);
+    let (code, message) = code_and_message(&step);
+    assert_eq!(code, Some(ErrorCode::RuntimeUnavailable), "{message}");
+    assert!(
+        message.contains("worker process running this program exited")
+            && message.contains("SIGKILL"),
+        "{message}"
+    );
+
+    // Killed while its run is parked: `wait` (the next leg) says the worker is gone.
+    let short = limits.clone().with_timeout(Duration::from_millis(200));
+    let mut parked = Run::start(
+        "await never()",
+        killing_setup(),
+        short.clone(),
+        host.clone(),
+    )
+    .unwrap();
+    assert!(matches!(drive(&mut parked, &short), Step::Suspended { .. }));
+    kill_workers(&pool);
+    let (code, message) = code_and_message(&drive(&mut parked, &short));
+    assert_eq!(code, Some(ErrorCode::RuntimeUnavailable), "{message}");
+    assert!(message.contains("exited"), "{message}");
+
+    // The pool replaced them.
+    for _ in 0..3 {
+        let step = drive(&mut start("return 40 + 2"), &limits);
+        assert_eq!(render(&step), "completed 42");
+    }
+}
+
+#[test]
+fn a_worker_that_misbehaves_is_stopped_with_a_clear_error() {
+    let cases = [
+        ("garbage", "sent a malformed message"),
+        (
+            "flood",
+            "sent a message of 4294967295 bytes, over the limit of",
+        ),
+    ];
+    for (misbehaviour, expected) in cases {
+        let pool = crate::support::worker_pool(Some(misbehaviour), 1);
+        let limits = limits().with_isolation(Isolation::Process(pool.clone()));
+        let (host, _cancelled) = TestHost::new();
+        let step = runtime().block_on(run_with("return 1", limits, host));
+        let (code, message) = code_and_message(&step);
+        assert_eq!(
+            code,
+            Some(ErrorCode::RuntimeUnavailable),
+            "{misbehaviour}: {message}"
+        );
+        assert!(message.contains(expected), "{misbehaviour}: {message}");
+    }
+
+    // A worker that never answers is killed at the deadline plus the grace: `timeout`.
+    let pool = crate::support::worker_pool(Some("stall"), 1);
+    let limits = limits()
+        .with_timeout(Duration::from_millis(200))
+        .with_isolation(Isolation::Process(pool.clone()));
+    let (host, _cancelled) = TestHost::new();
+    let started = Instant::now();
+    let step = runtime().block_on(run_with("return 1", limits, host));
+    assert_eq!(
+        render(&step),
+        r#"failed "timeout" code mode timeout exceeded"#
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+/// The filter is installed: a worker that tries to open a file dies with SIGSYS.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_worker_that_opens_a_file_dies_by_seccomp() {
+    let pool = crate::support::worker_pool(Some("open-file"), 1);
+    let limits = limits().with_isolation(Isolation::Process(pool));
+    let (host, _cancelled) = TestHost::new();
+    let step = runtime().block_on(run_with("return 1", limits, host));
+    let (code, message) = code_and_message(&step);
+    assert_eq!(code, Some(ErrorCode::RuntimeUnavailable), "{message}");
+    assert!(message.contains("signal 31 (SIGSYS"), "{message}");
+}
+
+/// A worker holds nothing but its pipes: no other descriptor, no environment, a filter.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_worker_holds_only_its_pipes_and_is_filtered() {
+    let pool = crate::support::worker_pool(None, 1);
+    let limits = limits().with_isolation(Isolation::Process(pool.clone()));
+    let (host, _cancelled) = TestHost::new();
+    // After a run, its worker is idle and greeted (locked down).
+    let step = runtime().block_on(run_with("return 1", limits, host));
+    assert_eq!(render(&step), "completed 1");
+    let pids = pool.worker_pids();
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    let proc = format!("/proc/{}", pids[0]);
+    let status = std::fs::read_to_string(format!("{proc}/status")).unwrap();
+    assert!(status.contains("Seccomp:\t2"), "{status}");
+    let mut fds: Vec<String> = std::fs::read_dir(format!("{proc}/fd"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    fds.sort();
+    assert_eq!(fds, ["0", "1", "2"]);
+    assert_eq!(std::fs::read(format!("{proc}/environ")).unwrap(), b"");
+    let limits = std::fs::read_to_string(format!("{proc}/limits")).unwrap();
+    let open_files = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    assert_eq!(
+        open_files.split_whitespace().nth(3),
+        Some("3"),
+        "{open_files}"
+    );
+}
+
+#[test]
+fn an_exhausted_pool_waits_for_a_worker_until_the_deadline() {
+    let pool = crate::support::worker_pool(None, 1);
+    let limits = limits().with_isolation(Isolation::Process(pool.clone()));
+    let (host, _cancelled) = TestHost::new();
+    let rt = runtime();
+    // A parked run keeps the one worker.
+    let mut parked = Run::start(
+        "yield_control(); return 'a'",
+        crate::support::setup(),
+        limits.clone(),
+        host.clone(),
+    )
+    .unwrap();
+    assert!(matches!(
+        drive(&mut parked, &limits),
+        Step::Suspended { .. }
+    ));
+    let short = limits.clone().with_timeout(Duration::from_millis(200));
+    let step = rt.block_on(run_with("return 'b'", short, host.clone()));
+    let (code, message) = code_and_message(&step);
+    assert_eq!(code, Some(ErrorCode::RuntimeUnavailable), "{message}");
+    assert!(
+        message
+            .contains("no code mode worker process is free: all 1 are running or hold parked runs"),
+        "{message}"
+    );
+    // A run waiting for a worker gets the parked run's once that run ends.
+    let waiting = rt.spawn(run_with("return 'c'", limits.clone(), host.clone()));
+    assert_eq!(render(&drive(&mut parked, &limits)), r#"completed "a""#);
+    assert_eq!(render(&rt.block_on(waiting).unwrap()), r#"completed "c""#);
+}
+
+/// A dropped pool ends its idle workers (a worker does not keep its pool alive).
+#[cfg(target_os = "linux")]
+#[test]
+fn dropping_a_pool_ends_its_workers() {
+    let pool = crate::support::worker_pool(None, 2);
+    let limits = limits().with_isolation(Isolation::Process(pool.clone()));
+    let (host, _cancelled) = TestHost::new();
+    let step = runtime().block_on(run_with("return 1", limits.clone(), host));
+    assert_eq!(render(&step), "completed 1");
+    let pids = pool.worker_pids();
+    assert!(!pids.is_empty());
+    drop((pool, limits));
+    let gone = |pid: &u32| !std::path::Path::new(&format!("/proc/{pid}")).exists();
+    let give_up = Instant::now() + Duration::from_secs(20);
+    while !pids.iter().all(gone) && Instant::now() < give_up {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(pids.iter().all(gone), "{pids:?}");
 }

@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use codemode_sandbox::{
-    BridgeHost, BridgeRequest, Callable, GuestSetup, Limits, OutputItem, Run, Step, async_trait,
+    BridgeHost, BridgeRequest, Callable, GuestSetup, Isolation, Limits, OutputItem, Run, Step,
+    WorkerCommand, WorkerPool, WorkerPoolConfig, async_trait,
 };
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
@@ -250,4 +251,34 @@ pub(crate) fn check_with(program: &str, limits: Limits, expect: &str) {
     let (host, _cancelled) = TestHost::new();
     let step = runtime().block_on(run_with(program, limits, host));
     assert_eq!(render(&step), expect, "program: {program}");
+}
+
+/// The worker binary of these tests (built by the default `test-worker` feature): the real
+/// worker, or a misbehaving one when its first argument names a misbehaviour.
+pub(crate) const TEST_WORKER: &str = env!("CARGO_BIN_EXE_codemode-test-worker");
+
+/// A pool of test workers; `misbehaviour` (`garbage`, `flood`, `stall`, `open-file`) makes
+/// every worker of the pool misbehave at its first step.
+pub(crate) fn worker_pool(misbehaviour: Option<&str>, max_workers: usize) -> WorkerPool {
+    let mut command = WorkerCommand::new(TEST_WORKER);
+    if let Some(misbehaviour) = misbehaviour {
+        command = command.arg(misbehaviour);
+    }
+    WorkerPool::new(WorkerPoolConfig {
+        command: Some(command),
+        max_workers,
+        warm_workers: 1.min(max_workers),
+        ..WorkerPoolConfig::default()
+    })
+}
+
+/// One pool of well-behaved test workers shared by the tests of a binary.
+pub(crate) fn shared_pool() -> WorkerPool {
+    static POOL: std::sync::OnceLock<WorkerPool> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| worker_pool(None, 8)).clone()
+}
+
+/// The test limits, with every VM in a worker process.
+pub(crate) fn process_limits() -> Limits {
+    limits().with_isolation(Isolation::Process(shared_pool()))
 }

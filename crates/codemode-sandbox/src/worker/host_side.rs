@@ -1,0 +1,849 @@
+//! The host's side of process isolation: the pool of worker processes and the step of a run
+//! whose VM lives in one.
+//!
+//! A step runs on a VM thread (vm_threads.rs) like an in-process step, but instead of the engine
+//! that thread drives the worker's pipe: it writes the step, answers the worker's synchronous calls
+//! and host calls (polling each host call once in place, exactly as the engine does in-process),
+//! and reads the step's end. The async driver gives up at the deadline plus the grace and kills
+//! the worker, which ends the thread's blocking read.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::io::BufReader;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+
+use super::lockdown::ADDRESS_SPACE_FLAG;
+use super::protocol::{
+    BuildRef, Done, FrameError, HostMessage, MAX_HELLO_BYTES, PROTOCOL_VERSION, ProgressWire,
+    WorkerMessage, instant_in, nanos, read_frame, write_frame,
+};
+use super::{WorkerCommand, WorkerPoolConfig};
+use crate::codec::{encode_host_value, output_bytes};
+use crate::engine::{HOST_CALL_FAILED, HostFuture, Progress, StepInput, StepOutput};
+use crate::install::InstallPlan;
+use crate::vm_threads::run_step_then_drop;
+use crate::{BridgeHost, DEADLINE_GRACE, Limits, MAX_JSON_DEPTH, PendingCall, RunError};
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A bounded pool of worker processes. Cheap to clone (one shared pool); equal when it is the
+/// same pool. Dropping the last clone kills the idle workers; workers of live runs end with
+/// their runs.
+///
+/// ```no_run
+/// use codemode_sandbox::{Isolation, Limits, WorkerCommand, WorkerPool, WorkerPoolConfig};
+/// let pool = WorkerPool::new(WorkerPoolConfig {
+///     command: Some(WorkerCommand::new("/usr/local/bin/codemode-worker")),
+///     ..WorkerPoolConfig::default()
+/// });
+/// let limits = Limits::default().with_isolation(Isolation::Process(pool));
+/// ```
+#[derive(Clone)]
+pub struct WorkerPool {
+    inner: Arc<PoolInner>,
+}
+
+impl PartialEq for WorkerPool {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl Eq for WorkerPool {}
+
+impl fmt::Debug for WorkerPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkerPool")
+            .field("config", &self.inner.config)
+            .field("live", &self.live_workers())
+            .finish_non_exhaustive()
+    }
+}
+
+struct PoolInner {
+    config: WorkerPoolConfig,
+    command: Result<WorkerCommand, String>,
+    idle: Mutex<Vec<Worker>>,
+    /// One permit per live worker process.
+    permits: Arc<Semaphore>,
+    /// Woken when a worker becomes idle or a process ends.
+    changed: Notify,
+    pids: Mutex<HashSet<u32>>,
+    warming: AtomicUsize,
+    warned_unlocked: AtomicBool,
+}
+
+impl WorkerPool {
+    /// A pool with these settings; starts `warm_workers` workers in the background. The worker
+    /// binary is located now (see [`WorkerCommand::locate`]); when there is none, every run in
+    /// this pool fails with `runtime_unavailable` naming where it looked.
+    pub fn new(config: WorkerPoolConfig) -> Self {
+        let command = match &config.command {
+            Some(command) => Ok(command.clone()),
+            None => WorkerCommand::locate(),
+        };
+        let inner = Arc::new(PoolInner {
+            permits: Arc::new(Semaphore::new(config.max_workers.max(1))),
+            config,
+            command,
+            idle: Mutex::new(Vec::new()),
+            changed: Notify::new(),
+            pids: Mutex::new(HashSet::new()),
+            warming: AtomicUsize::new(0),
+            warned_unlocked: AtomicBool::new(false),
+        });
+        inner.warm();
+        Self { inner }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &WorkerPoolConfig {
+        &self.inner.config
+    }
+
+    /// Live worker processes (idle, starting, or serving a run).
+    pub fn live_workers(&self) -> usize {
+        self.inner.config.max_workers.max(1) - self.inner.permits.available_permits()
+    }
+
+    /// Process ids of the live workers, for diagnostics (and the tests that kill one).
+    pub fn worker_pids(&self) -> Vec<u32> {
+        let mut pids: Vec<u32> = lock(&self.inner.pids).iter().copied().collect();
+        pids.sort_unstable();
+        pids
+    }
+
+    /// An idle worker, or the right to start one; waits until `deadline` when every worker is
+    /// busy.
+    async fn take(&self, deadline: Instant) -> Result<Slot, RunError> {
+        let sleep = tokio::time::sleep_until(deadline.into());
+        tokio::pin!(sleep);
+        loop {
+            let changed = self.inner.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let idle = lock(&self.inner.idle).pop();
+            if let Some(worker) = idle {
+                self.inner.warm();
+                return Ok(Slot::Idle(worker));
+            }
+            if let Ok(permit) = Arc::clone(&self.inner.permits).try_acquire_owned() {
+                self.inner.warm();
+                return Ok(Slot::Start(permit));
+            }
+            tokio::select! {
+                () = &mut changed => {}
+                () = &mut sleep => {
+                    return Err(RunError::RuntimeUnavailable(format!(
+                        "no code mode worker process is free: all {} are running or hold parked \
+                         runs; wait for or cancel a parked run",
+                        self.inner.config.max_workers.max(1)
+                    )));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for PoolInner {
+    fn drop(&mut self) {
+        lock(&self.idle).clear();
+    }
+}
+
+impl PoolInner {
+    /// Starts workers in the background until `warm_workers` are idle or starting.
+    fn warm(self: &Arc<Self>) {
+        loop {
+            let idle = lock(&self.idle).len();
+            if idle + self.warming.load(Ordering::SeqCst) >= self.config.warm_workers {
+                return;
+            }
+            let Ok(permit) = Arc::clone(&self.permits).try_acquire_owned() else {
+                return;
+            };
+            self.warming.fetch_add(1, Ordering::SeqCst);
+            // The pool itself is not kept alive by a warming thread.
+            let pool = Arc::downgrade(self);
+            let started = std::thread::Builder::new()
+                .name("codemode-worker-start".into())
+                .spawn(move || {
+                    let Some(pool) = pool.upgrade() else { return };
+                    match start_worker(&pool, permit) {
+                        Ok(worker) => lock(&pool.idle).push(worker),
+                        Err(error) => {
+                            tracing::warn!(target: "codemode_sandbox", %error, "a warm code mode worker did not start");
+                        }
+                    }
+                    pool.warming.fetch_sub(1, Ordering::SeqCst);
+                    pool.changed.notify_waiters();
+                });
+            if started.is_err() {
+                self.warming.fetch_sub(1, Ordering::SeqCst);
+                return;
+            }
+        }
+    }
+
+    /// Takes a worker back after its run ended: idle again, or replaced when it served its
+    /// runs or its memory grew past the bound.
+    fn give_back(self: &Arc<Self>, worker: Worker) {
+        let worn = worker.runs >= self.config.max_runs_per_worker
+            || worker.peak_rss_bytes >= self.config.max_worker_rss_bytes;
+        if worn {
+            drop(worker);
+            self.warm();
+        } else {
+            lock(&self.idle).push(worker);
+            self.changed.notify_waiters();
+        }
+    }
+}
+
+/// What [`WorkerPool::take`] gives: a started worker or a permit to start one.
+enum Slot {
+    Idle(Worker),
+    Start(OwnedSemaphorePermit),
+}
+
+/// A worker's process, shared with whoever may have to kill it.
+struct Process {
+    child: Mutex<Child>,
+    pid: u32,
+}
+
+impl Process {
+    fn kill(&self) {
+        let _ = lock(&self.child).kill();
+    }
+
+    /// How the process ended: it may still be on its way out (its pipe just closed), so it gets
+    /// a moment to exit on its own before it is killed. Blocking, briefly.
+    fn end(&self) -> Option<ExitStatus> {
+        for _ in 0..100 {
+            if let Ok(Some(status)) = lock(&self.child).try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut child = lock(&self.child);
+        let _ = child.kill();
+        child.wait().ok()
+    }
+
+    /// The exit status if the process already ended.
+    fn exited(&self) -> Option<ExitStatus> {
+        lock(&self.child).try_wait().ok().flatten()
+    }
+}
+
+/// One worker process and its pipes. Dropping it kills the process (and reaps it on a thread
+/// of its own).
+pub(crate) struct Worker {
+    process: Arc<Process>,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    buffer: Vec<u8>,
+    greeted: bool,
+    /// The worker said it installed its system-call filter.
+    locked_down: bool,
+    runs: u64,
+    peak_rss_bytes: u64,
+    /// Weak: the pool's idle list holds workers, so a strong handle would keep a dropped pool
+    /// (and its idle processes) alive.
+    pool: Weak<PoolInner>,
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.process.kill();
+        let pool = self.pool.upgrade();
+        if let Some(pool) = &pool {
+            lock(&pool.pids).remove(&self.process.pid);
+        }
+        let process = Arc::clone(&self.process);
+        let reaped = std::thread::Builder::new()
+            .name("codemode-worker-reap".into())
+            .spawn(move || {
+                let _ = process.end();
+            });
+        if reaped.is_err() {
+            // No thread: the killed process is reaped by the next `try_wait`, or stays a zombie
+            // until this process exits.
+            let _ = self.process.exited();
+        }
+        drop(self.permit.take());
+        if let Some(pool) = pool {
+            pool.changed.notify_waiters();
+        }
+    }
+}
+
+fn start_worker(pool: &Arc<PoolInner>, permit: OwnedSemaphorePermit) -> Result<Worker, RunError> {
+    let command = pool
+        .command
+        .as_ref()
+        .map_err(|message| RunError::RuntimeUnavailable(message.clone()))?;
+    let mut child = Command::new(&command.program)
+        .args(&command.args)
+        .arg(format!(
+            "{ADDRESS_SPACE_FLAG}{}",
+            pool.config.address_space_bytes
+        ))
+        .env_clear()
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|error| {
+            RunError::RuntimeUnavailable(format!(
+                "cannot start the code mode worker process {}: {error}",
+                command.program.display()
+            ))
+        })?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(RunError::RuntimeUnavailable(
+            "the code mode worker process has no pipes".into(),
+        ));
+    };
+    let pid = child.id();
+    lock(&pool.pids).insert(pid);
+    Ok(Worker {
+        process: Arc::new(Process {
+            child: Mutex::new(child),
+            pid,
+        }),
+        stdin,
+        stdout: BufReader::with_capacity(64 * 1024, stdout),
+        buffer: Vec::new(),
+        greeted: false,
+        locked_down: false,
+        runs: 0,
+        peak_rss_bytes: 0,
+        pool: Arc::downgrade(pool),
+        permit: Some(permit),
+    })
+}
+
+/// Why a worker was given up on.
+enum Fault {
+    /// Its pipe closed: it exited or was killed.
+    Closed,
+    TooLong {
+        bytes: usize,
+        limit: usize,
+    },
+    Malformed(String),
+}
+
+impl From<FrameError> for Fault {
+    fn from(error: FrameError) -> Self {
+        match error {
+            FrameError::Closed => Self::Closed,
+            FrameError::TooLong { bytes, limit } => Self::TooLong { bytes, limit },
+            FrameError::Malformed(detail) => Self::Malformed(detail),
+        }
+    }
+}
+
+impl Fault {
+    /// The run's error; ends the process first (to report how it ended).
+    fn into_error(self, process: &Process) -> RunError {
+        RunError::RuntimeUnavailable(match self {
+            Self::Closed => format!(
+                "the code mode worker process running this program exited ({}); the run is lost",
+                describe(process.end())
+            ),
+            Self::TooLong { bytes, limit } => {
+                process.kill();
+                format!(
+                    "the code mode worker process sent a message of {bytes} bytes, over the \
+                     limit of {limit}; it was stopped"
+                )
+            }
+            Self::Malformed(detail) => {
+                process.kill();
+                format!(
+                    "the code mode worker process sent a malformed message ({}); it was stopped",
+                    crate::codec::truncate(detail)
+                )
+            }
+        })
+    }
+}
+
+/// An exit status in words, naming the usual signals.
+fn describe(status: Option<ExitStatus>) -> String {
+    let Some(status) = status else {
+        return "its exit status is unknown".into();
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            let name = match signal {
+                6 => " (SIGABRT)",
+                9 => " (SIGKILL)",
+                11 => " (SIGSEGV)",
+                31 => " (SIGSYS: a forbidden system call)",
+                _ => "",
+            };
+            return format!("killed by signal {signal}{name}");
+        }
+    }
+    match status.code() {
+        Some(code) => format!("exit status {code}"),
+        None => status.to_string(),
+    }
+}
+
+/// The host's knowledge of a run whose VM lives in a worker.
+struct RunSide {
+    host: Arc<dyn BridgeHost>,
+    limits: Limits,
+    /// Methods of the plan's bridge callables: a worker asking for another is lying.
+    methods: HashSet<String>,
+    /// Methods of the plan's synchronous callables.
+    sync_methods: HashSet<String>,
+    /// Largest frame accepted from the worker during this run.
+    frame_limit: usize,
+    /// Started host calls not settled into the VM yet, with their frame bytes.
+    in_flight: HashMap<u64, usize>,
+    in_flight_bytes: usize,
+    output_bytes: usize,
+    memory_bytes: usize,
+    pending: Vec<PendingCall>,
+}
+
+impl RunSide {
+    fn new(plan: &InstallPlan, host: Arc<dyn BridgeHost>, limits: &Limits) -> Self {
+        let longest = plan
+            .bridge
+            .iter()
+            .chain(&plan.sync)
+            .map(|(method, bound)| {
+                method.len() + serde_json::to_vec(bound).map_or(0, |bytes| bytes.len())
+            })
+            .max()
+            .unwrap_or(0);
+        let calls = limits
+            .max_pending_calls
+            .max(1)
+            .saturating_add(limits.max_queued_calls)
+            .saturating_add(1);
+        // One call's arguments, or the output and the value of a step with its pending list.
+        let frame_limit = limits
+            .max_call_args_bytes
+            .max(
+                limits
+                    .max_output_bytes
+                    .saturating_mul(2)
+                    .saturating_add(calls.saturating_mul(longest.saturating_add(64))),
+            )
+            .saturating_add(longest)
+            .saturating_add(1 << 20);
+        Self {
+            host,
+            limits: limits.clone(),
+            methods: plan
+                .bridge
+                .iter()
+                .map(|(method, _)| method.clone())
+                .collect(),
+            sync_methods: plan.sync.iter().map(|(method, _)| method.clone()).collect(),
+            frame_limit,
+            in_flight: HashMap::new(),
+            in_flight_bytes: 0,
+            output_bytes: 0,
+            memory_bytes: 0,
+            pending: Vec::new(),
+        }
+    }
+}
+
+/// A run whose VM lives in a worker process, between steps.
+pub(crate) struct WorkerVm {
+    worker: Worker,
+    run: RunSide,
+}
+
+impl WorkerVm {
+    /// Measured VM heap plus what the worker buffers, as the worker last reported it.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.run.memory_bytes
+    }
+
+    pub(crate) fn pending_calls(&self) -> Vec<PendingCall> {
+        self.run.pending.clone()
+    }
+
+    pub(crate) fn output_bytes(&self) -> usize {
+        self.run.output_bytes
+    }
+}
+
+/// Where the run is when its next step starts.
+pub(crate) enum Placement {
+    /// Not built: the step takes a worker and builds the VM there first.
+    Unbuilt {
+        program: String,
+        plan: Arc<InstallPlan>,
+    },
+    Built(Box<WorkerVm>),
+}
+
+/// Kills the step's worker: at the deadline plus the grace, or when the driver went away.
+#[derive(Default)]
+struct Killer {
+    process: Mutex<Option<Arc<Process>>>,
+    killed: AtomicBool,
+}
+
+impl Killer {
+    fn watch(&self, process: &Arc<Process>) {
+        *lock(&self.process) = Some(Arc::clone(process));
+        if self.killed.load(Ordering::SeqCst) {
+            process.kill();
+        }
+    }
+
+    fn kill(&self) {
+        self.killed.store(true, Ordering::SeqCst);
+        if let Some(process) = lock(&self.process).as_ref() {
+            process.kill();
+        }
+    }
+}
+
+/// Kills the worker if the step's future is dropped before it answered.
+struct KillOnDrop(Option<Arc<Killer>>);
+
+impl KillOnDrop {
+    fn defuse(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(killer) = self.0.take() {
+            killer.kill();
+        }
+    }
+}
+
+/// One step of a run in a worker process. Returns the VM back when the run is still alive.
+pub(crate) async fn step_in_worker(
+    pool: &super::WorkerPool,
+    placement: Placement,
+    input: StepInput,
+    host: &Arc<dyn BridgeHost>,
+    limits: &Limits,
+    deadline: Instant,
+) -> (Option<Box<WorkerVm>>, Result<StepOutput, RunError>) {
+    let (slot, run, build) = match placement {
+        Placement::Built(vm) => {
+            let WorkerVm { worker, run } = *vm;
+            (Slot::Idle(worker), run, None)
+        }
+        Placement::Unbuilt { program, plan } => {
+            let slot = match pool.take(deadline).await {
+                Ok(slot) => slot,
+                Err(error) => return (None, Err(error)),
+            };
+            let run = RunSide::new(&plan, Arc::clone(host), limits);
+            (slot, run, Some((program, plan)))
+        }
+    };
+    let parked = build.is_none();
+    let killer = Arc::new(Killer::default());
+    let job_killer = Arc::clone(&killer);
+    let pool_inner = Arc::clone(&pool.inner);
+    let job = move || {
+        let answer = step_on_this_thread(&pool_inner, slot, run, build, input, parked, &job_killer);
+        (answer, None)
+    };
+    let give_up = deadline.checked_add(DEADLINE_GRACE).unwrap_or(deadline);
+    let guard = KillOnDrop(Some(Arc::clone(&killer)));
+    let answer = tokio::time::timeout_at(give_up.into(), run_step_then_drop(job)).await;
+    guard.defuse();
+    match answer {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(_lost)) => (
+            None,
+            Err(RunError::Internal("a code mode VM step failed".into())),
+        ),
+        Err(_elapsed) => {
+            // Stuck (a native call that never returns) or stalled: the worker is killed, which
+            // also ends the blocking read of the thread serving it; that thread drops it.
+            killer.kill();
+            (None, Err(RunError::Timeout))
+        }
+    }
+}
+
+/// The blocking part of a step, on a VM thread.
+fn step_on_this_thread(
+    pool: &Arc<PoolInner>,
+    slot: Slot,
+    mut run: RunSide,
+    build: Option<(String, Arc<InstallPlan>)>,
+    input: StepInput,
+    parked: bool,
+    killer: &Killer,
+) -> (Option<Box<WorkerVm>>, Result<StepOutput, RunError>) {
+    let mut worker = match slot {
+        // An idle worker that died meanwhile (killed from outside) is replaced, not blamed on
+        // the run that would have been its next.
+        Slot::Idle(mut worker) if !parked && worker.process.exited().is_some() => {
+            let permit = worker.take_permit();
+            drop(worker);
+            match permit.map(|permit| start_worker(pool, permit)) {
+                Some(Ok(worker)) => worker,
+                Some(Err(error)) => return (None, Err(error)),
+                None => {
+                    return (
+                        None,
+                        Err(RunError::Internal(
+                            "a code mode worker without a slot".into(),
+                        )),
+                    );
+                }
+            }
+        }
+        Slot::Idle(worker) => worker,
+        Slot::Start(permit) => match start_worker(pool, permit) {
+            Ok(worker) => worker,
+            Err(error) => return (None, Err(error)),
+        },
+    };
+    killer.watch(&worker.process);
+    if parked && let Some(status) = worker.process.exited() {
+        return (
+            None,
+            Err(RunError::RuntimeUnavailable(format!(
+                "the code mode worker process holding this run exited while it was parked ({}); \
+                 the run is lost",
+                describe(Some(status))
+            ))),
+        );
+    }
+    let build_ref = build
+        .as_ref()
+        .map(|(program, plan)| (program.as_str(), &**plan));
+    match exchange(&mut worker, &mut run, build_ref, input) {
+        Ok((done, spawn)) => {
+            if !worker.locked_down {
+                // Logged once per pool: the platform could not lock the worker down.
+                if !pool.warned_unlocked.swap(true, Ordering::SeqCst) {
+                    tracing::warn!(target: "codemode_sandbox", "code mode worker processes run without a system-call filter on this platform");
+                }
+            }
+            let progress = match done.progress {
+                ProgressWire::Completed { value, truncated } => {
+                    Progress::Completed(value, truncated)
+                }
+                ProgressWire::Failed(failure) => Progress::Failed(failure.into_error()),
+                ProgressWire::Yielded => Progress::Yielded,
+                ProgressWire::Idle => Progress::Idle,
+            };
+            let output = StepOutput {
+                progress,
+                spawn,
+                output: done.output,
+                next_timer: done.next_timer_nanos.map(instant_in),
+            };
+            let alive = matches!(output.progress, Progress::Idle | Progress::Yielded);
+            if alive {
+                (Some(Box::new(WorkerVm { worker, run })), Ok(output))
+            } else {
+                worker.runs += 1;
+                pool.give_back(worker);
+                (None, Ok(output))
+            }
+        }
+        Err(fault) => {
+            let error = fault.into_error(&worker.process);
+            drop(worker);
+            (None, Err(error))
+        }
+    }
+}
+
+impl Worker {
+    /// Takes the worker's place in the pool (for its replacement).
+    fn take_permit(&mut self) -> Option<OwnedSemaphorePermit> {
+        self.permit.take()
+    }
+
+    fn write(&mut self, message: &HostMessage<'_>) -> Result<(), Fault> {
+        write_frame(&mut self.stdin, &mut self.buffer, message).map_err(|_| Fault::Closed)
+    }
+
+    fn read(&mut self, limit: usize) -> Result<WorkerMessage, Fault> {
+        Ok(read_frame(&mut self.stdout, &mut self.buffer, limit)?)
+    }
+}
+
+/// Writes the step and answers the worker until it says the step is done.
+fn exchange(
+    worker: &mut Worker,
+    run: &mut RunSide,
+    build: Option<(&str, &InstallPlan)>,
+    input: StepInput,
+) -> Result<(Done, Vec<(u64, HostFuture)>), Fault> {
+    let StepInput {
+        settlements,
+        resume_yields,
+        deadline,
+        handle,
+    } = input;
+    let _entered = handle.as_ref().map(tokio::runtime::Handle::enter);
+    if !worker.greeted {
+        match worker.read(MAX_HELLO_BYTES)? {
+            WorkerMessage::Hello {
+                protocol,
+                locked_down,
+            } if protocol == PROTOCOL_VERSION => {
+                worker.greeted = true;
+                worker.locked_down = locked_down;
+            }
+            WorkerMessage::Hello { protocol, .. } => {
+                return Err(Fault::Malformed(format!(
+                    "protocol version {protocol}, expected {PROTOCOL_VERSION}"
+                )));
+            }
+            _ => return Err(Fault::Malformed("no greeting".into())),
+        }
+    }
+    for (id, _) in &settlements {
+        if let Some(bytes) = run.in_flight.remove(id) {
+            run.in_flight_bytes = run.in_flight_bytes.saturating_sub(bytes);
+        }
+    }
+    let message = HostMessage::Step {
+        build: build.map(|(program, plan)| BuildRef {
+            program,
+            plan: plan.wire(),
+            limits: (&run.limits).into(),
+        }),
+        settlements: &settlements,
+        resume_yields,
+        remaining_nanos: nanos(deadline.saturating_duration_since(Instant::now())),
+    };
+    worker.write(&message)?;
+    drop(settlements);
+    let mut spawn = Vec::new();
+    loop {
+        match worker.read(run.frame_limit)? {
+            WorkerMessage::Sync(request) => {
+                if !run.sync_methods.contains(&request.method) {
+                    return Err(Fault::Malformed(
+                        "a synchronous call of an unknown method".into(),
+                    ));
+                }
+                let host = Arc::clone(&run.host);
+                let answer = catch_unwind(AssertUnwindSafe(|| host.call_sync(request)))
+                    .unwrap_or_else(|_| Err(HOST_CALL_FAILED.to_owned()));
+                worker.write(&HostMessage::SyncAnswer(bounded(answer)))?;
+            }
+            WorkerMessage::Call(request) => {
+                let id = request.id.0;
+                if !run.methods.contains(&request.method) {
+                    return Err(Fault::Malformed("a call of an unknown method".into()));
+                }
+                if run.in_flight.contains_key(&id) {
+                    return Err(Fault::Malformed(format!("call id {id} used twice")));
+                }
+                let bytes = worker.buffer.len();
+                let host = Arc::clone(&run.host);
+                let mut future: HostFuture = Box::pin(async move { host.call(request).await });
+                let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+                let answer =
+                    match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut context))) {
+                        Ok(Poll::Ready(outcome)) => Some(bounded(outcome)),
+                        Ok(Poll::Pending) => None,
+                        Err(_) => Some(Err(HOST_CALL_FAILED.to_owned())),
+                    };
+                if answer.is_none() {
+                    let max_calls = run.limits.max_pending_calls.max(1);
+                    let max_bytes = run
+                        .limits
+                        .max_in_flight_args_bytes()
+                        .saturating_add(max_calls.saturating_mul(64 * 1024));
+                    if run.in_flight.len() >= max_calls
+                        || run.in_flight_bytes.saturating_add(bytes) > max_bytes
+                    {
+                        return Err(Fault::Malformed(
+                            "more host calls in flight than the run's limits allow".into(),
+                        ));
+                    }
+                    run.in_flight.insert(id, bytes);
+                    run.in_flight_bytes += bytes;
+                    spawn.push((id, future));
+                }
+                worker.write(&HostMessage::CallAnswer(answer))?;
+            }
+            WorkerMessage::Done(done) => {
+                check_done(run, &done)?;
+                worker.peak_rss_bytes = done.peak_rss_bytes;
+                return Ok((*done, spawn));
+            }
+            WorkerMessage::Hello { .. } => {
+                return Err(Fault::Malformed("a second greeting".into()));
+            }
+        }
+    }
+}
+
+/// A host value that may cross to the worker: nested no deeper than the bridge allows (else the
+/// error the in-process bridge gives).
+fn bounded(outcome: Result<Value, String>) -> Result<Value, String> {
+    match outcome {
+        Ok(value) if crate::codec::exceeds_depth(&value, MAX_JSON_DEPTH) => {
+            Err(encode_host_value(value)
+                .err()
+                .unwrap_or_else(|| HOST_CALL_FAILED.to_owned()))
+        }
+        other => other,
+    }
+}
+
+/// Checks what the worker says about its step against the run's limits, and records it.
+fn check_done(run: &mut RunSide, done: &Done) -> Result<(), Fault> {
+    let added: usize = done.output.iter().map(output_bytes).sum();
+    let total = run.output_bytes.saturating_add(added);
+    if total > run.limits.max_output_bytes {
+        return Err(Fault::Malformed(
+            "more output than the run's output limit".into(),
+        ));
+    }
+    let calls = run
+        .limits
+        .max_pending_calls
+        .max(1)
+        .saturating_add(run.limits.max_queued_calls);
+    if done.pending.len() > calls {
+        return Err(Fault::Malformed(
+            "more pending calls than the run's limits allow".into(),
+        ));
+    }
+    run.output_bytes = total;
+    run.memory_bytes = usize::try_from(done.memory_bytes).unwrap_or(usize::MAX);
+    run.pending.clone_from(&done.pending);
+    Ok(())
+}

@@ -1,0 +1,182 @@
+//! Least privilege for a worker process, applied by the worker to itself.
+//!
+//! On Linux, at start-up (before any VM exists): every inherited file descriptor beyond stdin,
+//! stdout and stderr is closed, `RLIMIT_NOFILE` allows no new one, `RLIMIT_AS` bounds the
+//! address space, `RLIMIT_CORE` forbids core files. After the warm-up VM was built and dropped,
+//! a seccomp filter is installed on every thread: `read` on stdin, `write` on stdout and stderr,
+//! memory management, futexes, clocks, signal returns and exiting, nothing else. Any other
+//! system call (`open`, `socket`, `execve`, `clone`, …) kills the whole process with `SIGSYS`.
+//! The environment is empty and the working directory is `/` (the host starts it so).
+//!
+//! Elsewhere the worker runs without these (see the README): the process boundary still
+//! contains crashes and the host still kills a worker at the deadline plus the grace.
+//!
+//! This module is the workspace's second documented exception to its unsafe-code ban: closing
+//! descriptors by number has no safe interface (nothing in this process owns them as Rust
+//! objects). It is one system call, made first thing in the worker's `main`.
+
+/// Settings the host passes on the worker's command line.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Settings {
+    /// `RLIMIT_AS` in bytes (`--address-space-bytes=N`).
+    pub(super) address_space_bytes: Option<u64>,
+}
+
+/// The command-line flag carrying [`Settings::address_space_bytes`].
+pub(super) const ADDRESS_SPACE_FLAG: &str = "--address-space-bytes=";
+
+impl Settings {
+    pub(super) fn from_args(args: impl Iterator<Item = std::ffi::OsString>) -> Self {
+        let mut settings = Self::default();
+        for arg in args {
+            if let Some(value) = arg
+                .to_str()
+                .and_then(|a| a.strip_prefix(ADDRESS_SPACE_FLAG))
+            {
+                settings.address_space_bytes = value.parse().ok();
+            }
+        }
+        settings
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::collections::BTreeMap;
+
+    use nix::sys::resource::{Resource, UsageWho, getrusage, setrlimit};
+    use seccompiler::{
+        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+        SeccompRule, TargetArch,
+    };
+
+    use super::Settings;
+
+    /// Closes inherited descriptors and sets the resource limits.
+    pub(in crate::worker) fn start_up(settings: Settings) -> Result<(), String> {
+        close_inherited_descriptors();
+        let limit = |resource, value: u64| {
+            setrlimit(resource, value, value).map_err(|error| format!("{resource:?}: {error}"))
+        };
+        limit(Resource::RLIMIT_CORE, 0)?;
+        // Descriptors 0..=2 stay; no new one can be made (seccomp forbids it anyway).
+        limit(Resource::RLIMIT_NOFILE, 3)?;
+        if let Some(bytes) = settings.address_space_bytes {
+            limit(Resource::RLIMIT_AS, bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Closes every descriptor above stderr.
+    #[allow(unsafe_code)]
+    fn close_inherited_descriptors() {
+        // SAFETY: `close_range(3, ~0, 0)` closes descriptors this process inherited and never
+        // wrapped in a Rust object: it runs first thing in the worker's `main`, before anything
+        // of this program opened a descriptor, so no `File` or `OwnedFd` is invalidated. It
+        // takes no pointers.
+        let closed = unsafe { libc::syscall(libc::SYS_close_range, 3_u32, u32::MAX, 0_u32) };
+        if closed != 0 {
+            // Kernels before 5.9: descriptors are few; close them one by one.
+            for fd in 3..1024 {
+                // SAFETY: as above, for one descriptor number; EBADF for a closed one is fine.
+                unsafe { libc::close(fd) };
+            }
+        }
+    }
+
+    /// The system calls a worker makes after start-up, found by running the sandbox's tests
+    /// under the filter (each missing one kills the worker with `SIGSYS`).
+    fn allowed() -> Vec<(i64, Vec<SeccompRule>)> {
+        let fd_is = |fd: u64| {
+            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, fd)
+                .and_then(|condition| SeccompRule::new(vec![condition]))
+        };
+        let mut rules = Vec::new();
+        if let Ok(stdin) = fd_is(0) {
+            rules.push((libc::SYS_read, vec![stdin]));
+        }
+        if let (Ok(stdout), Ok(stderr)) = (fd_is(1), fd_is(2)) {
+            rules.push((libc::SYS_write, vec![stdout, stderr]));
+        }
+        for call in [
+            // Memory.
+            libc::SYS_brk,
+            libc::SYS_mmap,
+            libc::SYS_munmap,
+            libc::SYS_mremap,
+            libc::SYS_mprotect,
+            libc::SYS_madvise,
+            // Threads waiting on each other, clocks.
+            libc::SYS_futex,
+            libc::SYS_sched_yield,
+            libc::SYS_clock_gettime,
+            libc::SYS_getrusage,
+            libc::SYS_getrandom,
+            // Signals (a signal's return, masks around them) and exiting.
+            libc::SYS_rt_sigreturn,
+            libc::SYS_rt_sigprocmask,
+            libc::SYS_sigaltstack,
+            libc::SYS_restart_syscall,
+            libc::SYS_exit,
+            libc::SYS_exit_group,
+        ] {
+            rules.push((call, Vec::new()));
+        }
+        rules
+    }
+
+    /// Makes glibc's allocator do, before the filter, the one file access it makes on its own:
+    /// the first time a thread's heap shrinks it reads `/proc/sys/vm/overcommit_memory` (and
+    /// caches the answer). Freeing a few MiB of small blocks on this thread shrinks its heap.
+    fn prime_the_allocator() {
+        let blocks: Vec<Box<[u8; 1024]>> = (0..4096)
+            .map(|_| std::hint::black_box(Box::new([0u8; 1024])))
+            .collect();
+        drop(std::hint::black_box(blocks));
+    }
+
+    /// Installs the seccomp filter on every thread of the process. Called on the VM thread.
+    pub(in crate::worker) fn seccomp() -> Result<(), String> {
+        prime_the_allocator();
+        let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
+        let rules: BTreeMap<i64, Vec<SeccompRule>> = allowed().into_iter().collect();
+        let filter = SeccompFilter::new(
+            rules,
+            SeccompAction::KillProcess,
+            SeccompAction::Allow,
+            arch,
+        )
+        .map_err(|e| e.to_string())?;
+        let program: BpfProgram = filter
+            .try_into()
+            .map_err(|e: seccompiler::BackendError| e.to_string())?;
+        seccompiler::apply_filter_all_threads(&program).map_err(|e| e.to_string())
+    }
+
+    /// Peak resident memory of this process, in bytes.
+    pub(in crate::worker) fn peak_rss_bytes() -> u64 {
+        getrusage(UsageWho::RUSAGE_SELF)
+            .ok()
+            .and_then(|usage| u64::try_from(usage.max_rss()).ok())
+            .map_or(0, |kib| kib.saturating_mul(1024))
+    }
+}
+
+#[cfg(target_os = "linux")]
+pub(super) use linux::{peak_rss_bytes, seccomp, start_up};
+
+/// Elsewhere: no resource limits or system-call filter (see the module docs).
+#[cfg(not(target_os = "linux"))]
+pub(super) fn start_up(_settings: Settings) -> Result<(), String> {
+    Err("resource limits are applied on Linux only".into())
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(super) fn seccomp() -> Result<(), String> {
+    Err("the system-call filter exists on Linux only".into())
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(super) fn peak_rss_bytes() -> u64 {
+    0
+}

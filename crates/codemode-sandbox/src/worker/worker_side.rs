@@ -1,0 +1,323 @@
+//! The worker's side: a process that serves steps on its stdin and stdout, one run at a time,
+//! each run in a fresh VM.
+//!
+//! Start-up: the lockdown's start-up part (descriptors, resource limits), a VM thread with the
+//! stack VM threads have in-process, a warm-up VM built, run and dropped (so the bootstrap's
+//! bytecode exists and every lazy initialisation is done), the system-call filter, then a
+//! greeting. From then on the worker reads steps and answers them; the guest's host calls and
+//! synchronous calls become requests to the host, answered before the step goes on.
+
+use std::io::{Stdin, Stdout};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::lockdown::{self, Settings};
+use super::protocol::{
+    Done, FailureWire, HostRequest, MAX_HOST_FRAME_BYTES, PROTOCOL_VERSION, ProgressWire,
+    WorkerMessage, nanos, read_frame, write_frame,
+};
+use crate::engine::{Engine, Flags, Progress, StepInput, StepOutput};
+use crate::install::InstallPlan;
+use crate::vm_threads::VM_THREAD_STACK_BYTES;
+use crate::{BridgeHost, BridgeRequest, Limits, RunError};
+
+/// The worker's `main`: serves steps on stdin and stdout until the host closes stdin. The
+/// `codemode-worker` binary is this function; the `codemode` command calls it for its hidden
+/// `worker` subcommand.
+///
+/// Exit status: 0 when the host closed the pipe, 1 on a broken protocol or a failed start-up.
+pub fn serve_worker() -> ExitCode {
+    serve(None)
+}
+
+/// Test-only misbehaviours of `codemode-test-worker` (this crate's tests). Not part of the API.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Misbehaviour {
+    /// Answers the first step with a frame that is not JSON.
+    Garbage,
+    /// Answers the first step with a frame header announcing 4 GiB, then writes without end.
+    Flood,
+    /// Reads the first step and never answers.
+    Stall,
+    /// Locked down like a real worker, tries to `open()` a file at the first step.
+    OpenFile,
+}
+
+impl Misbehaviour {
+    /// The misbehaviour named by a test worker's first argument.
+    pub fn from_arg(arg: &str) -> Option<Self> {
+        match arg {
+            "garbage" => Some(Self::Garbage),
+            "flood" => Some(Self::Flood),
+            "stall" => Some(Self::Stall),
+            "open-file" => Some(Self::OpenFile),
+            _ => None,
+        }
+    }
+}
+
+/// The worker of this crate's tests, misbehaving at its first step. Not part of the API.
+#[doc(hidden)]
+pub fn serve_misbehaving_worker(misbehaviour: Option<Misbehaviour>) -> ExitCode {
+    serve(misbehaviour)
+}
+
+fn serve(misbehaviour: Option<Misbehaviour>) -> ExitCode {
+    let settings = Settings::from_args(std::env::args_os());
+    let started = lockdown::start_up(settings);
+    let thread = std::thread::Builder::new()
+        .name("codemode-worker-vm".into())
+        .stack_size(VM_THREAD_STACK_BYTES)
+        .spawn(move || serve_on_vm_thread(started.is_ok(), misbehaviour));
+    match thread.map(std::thread::JoinHandle::join) {
+        Ok(Ok(code)) => code,
+        _ => ExitCode::FAILURE,
+    }
+}
+
+/// The worker's two pipes, shared by the serving loop and the stand-ins of host calls and local
+/// functions (all on the one VM thread; the lock is never contended).
+struct Channel {
+    pipes: Mutex<Pipes>,
+}
+
+struct Pipes {
+    stdin: Stdin,
+    stdout: Stdout,
+    buffer: Vec<u8>,
+}
+
+impl Channel {
+    fn pipes(&self) -> std::sync::MutexGuard<'_, Pipes> {
+        self.pipes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn send(&self, message: &WorkerMessage) {
+        let mut pipes = self.pipes();
+        let Pipes { stdout, buffer, .. } = &mut *pipes;
+        if write_frame(stdout, buffer, message).is_err() {
+            // The host is gone: nothing is left to do.
+            std::process::exit(0);
+        }
+    }
+
+    fn receive(&self) -> HostRequest {
+        let mut pipes = self.pipes();
+        let Pipes { stdin, buffer, .. } = &mut *pipes;
+        match read_frame(stdin, buffer, MAX_HOST_FRAME_BYTES) {
+            Ok(request) => request,
+            // Closed: the host is done with this worker. Anything else: a host of another
+            // version; either way this process has nothing left to do.
+            Err(_) => std::process::exit(0),
+        }
+    }
+
+    /// A request to the host and its answer, within a step.
+    fn ask(&self, message: &WorkerMessage) -> HostRequest {
+        self.send(message);
+        self.receive()
+    }
+}
+
+/// The host side of the bridge, as seen from a worker: each call is a round trip to the host,
+/// which either answers at once or says the call is pending (a later step settles it).
+struct PipeHost(Arc<Channel>);
+
+#[async_trait::async_trait]
+impl BridgeHost for PipeHost {
+    async fn call(&self, request: BridgeRequest) -> Result<Value, String> {
+        match self.0.ask(&WorkerMessage::Call(request)) {
+            HostRequest::CallAnswer(Some(outcome)) => outcome,
+            HostRequest::CallAnswer(None) => std::future::pending().await,
+            _ => std::process::exit(1),
+        }
+    }
+
+    /// A synchronous call: a round trip to the host, answered before the step goes on.
+    fn call_sync(&self, request: BridgeRequest) -> Result<Value, String> {
+        match self.0.ask(&WorkerMessage::Sync(request)) {
+            HostRequest::SyncAnswer(outcome) => outcome,
+            _ => std::process::exit(1),
+        }
+    }
+}
+
+/// Builds, runs and drops one VM, so everything done once per process is done before the
+/// system-call filter is installed.
+fn warm_up() {
+    struct NoHost;
+    #[async_trait::async_trait]
+    impl BridgeHost for NoHost {
+        async fn call(&self, _request: BridgeRequest) -> Result<Value, String> {
+            Err("no host".into())
+        }
+    }
+    let plan = InstallPlan::empty();
+    let flags = Arc::new(Flags::new());
+    let deadline = Instant::now() + std::time::Duration::from_secs(5);
+    flags.set_deadline(deadline);
+    let program = "const o = { a: [1, 'x'] }; text(JSON.stringify(o)); return o";
+    let built = Engine::build(
+        program,
+        plan,
+        Limits::default(),
+        Arc::new(NoHost),
+        flags,
+        None,
+    );
+    if let Ok(mut engine) = built {
+        drop(engine.step(StepInput {
+            settlements: Vec::new(),
+            resume_yields: false,
+            deadline,
+            handle: None,
+        }));
+    }
+}
+
+fn serve_on_vm_thread(started: bool, misbehaviour: Option<Misbehaviour>) -> ExitCode {
+    warm_up();
+    let locked_down = started && lockdown::seccomp().is_ok();
+    let channel = Arc::new(Channel {
+        pipes: Mutex::new(Pipes {
+            stdin: std::io::stdin(),
+            stdout: std::io::stdout(),
+            buffer: Vec::new(),
+        }),
+    });
+    channel.send(&WorkerMessage::Hello {
+        protocol: PROTOCOL_VERSION,
+        locked_down,
+    });
+    let host: Arc<dyn BridgeHost> = Arc::new(PipeHost(Arc::clone(&channel)));
+    let mut engine: Option<Box<Engine>> = None;
+    loop {
+        let HostRequest::Step {
+            build,
+            settlements,
+            resume_yields,
+            remaining_nanos,
+        } = channel.receive()
+        else {
+            // An answer outside a request: the host broke the protocol.
+            return ExitCode::FAILURE;
+        };
+        if let Some(misbehaviour) = misbehaviour {
+            misbehave(misbehaviour, &channel);
+        }
+        let deadline = super::protocol::instant_in(remaining_nanos);
+        if let Some(build) = build {
+            // Never reused: a run's VM is dropped before the next run's is built.
+            engine = None;
+            let flags = Arc::new(Flags::new());
+            flags.set_deadline(deadline);
+            let plan = Arc::new(InstallPlan::from_wire(build.plan));
+            let limits = Limits::from(build.limits);
+            match Engine::build(&build.program, plan, limits, Arc::clone(&host), flags, None) {
+                Ok(built) => engine = Some(Box::new(built)),
+                Err(error) => {
+                    channel.send(&done(StepOutput::failed(error), None));
+                    continue;
+                }
+            }
+        }
+        let Some(current) = engine.as_mut() else {
+            channel.send(&done(StepOutput::failed(RunError::Finished), None));
+            continue;
+        };
+        let answer = current.step(StepInput {
+            settlements,
+            resume_yields,
+            deadline,
+            handle: None,
+        });
+        let alive = matches!(answer.progress, Progress::Idle | Progress::Yielded);
+        channel.send(&done(answer, Some(current)));
+        if !alive {
+            // Torn down after the answer went out, off the host's path.
+            engine = None;
+        }
+    }
+}
+
+/// The `Done` message of a step.
+fn done(answer: StepOutput, engine: Option<&Engine>) -> WorkerMessage {
+    let StepOutput {
+        progress,
+        spawn,
+        output,
+        next_timer,
+    } = answer;
+    // Pending host calls are the host's to run; their stand-ins here never finish.
+    drop(spawn);
+    let alive = matches!(progress, Progress::Idle | Progress::Yielded);
+    let progress = match progress {
+        Progress::Completed(value, truncated) => ProgressWire::Completed { value, truncated },
+        Progress::Failed(error) => ProgressWire::Failed(FailureWire::from(error)),
+        Progress::Yielded => ProgressWire::Yielded,
+        Progress::Idle => ProgressWire::Idle,
+    };
+    let now = Instant::now();
+    WorkerMessage::Done(Box::new(Done {
+        progress,
+        output,
+        next_timer_nanos: next_timer.map(|due| nanos(due.saturating_duration_since(now))),
+        pending: match engine {
+            Some(engine) if alive => engine.pending_calls(),
+            _ => Vec::new(),
+        },
+        memory_bytes: engine.map_or(0, |e| u64::try_from(e.memory_bytes()).unwrap_or(u64::MAX)),
+        output_bytes: engine.map_or(0, |e| u64::try_from(e.output_bytes()).unwrap_or(u64::MAX)),
+        peak_rss_bytes: lockdown::peak_rss_bytes(),
+    }))
+}
+
+/// What a misbehaving test worker does instead of answering its first step; never returns.
+fn misbehave(misbehaviour: Misbehaviour, channel: &Channel) -> ! {
+    use std::io::Write;
+    let mut pipes = channel.pipes();
+    match misbehaviour {
+        Misbehaviour::Garbage => {
+            let text = b"this is not a message";
+            let length = u32::try_from(text.len()).unwrap_or(0).to_le_bytes();
+            let _ = pipes.stdout.write_all(&length);
+            let _ = pipes.stdout.write_all(text);
+            let _ = pipes.stdout.flush();
+            // Waits for the host to close the pipe.
+            drop(pipes);
+            let _ = channel.receive();
+            std::process::exit(0)
+        }
+        Misbehaviour::Flood => {
+            let _ = pipes.stdout.write_all(&u32::MAX.to_le_bytes());
+            let chunk = vec![b'x'; 64 * 1024];
+            while pipes.stdout.write_all(&chunk).is_ok() {}
+            std::process::exit(0)
+        }
+        Misbehaviour::Stall => {
+            // Blocks on its pipe until the host kills it.
+            drop(pipes);
+            let _ = channel.receive();
+            std::process::exit(0)
+        }
+        Misbehaviour::OpenFile => {
+            // With the filter installed this kills the process with SIGSYS; without it, the
+            // host sees garbage instead of a step's answer.
+            let opened = std::fs::File::open("/dev/null").is_ok();
+            let text = if opened {
+                "opened a file"
+            } else {
+                "open failed"
+            };
+            let length = u32::try_from(text.len()).unwrap_or(0).to_le_bytes();
+            let _ = pipes.stdout.write_all(&length);
+            let _ = pipes.stdout.write_all(text.as_bytes());
+            let _ = pipes.stdout.flush();
+            std::process::exit(0)
+        }
+    }
+}
