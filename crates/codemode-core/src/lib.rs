@@ -19,6 +19,7 @@
 mod activation;
 mod bridge;
 mod config;
+mod durable;
 mod executor;
 mod guest;
 mod guest_dts;
@@ -26,6 +27,7 @@ mod input;
 mod outcome;
 mod result;
 mod results;
+mod resume;
 mod session;
 mod state;
 mod surface;
@@ -61,6 +63,7 @@ pub use surface::{
 /// Messages of SPEC §6 and §8 that tests and hosts match on.
 pub mod messages {
     pub use crate::bridge::RESTART_SAFE_TOOLS;
+    pub use crate::durable::{DIVERGED, OUTCOME_UNKNOWN};
     /// `exec` while code mode is disabled.
     pub const DISABLED: &str = "code mode is disabled.";
 }

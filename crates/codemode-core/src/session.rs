@@ -8,12 +8,15 @@ use std::time::{Duration, Instant};
 use codemode_catalog::Catalog;
 use codemode_mcp_decls::{DeclCache, McpDecls};
 use codemode_namespaces::NamespaceRegistry;
-use codemode_sandbox::{Limits, Run, RunScope, SnapshotStore, Step, StoreError, WaitReason};
+use codemode_journal::JournalStore;
+use codemode_sandbox::{Limits, Run, RunId, RunScope, SnapshotStore, Step, StoreError};
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
 
 use crate::bridge::RunHost;
+use crate::durable::{Durable, Forget, RunJournal};
+use crate::resume::journaled_step;
 use crate::executor::{EventSink, NoEvents, ToolExecutor};
 use crate::result::{CodeModeResult, ErrorCode, Telemetry};
 use crate::state::{Counters, SessionState};
@@ -57,6 +60,8 @@ pub(crate) struct CodeModeState {
     pub(crate) namespaces: Arc<NamespaceRegistry>,
     pub(crate) store: SnapshotStore<Parked>,
     pub(crate) decl_cache: DeclCache,
+    /// Where runs are journaled, when they are (durable.rs).
+    pub(crate) durable: Option<Arc<Durable>>,
 }
 
 /// Builds a [`CodeMode`].
@@ -65,6 +70,7 @@ pub struct CodeModeBuilder {
     executor: Arc<dyn ToolExecutor>,
     events: Arc<dyn EventSink>,
     namespaces: Arc<NamespaceRegistry>,
+    journal: Option<Arc<dyn JournalStore>>,
 }
 
 impl CodeModeBuilder {
@@ -80,6 +86,15 @@ impl CodeModeBuilder {
         self
     }
 
+    /// Journals every run in `store`, so that a `wait` finds a run whose VM was lost (a restart,
+    /// another host sharing the store) and replays it without repeating a side effect (default:
+    /// no journal, a suspended run lives only in this process's memory). The store holds tool
+    /// results: protect it like the tools' data.
+    pub fn journal(mut self, store: Arc<dyn JournalStore>) -> Self {
+        self.journal = Some(store);
+        self
+    }
+
     /// Finishes the builder.
     pub fn build(self) -> CodeMode {
         CodeMode {
@@ -90,6 +105,7 @@ impl CodeModeBuilder {
                 namespaces: self.namespaces,
                 store: SnapshotStore::new(),
                 decl_cache: DeclCache::new(DECL_CACHE_CAPACITY),
+                durable: self.journal.map(|store| Arc::new(Durable::new(store))),
             }),
         }
     }
@@ -103,6 +119,7 @@ impl CodeMode {
             executor,
             events: Arc::new(NoEvents),
             namespaces: Arc::new(NamespaceRegistry::new()),
+            journal: None,
         }
     }
 
@@ -111,18 +128,39 @@ impl CodeMode {
         &self.shared.config
     }
 
-    /// Drops every suspended run of a session (session end), cancelling their host work.
+    /// Drops every suspended run of a session (session end), cancelling their host work, and
+    /// deletes their journals.
     pub fn end_session(&self, session_id: &str) {
+        self.shared.store.drop_session(session_id);
+        if let Some(durable) = &self.shared.durable {
+            durable.forget(Forget::Session(session_id.to_owned()));
+        }
+    }
+
+    /// Drops the live VMs of a session's suspended runs and cancels their host work, but keeps
+    /// their journals: a session with a stable identity (a session key) that comes back, here
+    /// or on another host sharing the journal store, resumes them by replaying. Without a
+    /// journal store this is [`end_session`](Self::end_session).
+    pub fn release_session(&self, session_id: &str) {
         self.shared.store.drop_session(session_id);
     }
 
     /// Drops every suspended run of an agent run (the agent run ended), cancelling their host
-    /// work; returns how many were dropped.
+    /// work and deleting their journals; returns how many live runs were dropped.
     pub fn end_agent_run(&self, agent_run_id: &str) -> usize {
+        if let Some(durable) = &self.shared.durable {
+            durable.forget(Forget::AgentRun(agent_run_id.to_owned()));
+        }
         self.shared.store.drop_agent_run(agent_run_id)
     }
 
-    /// Drops every suspended run (host shutdown), cancelling their host work.
+    /// Whether runs are journaled ([`CodeModeBuilder::journal`]).
+    pub fn is_durable(&self) -> bool {
+        self.shared.durable.is_some()
+    }
+
+    /// Drops every suspended run's live VM (host shutdown), cancelling their host work; their
+    /// journals stay for the next process.
     pub fn shutdown(&self) {
         self.shared.store.clear();
     }
@@ -141,9 +179,9 @@ impl CodeMode {
 /// State parked next to a suspended VM.
 pub(crate) struct Parked {
     /// The run's bridge host: its counters, restart-safety and calls in flight.
-    host: Arc<RunHost>,
+    pub(crate) host: Arc<RunHost>,
     /// Cancels the run's host work when the parked run is dropped (expiry, cancel, session end).
-    _cancel_on_drop: DropGuard,
+    pub(crate) _cancel_on_drop: DropGuard,
 }
 
 /// Code mode active for one agent run: the model-visible tools and `exec` / `wait`.
@@ -151,6 +189,7 @@ pub(crate) struct Parked {
 pub struct CodeModeSession {
     pub(crate) inner: Arc<SessionState>,
     pub(crate) store: SnapshotStore<Parked>,
+    pub(crate) durable: Option<Arc<Durable>>,
 }
 
 impl CodeModeSession {
@@ -227,6 +266,22 @@ impl CodeModeSession {
         let _entered = span.clone().entered();
         let counters = Arc::new(Counters::default());
         let cancellation = CancellationToken::new();
+        let journal = self.durable.as_ref().map(|durable| {
+            let ttl_ms = config.snapshot_ttl_seconds.saturating_mul(1000);
+            RunJournal::recording(
+                Arc::clone(durable),
+                codemode_journal::RunRecord {
+                    run_id: RunId::new().to_string(),
+                    scope: crate::durable::journal_scope(&self.scope()),
+                    program: program.to_string(),
+                    parent_call_id: call_id.to_owned(),
+                    restart_safe: input.restart_safe,
+                    ttl_ms,
+                    expires_at_ms: crate::durable::now_ms()
+                        .saturating_add(i64::try_from(ttl_ms).unwrap_or(i64::MAX)),
+                },
+            )
+        });
         let host = Arc::new(RunHost {
             session: Arc::clone(&self.inner),
             parent_call_id: call_id.to_owned(),
@@ -234,8 +289,10 @@ impl CodeModeSession {
             counters: Arc::clone(&counters),
             cancellation: cancellation.clone(),
             in_flight: Default::default(),
+            journal: journal.clone(),
         });
-        let setup = guest::setup(&self.inner, &counters);
+        let mut setup = guest::setup(&self.inner, &counters);
+        setup.tape = journal.map(|journal| journal as Arc<dyn codemode_sandbox::Tape>);
         let run = match Run::start(&program, setup, self.limits(), host.clone()) {
             Ok(run) => run,
             Err(error) => return outcome::failed_run(error, Vec::new(), telemetry()),
@@ -261,36 +318,26 @@ impl CodeModeSession {
             Err(error) => return self.invalid(error),
         };
         let span = tracing::debug_span!(target: "codemode", "wait", run_id = %input.run_id);
-        let mut resumption = match self.store.resume(&input.run_id, &self.scope()) {
-            Ok(resumption) => resumption,
-            Err(error) => return self.store_failure(error),
-        };
-        // Idle while the guest only waits on host work: drive again, each leg with the full
-        // `timeoutMs` for guest code, until the run ends, yields or prints, or the next leg
-        // would pass `maxWaitMs` (or the smaller `timeoutMs` the caller asked for).
+        // Idle while the guest only waits on host work (`legs`), at most `maxWaitMs` (or the
+        // smaller `timeoutMs` the caller asked for).
         let config = &self.inner.config;
         let idle_budget = match raw_input.get("timeoutMs").and_then(Value::as_u64) {
             Some(asked) => config.max_wait().min(Duration::from_millis(asked.max(1))),
             None => config.max_wait(),
         };
-        let leg = config.timeout().min(idle_budget);
-        let started = Instant::now();
-        let step = loop {
-            let deadline = Instant::now() + leg;
-            let step = resumption
-                .run_mut()
-                .drive(deadline)
-                .instrument(span.clone())
+        let resumption = self.store.resume(&input.run_id, &self.scope());
+        if let Some(durable) = &self.durable {
+            return self
+                .wait_durable(durable, &input.run_id, resumption, idle_budget, span)
                 .await;
-            match &step {
-                Step::Suspended {
-                    reason: WaitReason::PendingTools,
-                    output,
-                    ..
-                } if output.is_empty() && started.elapsed() + leg <= idle_budget => continue,
-                _ => break step,
-            }
+        }
+        let mut resumption = match resumption {
+            Ok(resumption) => resumption,
+            Err(error) => return self.store_failure(error),
         };
+        let step = self
+            .legs(resumption.run_mut(), None, idle_budget, &span)
+            .await;
         let host = Arc::clone(&resumption.extra().host);
         let restart_safe = host.restart_safe;
         let telemetry = self.telemetry(&host.counters);
@@ -323,7 +370,11 @@ impl CodeModeSession {
     /// Cancels a suspended run of this session: its VM is released and its host work cancelled.
     /// Returns whether a run was dropped.
     pub fn cancel(&self, run_id: &str) -> bool {
-        self.store.cancel(run_id, &self.scope())
+        let dropped = self.store.cancel(run_id, &self.scope());
+        if dropped && let Some(durable) = &self.durable {
+            durable.forget(Forget::Run(run_id.to_owned()));
+        }
+        dropped
     }
 
     /// Restart recovery (SPEC §8): re-runs the original input of a restart-safe `exec` whose
@@ -342,6 +393,10 @@ impl CodeModeSession {
 
     async fn drive_new(&self, mut run: Run, parked: Parked, deadline: Instant) -> CodeModeResult {
         let step = run.drive(deadline).await;
+        if let Some(journal) = parked.host.journal.clone() {
+            let step = journaled_step(&journal, step);
+            return self.conclude(run, parked, &journal, step).await;
+        }
         let telemetry = self.telemetry(&parked.host.counters);
         let restart_safe = parked.host.restart_safe;
         match step {
@@ -375,7 +430,7 @@ impl CodeModeSession {
         }
     }
 
-    fn limits(&self) -> Limits {
+    pub(crate) fn limits(&self) -> Limits {
         let config = &self.inner.config;
         Limits {
             memory_bytes: config.memory_limit_bytes as usize,
@@ -388,7 +443,7 @@ impl CodeModeSession {
         }
     }
 
-    fn scope(&self) -> RunScope {
+    pub(crate) fn scope(&self) -> RunScope {
         RunScope {
             agent_run_id: self.inner.agent_run.agent_run_id.clone(),
             session_id: self.inner.agent_run.session_id.clone(),
@@ -396,7 +451,7 @@ impl CodeModeSession {
         }
     }
 
-    fn telemetry(&self, counters: &Counters) -> Telemetry {
+    pub(crate) fn telemetry(&self, counters: &Counters) -> Telemetry {
         Telemetry {
             search_count: counters.search.load(Ordering::Relaxed),
             describe_count: counters.describe.load(Ordering::Relaxed),
@@ -413,7 +468,7 @@ impl CodeModeSession {
         )
     }
 
-    fn store_failure(&self, error: StoreError) -> CodeModeResult {
+    pub(crate) fn store_failure(&self, error: StoreError) -> CodeModeResult {
         outcome::store_failed(error, Vec::new(), self.inner.telemetry.clone())
     }
 }

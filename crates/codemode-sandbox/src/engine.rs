@@ -32,8 +32,8 @@ use crate::codec::{
 };
 use crate::install::{BridgeMethod, InstallPlan};
 use crate::{
-    BridgeHost, BridgeRequest, Limits, LocalFn, OutputItem, PendingCall, RequestId, RunError,
-    Truncation,
+    BridgeHost, BridgeRequest, Limits, LocalFn, OutputItem, PendingCall, ReadingKind, RequestId,
+    RunError, Tape, Truncation,
 };
 
 pub(crate) const HOST_CALL_FAILED: &str = "code mode host call failed";
@@ -218,6 +218,8 @@ pub(crate) struct Engine {
     flags: Arc<Flags>,
     host: Arc<dyn BridgeHost>,
     limits: Limits,
+    /// Records or replays the run's nondeterministic inputs (see tape.rs).
+    tape: Option<Arc<dyn Tape>>,
     started: bool,
     /// The program's return value once it returned while calls were still pending.
     returned: Option<(Value, Option<Truncation>)>,
@@ -265,6 +267,7 @@ impl Engine {
             flags: Arc::clone(&flags),
             locals: Arc::clone(&plan.locals),
             limits: limits.clone(),
+            tape: plan.tape.clone(),
         };
         let engine = Self {
             vm,
@@ -272,6 +275,7 @@ impl Engine {
             flags,
             host,
             limits,
+            tape: plan.tape.take(),
             started: false,
             returned: None,
         };
@@ -382,6 +386,9 @@ impl Engine {
             if let Some(error) = self.flags.tripped() {
                 return Err(error);
             }
+            if let Some(message) = self.tape.as_ref().and_then(|tape| tape.abort()) {
+                return Err(RunError::Aborted(message));
+            }
             self.take_finish()?;
             let startable = self.startable();
             if startable.is_empty() {
@@ -471,12 +478,21 @@ impl Engine {
         let now = Instant::now();
         let due = {
             let mut state = lock(&self.state);
-            let next = state
+            let by_clock = state
                 .timers
                 .iter()
                 .filter(|(_, timer)| timer.due <= now)
                 .min_by_key(|(_, timer)| (timer.due, timer.seq))
-                .map(|(id, timer)| (*id, timer.period));
+                .map(|(id, _)| *id);
+            // A tape may pick another timer (a replay fires them in the recorded order).
+            let chosen = match &self.tape {
+                Some(tape) => {
+                    let timers = &state.timers;
+                    tape.next_timer(by_clock, &|id| timers.contains_key(&id))
+                }
+                None => by_clock,
+            };
+            let next = chosen.and_then(|id| state.timers.get(&id).map(|timer| (id, timer.period)));
             match next {
                 Some((id, Some(period))) => {
                     let seq = state.next_id;
@@ -603,6 +619,9 @@ impl Engine {
             };
             state.args_bytes = state.args_bytes.saturating_sub(call.args_bytes);
         }
+        if let Some(tape) = &self.tape {
+            tape.settling(RequestId(id));
+        }
         let settled = match outcome {
             Ok(value) => match encode_host_value(value) {
                 Ok(text) => self.settle(id, true, &text),
@@ -706,6 +725,7 @@ struct Natives {
     flags: Arc<Flags>,
     locals: Arc<[LocalFn]>,
     limits: Limits,
+    tape: Option<Arc<dyn Tape>>,
 }
 
 fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'js>> {
@@ -714,6 +734,7 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
         flags,
         locals,
         limits,
+        tape,
     } = natives;
 
     let call_state = Arc::clone(&state);
@@ -892,6 +913,17 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
     natives.set("hostTimer", host_timer)?;
     natives.set("hostOutputRemaining", host_output_remaining)?;
     natives.set("hostClearTimer", host_clear_timer)?;
+    if let Some(tape) = tape {
+        // Only with a tape: the bootstrap then reads the clock, the random source and the
+        // monotonic clock through it (the guest's `Date`, `Math.random`, `performance.now`).
+        let host_reading = Function::new(ctx.clone(), move |kind: u32, live: f64| -> f64 {
+            match ReadingKind::from_number(kind) {
+                Some(kind) => tape.reading(kind, live),
+                None => live,
+            }
+        })?;
+        natives.set("hostReading", host_reading)?;
+    }
     natives.set("maxCallArgs", js_bytes(limits.max_call_args_bytes))?;
     natives.set("maxOutput", js_bytes(limits.max_output_bytes))?;
     let control: Object<'js> = make_control.call((natives, max_scan))?;

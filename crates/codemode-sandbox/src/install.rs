@@ -20,6 +20,8 @@ pub(crate) struct InstallPlan {
     texts: Vec<Text>,
     pub(crate) methods: Vec<BridgeMethod>,
     pub(crate) locals: Arc<[LocalFn]>,
+    /// The setup's tape, handed to the engine.
+    pub(crate) tape: Option<Arc<dyn crate::Tape>>,
 }
 
 /// The JSON text of one installed value: serialized for this run, or shared between runs.
@@ -50,6 +52,7 @@ impl InstallPlan {
     pub(crate) fn new(setup: GuestSetup) -> Result<Self, RunError> {
         let valid =
             |path: &[String]| !path.is_empty() && path.iter().all(|segment| !segment.is_empty());
+        let tape = setup.tape;
         let mut methods = Vec::new();
         let mut locals: Vec<LocalFn> = Vec::new();
         let values = setup
@@ -150,6 +153,7 @@ impl InstallPlan {
             texts: values.into_iter().map(|(_, text)| text).collect(),
             methods,
             locals: locals.into(),
+            tape,
         })
     }
 

@@ -28,6 +28,7 @@ mod module_access;
 mod run;
 mod setup;
 mod store;
+mod tape;
 mod vm_threads;
 
 /// Re-exported so implementors of [`BridgeHost`] need no direct dependency on `async-trait`.
@@ -46,6 +47,7 @@ pub use module_access::check_module_access;
 pub use run::{DEADLINE_GRACE, Run, Step, Truncation, WaitReason};
 pub use setup::{Callable, GuestPath, GuestSetup, JsonText, LocalFn};
 pub use store::{MAX_SUSPENDED_RUNS, Resumption, RunId, RunScope, SnapshotStore};
+pub use tape::{ReadingKind, Tape};
 pub use vm_threads::{MAX_QUEUED_STEPS, thread_count, threads_started};
 
 #[cfg(test)]

@@ -116,4 +116,7 @@ pub struct GuestSetup {
     /// `(new path, existing path)`: makes the new path refer to the same object or function, so
     /// `namespaces.Issues === Issues`. Missing existing paths are skipped.
     pub aliases: Vec<(GuestPath, GuestPath)>,
+    /// Records or replays the run's nondeterministic inputs (clock, random, answer and timer
+    /// order); `None` reads them live, as always.
+    pub tape: Option<Arc<dyn crate::Tape>>,
 }
