@@ -1876,13 +1876,18 @@ export default function (natives, maxScan) {
       value: function random() { return hostReading(1, apply(originalRandom, Math, [])); },
       writable: true, enumerable: false, configurable: true,
     });
+    // `performance.now` itself is not configurable: the global becomes an object that
+    // inherits the original's members and reads `now` through the tape.
     const perf = globalObject.performance;
     if (perf !== null && typeof perf === 'object' && typeof perf.now === 'function') {
       const originalPerfNow = perf.now;
-      defineProperty(perf, 'now', {
-        value: function now() { return hostReading(2, apply(originalPerfNow, perf, [])); },
-        writable: true, enumerable: false, configurable: true,
+      const readPerf = create(perf, {
+        now: {
+          value: function now() { return hostReading(2, apply(originalPerfNow, perf, [])); },
+          writable: true, enumerable: true, configurable: true,
+        },
       });
+      defineProperty(globalObject, 'performance', { value: readPerf, writable: true, enumerable: false, configurable: true });
     }
   }
 
