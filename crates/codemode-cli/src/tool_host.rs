@@ -99,7 +99,11 @@ impl ToolExecutor for Executor {
 impl ToolHost {
     /// Reads the config (none: code mode on) and starts the host, with the demo catalog when
     /// `demo` is set.
-    pub(crate) async fn start(config_file: Option<&Path>, demo: bool) -> anyhow::Result<ToolHost> {
+    pub(crate) async fn start(
+        config_file: Option<&Path>,
+        demo: bool,
+        journal: Option<Arc<dyn codemode_journal::JournalStore>>,
+    ) -> anyhow::Result<ToolHost> {
         let mut mcp_servers = BTreeMap::new();
         let config = match config_file {
             None => CodeModeConfig::enabled(),
@@ -145,9 +149,11 @@ impl ToolHost {
             demo: demo.then(DemoTools::new),
             mcp,
         });
-        let code_mode = CodeMode::builder(config, executor.clone())
-            .namespaces(registry)
-            .build();
+        let mut builder = CodeMode::builder(config, executor.clone()).namespaces(registry);
+        if let Some(journal) = journal {
+            builder = builder.journal(journal);
+        }
+        let code_mode = builder.build();
         Ok(ToolHost {
             code_mode,
             executor,
