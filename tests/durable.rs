@@ -100,7 +100,10 @@ fn exec_kill_wait(first_state: &str, second_state: &str, dir: &Path) {
     let mut second = Host::start(second_state, &side);
     let done = second.send(json!({ "wait": run_id }));
     assert_eq!(done["status"], "completed", "{done:#}");
-    assert_eq!(done["value"]["appended"], json!({ "appended": "side effect" }));
+    assert_eq!(
+        done["value"]["appended"],
+        json!({ "appended": "side effect" })
+    );
     assert_eq!(done["value"]["slow"], json!({ "slept": 2000 }));
     assert_eq!(lines(&side), vec!["side effect".to_owned()]);
 }
@@ -144,6 +147,7 @@ fn killed_between_started_and_settled_the_guest_sees_an_unknown_outcome() {
 }
 
 #[test]
+#[allow(clippy::print_stderr, reason = "a skipped test says why")]
 fn two_hosts_share_one_postgres() {
     let Ok(url) = std::env::var("CODEMODE_TEST_POSTGRES_URL") else {
         eprintln!(

@@ -157,7 +157,9 @@ impl RunHost {
     fn read_only(&self, id: &str) -> bool {
         match self.session.catalog.get(id) {
             Some(entry) => entry.read_only,
-            None => McpCapability::parse_id(id).is_some_and(|(_, capability)| capability.read_only()),
+            None => {
+                McpCapability::parse_id(id).is_some_and(|(_, capability)| capability.read_only())
+            }
         }
     }
 

@@ -332,7 +332,10 @@ impl RunJournal {
             }
             Some(other) => Err(self.diverge(
                 &mut state,
-                &format!("the program yielded where the journal has {}", describe(&other)),
+                &format!(
+                    "the program yielded where the journal has {}",
+                    describe(&other)
+                ),
             )),
             None => {
                 Self::push_event(&mut state, Event::YieldResumed);
@@ -522,7 +525,12 @@ impl RunJournal {
         let now = now_ms();
         self.durable
             .store
-            .create(&self.record, &self.durable.host, now, self.record.expires_at_ms)
+            .create(
+                &self.record,
+                &self.durable.host,
+                now,
+                self.record.expires_at_ms,
+            )
             .await?;
         self.lock().created = true;
         Ok(())
@@ -668,7 +676,10 @@ impl Tape for RunJournal {
         let Some(key) = state.requests.remove(&id.0) else {
             return;
         };
-        let head_matches = state.replay.as_ref().and_then(|replay| replay.events.front())
+        let head_matches = state
+            .replay
+            .as_ref()
+            .and_then(|replay| replay.events.front())
             == Some(&Event::Settled(key.clone()));
         if head_matches {
             if let Some(replay) = state.replay.as_mut() {
@@ -685,7 +696,10 @@ impl Tape for RunJournal {
         {
             // An answer out of the recorded order: only a refusal (the call was never made in
             // the first run) gets here; the recorded ones wait for their turn.
-            let detail = format!("call {} of {} answered out of order", key.ordinal, key.method);
+            let detail = format!(
+                "call {} of {} answered out of order",
+                key.ordinal, key.method
+            );
             self.diverge(&mut state, &detail);
             return;
         }

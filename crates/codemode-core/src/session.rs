@@ -6,9 +6,9 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use codemode_catalog::Catalog;
+use codemode_journal::JournalStore;
 use codemode_mcp_decls::{DeclCache, McpDecls};
 use codemode_namespaces::NamespaceRegistry;
-use codemode_journal::JournalStore;
 use codemode_sandbox::{Limits, Run, RunId, RunScope, SnapshotStore, Step, StoreError};
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -16,9 +16,9 @@ use tracing::Instrument;
 
 use crate::bridge::RunHost;
 use crate::durable::{Durable, Forget, RunJournal};
-use crate::resume::journaled_step;
 use crate::executor::{EventSink, NoEvents, ToolExecutor};
 use crate::result::{CodeModeResult, ErrorCode, Telemetry};
+use crate::resume::journaled_step;
 use crate::state::{Counters, SessionState};
 use crate::surface::{self, ModelTool, PayloadError};
 use crate::{CodeModeConfig, ExecInput, InputError, Language, WaitInput, guest, outcome};

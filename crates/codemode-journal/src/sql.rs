@@ -10,8 +10,8 @@ use sqlx::{AnyPool, Executor, Row};
 
 use crate::error::scrub;
 use crate::{
-    Batch, Claim, Event, Journal, JournalError, JournalStore, MAX_JOURNALED_RUNS, Reading,
-    Receipt, ReceiptKey, ReceiptState, RunRecord, Scope,
+    Batch, Claim, Event, Journal, JournalError, JournalStore, MAX_JOURNALED_RUNS, Reading, Receipt,
+    ReceiptKey, ReceiptState, RunRecord, Scope,
 };
 
 /// The schema, applied in order on open; `codemode_schema` remembers how far.
@@ -44,7 +44,9 @@ fn password_of(url: &str) -> Option<String> {
     let rest = url.split_once("://")?.1;
     let authority = rest.split(['/', '?', '#']).next()?;
     let userinfo = authority.rsplit_once('@')?.0;
-    let from_userinfo = userinfo.split_once(':').map(|(_, password)| password.to_owned());
+    let from_userinfo = userinfo
+        .split_once(':')
+        .map(|(_, password)| password.to_owned());
     from_userinfo.or_else(|| {
         url.split_once("password=")
             .map(|(_, rest)| rest.split(['&', '#']).next().unwrap_or_default().to_owned())
@@ -581,13 +583,12 @@ impl JournalStore for SqlJournal {
     }
 
     async fn count(&self, now_ms: i64) -> Result<u64, JournalError> {
-        let count: i64 =
-            sqlx::query("SELECT COUNT(*) FROM codemode_runs WHERE expires_at_ms > $1")
-                .bind(now_ms)
-                .fetch_one(&self.pool)
-                .await
-                .and_then(|row| row.try_get(0))
-                .map_err(|e| self.failed(e))?;
+        let count: i64 = sqlx::query("SELECT COUNT(*) FROM codemode_runs WHERE expires_at_ms > $1")
+            .bind(now_ms)
+            .fetch_one(&self.pool)
+            .await
+            .and_then(|row| row.try_get(0))
+            .map_err(|e| self.failed(e))?;
         Ok(as_u64(count))
     }
 }

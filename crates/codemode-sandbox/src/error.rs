@@ -169,7 +169,7 @@ mod tests {
     #[test]
     fn every_failure_has_its_stable_message_and_code() {
         use ErrorCode::*;
-        let runs: [(RunError, &str, Option<ErrorCode>); 12] = [
+        let runs: [(RunError, &str, Option<ErrorCode>); 13] = [
             (
                 RunError::ProgramTooComplex { names: 3, limit: 2 },
                 "code mode program has 3 names; the limit is 2. Split the work across cells.",

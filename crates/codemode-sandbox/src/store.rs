@@ -340,7 +340,7 @@ impl<E: Send + 'static> SnapshotStore<E> {
             drop(expired);
             return Err(StoreError::TooManySuspendedRuns);
         }
-        
+
         let expires_at = now
             .checked_add(ttl)
             .unwrap_or(now + Duration::from_secs(86_400 * 365));

@@ -131,7 +131,9 @@ async fn main() -> Result<(), String> {
             session.wait(&json!({ "runId": command["wait"] })).await
         };
         println!("{}", result.to_json());
-        std::io::stdout().flush().map_err(|error| error.to_string())?;
+        std::io::stdout()
+            .flush()
+            .map_err(|error| error.to_string())?;
     }
     Ok(())
 }

@@ -157,7 +157,10 @@ async fn a_restarted_host_replays_the_journal_and_the_side_effect_happens_once()
     "#;
     let waiting = exec(&first, code).await;
     assert_eq!(waiting["status"], "waiting", "{waiting:#}");
-    assert_eq!(waiting["output"], json!([{ "type": "text", "text": "before" }]));
+    assert_eq!(
+        waiting["output"],
+        json!([{ "type": "text", "text": "before" }])
+    );
     let run_id = waiting["runId"].as_str().unwrap().to_owned();
     lose(first);
 
@@ -356,7 +359,11 @@ async fn a_journal_is_scoped_expires_and_counts_against_the_snapshot_bound() {
     let (store, dir) = sqlite_store().await;
     let world = Arc::new(World::default());
     let first = process(&store, &world, short_legs());
-    let waiting = exec(&first, "await tools.append({ line: 'a' }); await tools.slow({ ms: 1500 }); return 1").await;
+    let waiting = exec(
+        &first,
+        "await tools.append({ line: 'a' }); await tools.slow({ ms: 1500 }); return 1",
+    )
+    .await;
     let run_id = waiting["runId"].as_str().unwrap().to_owned();
     lose(first);
     // Another session cannot resume it from the journal.
@@ -368,13 +375,16 @@ async fn a_journal_is_scoped_expires_and_counts_against_the_snapshot_bound() {
     )
     .journal(Arc::clone(&store))
     .build();
-    let Ok(Activation::Active(other)) = code_mode.activate(
-        ActivationRequest::new(durable_tools()).with_agent_run(run_context("s2")),
-    ) else {
+    let Ok(Activation::Active(other)) = code_mode
+        .activate(ActivationRequest::new(durable_tools()).with_agent_run(run_context("s2")))
+    else {
         panic!("no session")
     };
     let refused = other.wait(&json!({ "runId": run_id })).await.to_json();
-    assert_eq!(refused["error"], "code mode run belongs to a different session.");
+    assert_eq!(
+        refused["error"],
+        "code mode run belongs to a different session."
+    );
     // A journal past its TTL is gone.
     assert_eq!(store.delete_expired(i64::MAX / 2).await.unwrap(), 1);
     let second = process(&store, &world, CodeModeConfig::enabled());
