@@ -73,3 +73,6 @@ async fn a_crashing_mcp_server_is_a_catchable_error_and_the_run_continues() {
     );
     assert_eq!(value["value"]["local"], 3);
 }
+
+/// Durable runs across processes (issue 13).
+mod durable;

@@ -24,6 +24,8 @@ const OWNED_DEPENDENCIES: &[(&str, &[&str])] = &[
     ("swc_", &["codemode-ts"]),
     // The client adapter, and the server that serves code mode over MCP.
     ("rmcp", &["codemode-mcp", "codemode-mcp-server"]),
+    // The state store of durable runs.
+    ("sqlx", &["codemode-journal"]),
 ];
 
 /// The crates below `codemode-core`: none of them may depend on it.
@@ -34,6 +36,7 @@ const BELOW_CORE: &[&str] = &[
     "codemode-mcp-decls",
     "codemode-namespaces",
     "codemode-mcp",
+    "codemode-journal",
 ];
 
 /// `(crate, dependency)` pairs of the workspace members, from `cargo metadata`.

@@ -7,6 +7,7 @@
 //! codemode surface [--config FILE]
 //! codemode decls [--config FILE] [PATH]
 //! codemode serve [--config FILE] [--demo] [--isolation thread|process] [--http ADDR] [--auth-token-env NAME] [--max-sessions N]
+//!                [--state memory|sqlite:PATH|postgres://...] [--session-key KEY] [--prebuilt-vms N]
 //! ```
 //! `run` answers every `waiting` result with an automatic `wait` call, at most `--max-waits`
 //! times (default [`DEFAULT_MAX_WAITS`]), so a cell that yields forever cannot keep the command
@@ -153,6 +154,15 @@ struct ServeArgs {
     /// process, `process` in a worker process (this command, started as `codemode worker`).
     #[arg(long, value_name = "MODE", value_parser = parse_isolation)]
     isolation: Option<IsolationMode>,
+    /// Where suspended runs are journaled: `memory` (this process only), `sqlite:PATH` (a local
+    /// file) or `postgres://USER@HOST/DB` (shared by several servers). The store holds tool
+    /// results.
+    #[arg(long, value_name = "STORE", default_value = "memory")]
+    state: String,
+    /// Give the stdio client session this stable identity, so that its suspended runs survive
+    /// a restart of the server (with a --state other than memory).
+    #[arg(long, value_name = "KEY", conflicts_with = "http")]
+    session_key: Option<String>,
     /// Largest HTTP request body, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = codemode_mcp_server::DEFAULT_MAX_BODY_BYTES, requires = "http")]
     max_body_bytes: usize,
@@ -230,7 +240,7 @@ async fn run(command: Command) -> anyhow::Result<u8> {
         Command::Serve(_) => None,
     };
     // One-shot commands run one cell at a time: a pool would only build VMs nobody takes.
-    let host = ToolHost::start(config, true, None, 0).await?;
+    let host = ToolHost::start(config, true, None, 0, None).await?;
     let code_mode = host.code_mode();
     let activation = code_mode
         .activate(host.activation_request(AgentRunContext {
@@ -259,11 +269,21 @@ async fn serve(args: ServeArgs) -> anyhow::Result<u8> {
             _ => bail!("--auth-token-env {name}: the variable is not set or empty"),
         },
     };
+    // `memory` (the default) keeps suspended runs in this process only, with no journal.
+    let journal = match args.state.as_str() {
+        "memory" => None,
+        address => Some(
+            codemode_journal::open(address)
+                .await
+                .map_err(|error| anyhow::anyhow!("--state: {error}"))?,
+        ),
+    };
     let host = ToolHost::start(
         args.config.config.as_deref(),
         args.demo,
         args.isolation,
         args.prebuilt_vms as usize,
+        journal,
     )
     .await?;
     if host.tool_count() == 0 {
@@ -274,9 +294,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<u8> {
             "code mode is disabled in this config (tools.codeMode.enabled), so there is nothing to serve"
         );
     }
-    let server = CodeModeServer::new(host.code_mode(), host.tool_source())
+    let mut server = CodeModeServer::new(host.code_mode(), host.tool_source())
         .max_sessions(args.max_sessions as usize)
         .server_info("codemode", env!("CARGO_PKG_VERSION"));
+    if let Some(key) = args.session_key {
+        server = server.session_key(key);
+    }
     let result = match args.http {
         None => server.serve_stdio().await.map_err(anyhow::Error::from),
         Some(addr) => {

@@ -117,12 +117,13 @@ fn worker_command() -> Option<WorkerCommand> {
 impl ToolHost {
     /// Reads the config (none: code mode on) and starts the host, with the demo catalog when
     /// `demo` is set; `isolation` overrides the config's, and `prebuilt_vms` sandbox VMs are
-    /// kept built ahead of time (thread isolation only).
+    /// kept built ahead of time (thread isolation only); `journal` keeps durable runs.
     pub(crate) async fn start(
         config_file: Option<&Path>,
         demo: bool,
         isolation: Option<IsolationMode>,
         prebuilt_vms: usize,
+        journal: Option<Arc<dyn codemode_journal::JournalStore>>,
     ) -> anyhow::Result<ToolHost> {
         let mut mcp_servers = BTreeMap::new();
         let config = match config_file {
@@ -172,14 +173,17 @@ impl ToolHost {
         let executor = Arc::new(Executor {
             tools: WithMcp::new(mcp, Demo(demo.then(DemoTools::new))),
         });
-        let code_mode = CodeMode::builder(config, executor.clone())
+        let mut builder = CodeMode::builder(config, executor.clone())
             .namespaces(registry)
             .prebuilt_vms(prebuilt_vms)
             .worker_pool(WorkerPoolConfig {
                 command: worker_command(),
                 ..WorkerPoolConfig::default()
-            })
-            .build();
+            });
+        if let Some(journal) = journal {
+            builder = builder.journal(journal);
+        }
+        let code_mode = builder.build();
         Ok(ToolHost {
             code_mode,
             executor,

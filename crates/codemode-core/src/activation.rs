@@ -241,6 +241,7 @@ impl CodeMode {
         Ok(Activation::Active(CodeModeSession {
             inner: Arc::new(session),
             store: self.shared.store.clone(),
+            durable: self.shared.durable.clone(),
         }))
     }
 }

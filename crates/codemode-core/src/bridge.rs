@@ -13,6 +13,7 @@ use futures::FutureExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::durable::Before;
 use crate::executor::{NestedCallEvent, NestedCallOutcome, ToolCallContext};
 use crate::result::PendingToolCall;
 use crate::state::{Counters, MCP_CALL, MCP_CAPABILITY, NAMESPACE_CALL, SessionState, TOOLS_CALL};
@@ -33,13 +34,30 @@ pub(crate) struct RunHost {
     pub(crate) cancellation: CancellationToken,
     /// Calls in flight: bridge request id -> (nested call id, exact catalog id).
     pub(crate) in_flight: Mutex<HashMap<u64, (String, String, std::time::Instant)>>,
+    /// The run's journal, when the host keeps durable runs (durable.rs).
+    pub(crate) journal: Option<Arc<crate::durable::RunJournal>>,
 }
 
 #[async_trait]
 impl BridgeHost for RunHost {
     async fn call(&self, request: BridgeRequest) -> Result<Value, String> {
         let request_id = request.id.0;
+        let method = request.method.clone();
         let (catalog_id, input) = self.resolve(request)?;
+        let journaled = match &self.journal {
+            Some(journal) => {
+                let side_effecting = !self.read_only(&catalog_id);
+                let (key, hash, before) = journal
+                    .before_call(request_id, &method, &catalog_id, &input, side_effecting)
+                    .await?;
+                match before {
+                    Before::Answer(answer) => return answer,
+                    Before::Live => Some((Arc::clone(journal), key, hash, side_effecting)),
+                }
+            }
+            None => None,
+        };
+        let receipt_id = journaled.as_ref().map(|_| catalog_id.clone());
         let sequence = self.counters.call.fetch_add(1, Ordering::Relaxed) + 1;
         let nested_call_id = format!("{}/{sequence}", self.nested_prefix);
         self.track(
@@ -48,11 +66,25 @@ impl BridgeHost for RunHost {
         );
         let result = self.execute(nested_call_id, catalog_id, input).await;
         self.track(request_id, None);
+        if let (Some((journal, key, hash, side_effecting)), Some(catalog_id)) =
+            (journaled, receipt_id)
+        {
+            journal
+                .after_call(key, catalog_id, hash, side_effecting, &result)
+                .await;
+        }
         result
     }
 
     fn call_sync(&self, request: BridgeRequest) -> Result<Value, String> {
         crate::guest::answer_sync(&self.session, &self.counters, request)
+    }
+
+    /// A journaled run records (or replays) its clock, random source and answer order.
+    fn tape(&self) -> Option<Arc<dyn codemode_sandbox::Tape>> {
+        self.journal
+            .clone()
+            .map(|journal| journal as Arc<dyn codemode_sandbox::Tape>)
     }
 }
 
@@ -132,6 +164,17 @@ impl RunHost {
                 Ok((target.catalog_id, target.input))
             }
             other => Err(format!("unknown code mode bridge method `{other}`.")),
+        }
+    }
+
+    /// Whether a resolved call only reads: a catalog tool's flag, or an MCP capability (they
+    /// only list and read). Anything else counts as side-effecting.
+    fn read_only(&self, id: &str) -> bool {
+        match self.session.catalog.get(id) {
+            Some(entry) => entry.read_only,
+            None => {
+                McpCapability::parse_id(id).is_some_and(|(_, capability)| capability.read_only())
+            }
         }
     }
 

@@ -28,6 +28,7 @@
 mod activation;
 mod bridge;
 mod config;
+mod durable;
 mod executor;
 mod guest;
 mod guest_dts;
@@ -38,6 +39,7 @@ mod outcome;
 mod recovery;
 mod result;
 mod results;
+mod resume;
 mod session;
 mod state;
 mod surface;
@@ -122,6 +124,7 @@ pub mod prelude {
 /// the guest error of a side-effecting call in a restart-safe run.
 pub mod messages {
     pub use crate::bridge::RESTART_SAFE_TOOLS;
+    pub use crate::durable::{DIVERGED, OUTCOME_UNKNOWN};
     /// `exec` while code mode is disabled.
     pub const DISABLED: &str = "code mode is disabled.";
 }

@@ -6,10 +6,11 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use codemode_catalog::{Catalog, CatalogError, HostSource};
+use codemode_journal::JournalStore;
 use codemode_mcp_decls::{DeclCache, McpDecls};
 use codemode_namespaces::{HiddenNamespace, NamespaceRegistry};
 use codemode_sandbox::{
-    Isolation, Limits, Run, RunScope, SnapshotStore, Step, VmPool, WaitReason, WorkerPool,
+    Isolation, Limits, Run, RunId, RunScope, SnapshotStore, Step, StoreError, VmPool, WorkerPool,
     WorkerPoolConfig,
 };
 use serde_json::Value;
@@ -17,8 +18,10 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
 
 use crate::bridge::RunHost;
+use crate::durable::{Durable, Forget, RunJournal};
 use crate::executor::{EventSink, NoEvents, ToolExecutor};
 use crate::result::{CodeModeResult, ErrorCode, Telemetry};
+use crate::resume::journaled_step;
 use crate::state::{Counters, SessionState};
 use crate::surface::{self, ModelTool, PayloadError};
 use crate::{CodeModeConfig, ExecInput, InputError, IsolationMode, Language, WaitInput, outcome};
@@ -66,6 +69,8 @@ pub(crate) struct CodeModeState {
     pub(crate) decl_cache: DeclCache,
     /// VMs built ahead of time for this code mode's runs, when the host asked for them.
     pub(crate) vm_pool: Option<VmPool>,
+    /// Where runs are journaled, when they are (durable.rs).
+    pub(crate) durable: Option<Arc<Durable>>,
 }
 
 impl std::fmt::Debug for CodeMode {
@@ -88,6 +93,7 @@ pub struct CodeModeBuilder {
     events: Arc<dyn EventSink>,
     namespaces: Arc<NamespaceRegistry>,
     prebuilt_vms: usize,
+    journal: Option<Arc<dyn JournalStore>>,
 }
 
 impl std::fmt::Debug for CodeModeBuilder {
@@ -160,6 +166,15 @@ impl CodeModeBuilder {
         self
     }
 
+    /// Journals every run in `store`, so that a `wait` finds a run whose VM was lost (a restart,
+    /// another host sharing the store) and replays it without repeating a side effect (default:
+    /// no journal, a suspended run lives only in this process's memory). The store holds tool
+    /// results: protect it like the tools' data.
+    pub fn journal(mut self, store: Arc<dyn JournalStore>) -> Self {
+        self.journal = Some(store);
+        self
+    }
+
     /// Finishes the builder. With `isolation: "process"` this starts the pool's warm workers
     /// in the background; with VMs built ahead of time (threads only), their first builds.
     pub fn build(self) -> CodeMode {
@@ -184,6 +199,7 @@ impl CodeModeBuilder {
                 store: SnapshotStore::new(),
                 decl_cache: DeclCache::new(DECL_CACHE_CAPACITY),
                 vm_pool,
+                durable: self.journal.map(|store| Arc::new(Durable::new(store))),
             }),
         }
     }
@@ -200,6 +216,7 @@ impl CodeMode {
             events: Arc::new(NoEvents),
             namespaces: Arc::new(NamespaceRegistry::new()),
             prebuilt_vms: 0,
+            journal: None,
         }
     }
 
@@ -208,18 +225,39 @@ impl CodeMode {
         &self.shared.config
     }
 
-    /// Drops every suspended run of a session (session end), cancelling their host work.
+    /// Drops every suspended run of a session (session end), cancelling their host work, and
+    /// deletes their journals.
     pub fn end_session(&self, session_id: &str) {
+        self.shared.store.drop_session(session_id);
+        if let Some(durable) = &self.shared.durable {
+            durable.forget(Forget::Session(session_id.to_owned()));
+        }
+    }
+
+    /// Drops the live VMs of a session's suspended runs and cancels their host work, but keeps
+    /// their journals: a session with a stable identity (a session key) that comes back, here
+    /// or on another host sharing the journal store, resumes them by replaying. Without a
+    /// journal store this is [`end_session`](Self::end_session).
+    pub fn release_session(&self, session_id: &str) {
         self.shared.store.drop_session(session_id);
     }
 
     /// Drops every suspended run of an agent run (the agent run ended), cancelling their host
-    /// work; returns how many were dropped.
+    /// work and deleting their journals; returns how many live runs were dropped.
     pub fn end_agent_run(&self, agent_run_id: &str) -> usize {
+        if let Some(durable) = &self.shared.durable {
+            durable.forget(Forget::AgentRun(agent_run_id.to_owned()));
+        }
         self.shared.store.drop_agent_run(agent_run_id)
     }
 
-    /// Drops every suspended run (host shutdown), cancelling their host work.
+    /// Whether runs are journaled ([`CodeModeBuilder::journal`]).
+    pub fn is_durable(&self) -> bool {
+        self.shared.durable.is_some()
+    }
+
+    /// Drops every suspended run's live VM (host shutdown), cancelling their host work; their
+    /// journals stay for the next process.
     pub fn shutdown(&self) {
         self.shared.store.clear();
     }
@@ -244,9 +282,9 @@ impl CodeMode {
 /// State parked next to a suspended VM.
 pub(crate) struct Parked {
     /// The run's bridge host: its counters, restart-safety and calls in flight.
-    host: Arc<RunHost>,
+    pub(crate) host: Arc<RunHost>,
     /// Cancels the run's host work when the parked run is dropped (expiry, cancel, session end).
-    _cancel_on_drop: DropGuard,
+    pub(crate) _cancel_on_drop: DropGuard,
 }
 
 /// Code mode active for one agent run: the model-visible tools and `exec` / `wait`.
@@ -254,6 +292,7 @@ pub(crate) struct Parked {
 pub struct CodeModeSession {
     pub(crate) inner: Arc<SessionState>,
     pub(crate) store: SnapshotStore<Parked>,
+    pub(crate) durable: Option<Arc<Durable>>,
 }
 
 impl std::fmt::Debug for CodeModeSession {
@@ -357,6 +396,22 @@ impl CodeModeSession {
         let _entered = span.clone().entered();
         let counters = Arc::new(Counters::default());
         let cancellation = CancellationToken::new();
+        let journal = self.durable.as_ref().map(|durable| {
+            let ttl_ms = config.snapshot_ttl_seconds().saturating_mul(1000);
+            RunJournal::recording(
+                Arc::clone(durable),
+                codemode_journal::RunRecord {
+                    run_id: RunId::new().to_string(),
+                    scope: crate::durable::journal_scope(&self.scope()),
+                    program: program.to_string(),
+                    parent_call_id: call_id.to_owned(),
+                    restart_safe: input.restart_safe,
+                    ttl_ms,
+                    expires_at_ms: crate::durable::now_ms()
+                        .saturating_add(i64::try_from(ttl_ms).unwrap_or(i64::MAX)),
+                },
+            )
+        });
         let host = Arc::new(RunHost {
             session: Arc::clone(&self.inner),
             parent_call_id: call_id.to_owned(),
@@ -365,6 +420,7 @@ impl CodeModeSession {
             counters: Arc::clone(&counters),
             cancellation: cancellation.clone(),
             in_flight: Default::default(),
+            journal: journal.clone(),
         });
         let setup = self.inner.guest.clone();
         let started = match &self.inner.vm_pool {
@@ -399,39 +455,29 @@ impl CodeModeSession {
     /// Runs a validated `wait` input (the counterpart of [`CodeModeSession::exec_input`]).
     pub async fn wait_input(&self, input: &WaitInput) -> CodeModeResult {
         let span = tracing::debug_span!(target: "codemode", "wait", run_id = %input.run_id);
-        let mut resumption = match self.store.resume(&input.run_id, &self.scope()) {
+        // Idle while the guest only waits on host work (`legs`), at most `maxWaitMs` (or the
+        // smaller `timeoutMs` the caller asked for).
+        let config = &self.inner.config;
+        let idle_budget = match input.timeout {
+            Some(asked) => config.max_wait().min(asked.max(Duration::from_millis(1))),
+            None => config.max_wait(),
+        };
+        let resumption = self.store.resume(&input.run_id, &self.scope());
+        if let Some(durable) = &self.durable {
+            return self
+                .wait_durable(durable, &input.run_id, resumption, idle_budget, span)
+                .await;
+        }
+        let mut resumption = match resumption {
             Ok(resumption) => resumption,
             Err(error) => {
                 let expired = self.inner.park_deadlines.expired(&input.run_id);
                 return outcome::wait_failed(error, expired, self.inner.telemetry.clone());
             }
         };
-        // Idle while the guest only waits on host work: drive again, each leg with the full
-        // `timeoutMs` for guest code, until the run ends, yields or prints, or the next leg
-        // would pass `maxWaitMs` (or the smaller `timeoutMs` the caller asked for).
-        let config = &self.inner.config;
-        let idle_budget = match input.timeout {
-            Some(asked) => config.max_wait().min(asked.max(Duration::from_millis(1))),
-            None => config.max_wait(),
-        };
-        let leg = config.timeout().min(idle_budget);
-        let started = Instant::now();
-        let step = loop {
-            let deadline = Instant::now() + leg;
-            let step = resumption
-                .run_mut()
-                .drive(deadline)
-                .instrument(span.clone())
-                .await;
-            match &step {
-                Step::Suspended {
-                    reason: WaitReason::PendingTools,
-                    output,
-                    ..
-                } if output.is_empty() && started.elapsed() + leg <= idle_budget => continue,
-                _ => break step,
-            }
-        };
+        let step = self
+            .legs(resumption.run_mut(), None, idle_budget, &span)
+            .await;
         let host = Arc::clone(&resumption.extra().host);
         let restart_safe = host.restart_safe;
         let telemetry = self.telemetry(&host.counters);
@@ -476,6 +522,9 @@ impl CodeModeSession {
         let cancelled = self.store.cancel(run_id, &self.scope());
         if cancelled {
             self.inner.park_deadlines.forget(run_id);
+            if let Some(durable) = &self.durable {
+                durable.forget(Forget::Run(run_id.to_owned()));
+            }
         }
         cancelled
     }
@@ -507,6 +556,10 @@ impl CodeModeSession {
 
     async fn drive_new(&self, mut run: Run, parked: Parked, deadline: Instant) -> CodeModeResult {
         let step = run.drive(deadline).await;
+        if let Some(journal) = parked.host.journal.clone() {
+            let step = journaled_step(&journal, step);
+            return self.conclude(run, parked, &journal, step).await;
+        }
         let telemetry = self.telemetry(&parked.host.counters);
         let restart_safe = parked.host.restart_safe;
         match step {
@@ -539,14 +592,14 @@ impl CodeModeSession {
         }
     }
 
-    fn limits(&self) -> Limits {
+    pub(crate) fn limits(&self) -> Limits {
         Limits {
             isolation: self.inner.isolation.clone(),
             ..self.inner.config.limits()
         }
     }
 
-    fn scope(&self) -> RunScope {
+    pub(crate) fn scope(&self) -> RunScope {
         RunScope {
             agent_run_id: self.inner.agent_run.agent_run_id.clone(),
             session_id: self.inner.agent_run.session_id.clone(),
@@ -554,7 +607,7 @@ impl CodeModeSession {
         }
     }
 
-    fn telemetry(&self, counters: &Counters) -> Telemetry {
+    pub(crate) fn telemetry(&self, counters: &Counters) -> Telemetry {
         Telemetry {
             search_count: counters.search.load(Ordering::Relaxed),
             describe_count: counters.describe.load(Ordering::Relaxed),
@@ -569,5 +622,9 @@ impl CodeModeSession {
             error.to_string(),
             self.inner.telemetry.clone(),
         )
+    }
+
+    pub(crate) fn store_failure(&self, error: StoreError) -> CodeModeResult {
+        outcome::store_failed(error, Vec::new(), self.inner.telemetry.clone())
     }
 }

@@ -41,7 +41,10 @@ impl SessionHandler {
         let permit = Arc::clone(&shared.sessions)
             .try_acquire_owned()
             .map_err(|_| too_many_sessions(shared.max_sessions))?;
-        let id = format!("mcp_{}", uuid::Uuid::new_v4().simple());
+        let id = shared
+            .session_key
+            .clone()
+            .unwrap_or_else(|| format!("mcp_{}", uuid::Uuid::new_v4().simple()));
         tracing::debug!(target: "codemode", session = %id, "MCP session opened");
         Ok(SessionHandler {
             shared: Arc::clone(shared),
@@ -133,7 +136,12 @@ impl SessionHandler {
 impl Drop for SessionHandler {
     fn drop(&mut self) {
         tracing::debug!(target: "codemode", session = %self.id, "MCP session closed");
-        self.shared.code_mode.end_session(&self.id);
+        if self.shared.session_key.is_some() {
+            // A stable identity comes back: keep its journals, drop only the live VMs.
+            self.shared.code_mode.release_session(&self.id);
+        } else {
+            self.shared.code_mode.end_session(&self.id);
+        }
         if let Some(id) = self.http_session.get()
             && let Ok(mut sessions) = self.shared.http_sessions.lock()
         {

@@ -125,6 +125,8 @@ pub(crate) struct ServerState {
     /// HTTP transport session id (`Mcp-Session-Id`) -> code-mode session id, so that a DELETE
     /// ends the session's runs before it is answered.
     pub(crate) http_sessions: std::sync::Mutex<std::collections::HashMap<String, String>>,
+    /// A stable session identity for every client session ([`CodeModeServer::session_key`]).
+    pub(crate) session_key: Option<String>,
 }
 
 impl CodeModeServer {
@@ -134,8 +136,8 @@ impl CodeModeServer {
             code_mode,
             tools,
             (DEFAULT_MAX_SESSIONS, DEFAULT_MAX_PARKED_RUNS_PER_SESSION),
-            "codemode".into(),
-            env!("CARGO_PKG_VERSION").into(),
+            ("codemode".into(), env!("CARGO_PKG_VERSION").into()),
+            None,
         )
     }
 
@@ -143,8 +145,8 @@ impl CodeModeServer {
         code_mode: CodeMode,
         tools: Arc<dyn ToolSource>,
         (max_sessions, max_parked_per_session): (usize, usize),
-        name: String,
-        version: String,
+        (name, version): (String, String),
+        session_key: Option<String>,
     ) -> Self {
         CodeModeServer {
             shared: Arc::new(ServerState {
@@ -156,8 +158,27 @@ impl CodeModeServer {
                 name,
                 version,
                 http_sessions: Default::default(),
+                session_key,
             }),
         }
+    }
+
+    /// Gives every client session the same stable identity `key` (its session id, session key
+    /// and agent-run id), instead of a fresh one: with a journaled [`CodeMode`]
+    /// (`CodeModeBuilder::journal`), a client of a restarted server, or of another server
+    /// sharing the journal store, resumes the runs of an earlier session with `wait`. A keyed
+    /// session that closes keeps its runs' journals (until their TTL); it only drops their live
+    /// VMs. Meant for stdio, where one client owns the server.
+    #[must_use]
+    pub fn session_key(self, key: impl Into<String>) -> Self {
+        let shared = &self.shared;
+        Self::build(
+            shared.code_mode.clone(),
+            Arc::clone(&shared.tools),
+            (shared.max_sessions, shared.max_parked_per_session),
+            (shared.name.clone(), shared.version.clone()),
+            Some(key.into()),
+        )
     }
 
     /// Bounds concurrent client sessions (default [`DEFAULT_MAX_SESSIONS`]); a client past the
@@ -169,8 +190,8 @@ impl CodeModeServer {
             shared.code_mode.clone(),
             Arc::clone(&shared.tools),
             (max.max(1), shared.max_parked_per_session),
-            shared.name.clone(),
-            shared.version.clone(),
+            (shared.name.clone(), shared.version.clone()),
+            shared.session_key.clone(),
         )
     }
 
@@ -185,8 +206,8 @@ impl CodeModeServer {
             shared.code_mode.clone(),
             Arc::clone(&shared.tools),
             (shared.max_sessions, max.max(1)),
-            shared.name.clone(),
-            shared.version.clone(),
+            (shared.name.clone(), shared.version.clone()),
+            shared.session_key.clone(),
         )
     }
 
@@ -198,8 +219,8 @@ impl CodeModeServer {
             shared.code_mode.clone(),
             Arc::clone(&shared.tools),
             (shared.max_sessions, shared.max_parked_per_session),
-            name.into(),
-            version.into(),
+            (name.into(), version.into()),
+            shared.session_key.clone(),
         )
     }
 

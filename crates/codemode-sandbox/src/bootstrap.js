@@ -1715,7 +1715,8 @@ export default function (natives, maxScan) {
   // `[values, callables, aliases, freeze, lazy]`; values and callables as in `installPart`,
   // aliases `[newPath, existingPath]` pairs, freeze a list of root names and lazy
   // `[root, planTextIndex]` pairs. Paths are non-empty lists of non-empty names.
-  function install(planText) {
+  function install(planText, readings) {
+    if (readings) installReadings();
     const plan = parse(planText);
     const aliases = plan[2];
     const roots = plan[3];
@@ -1788,6 +1789,50 @@ export default function (natives, maxScan) {
       reject(new ErrorCtor(payload));
     }
     return true;
+  }
+
+  // Nondeterministic readings, when the host records or replays the run (a tape, see
+  // tape.rs): the clock of `Date.now()`, `new Date()` and `Date()`, `Math.random()` and
+  // `performance.now()` are read through `hostReading(kind, live)`, which answers the value the
+  // guest sees (the live one, or the one a replay must see again). Kinds: 0 clock, 1 random,
+  // 2 monotonic. Everything else of `Date` is the original's (same prototype, parse, UTC).
+  // Installed by `install` for such a run only, before any guest code; a run without a tape keeps
+  // the engine's own `Date`, `Math.random` and `performance`.
+  const hostReading = natives.hostReading;
+  function installReadings() {
+    const OriginalDate = Date;
+    const originalRandom = Math.random;
+    const dateToString = OriginalDate.prototype.toString;
+    const clockNow = () => hostReading(0, apply(dateNow, OriginalDate, []));
+    const ReadDate = function Date(...args) {
+      if (new.target === undefined) return apply(dateToString, new OriginalDate(clockNow()), []);
+      if (args.length === 0) return construct(OriginalDate, [clockNow()], new.target);
+      return construct(OriginalDate, args, new.target);
+    };
+    defineProperty(ReadDate, 'prototype', { value: OriginalDate.prototype, writable: false, enumerable: false, configurable: false });
+    defineProperty(ReadDate, 'length', { value: 7, writable: false, enumerable: false, configurable: true });
+    defineProperty(ReadDate, 'now', { value: function now() { return clockNow(); }, writable: true, enumerable: false, configurable: true });
+    defineProperty(ReadDate, 'parse', { value: OriginalDate.parse, writable: true, enumerable: false, configurable: true });
+    defineProperty(ReadDate, 'UTC', { value: OriginalDate.UTC, writable: true, enumerable: false, configurable: true });
+    defineProperty(OriginalDate.prototype, 'constructor', { value: ReadDate, writable: true, enumerable: false, configurable: true });
+    defineProperty(globalObject, 'Date', { value: ReadDate, writable: true, enumerable: false, configurable: true });
+    defineProperty(Math, 'random', {
+      value: function random() { return hostReading(1, apply(originalRandom, Math, [])); },
+      writable: true, enumerable: false, configurable: true,
+    });
+    // `performance.now` itself is not configurable: the global becomes an object that
+    // inherits the original's members and reads `now` through the tape.
+    const perf = globalObject.performance;
+    if (perf !== null && typeof perf === 'object' && typeof perf.now === 'function') {
+      const originalPerfNow = perf.now;
+      const readPerf = create(perf, {
+        now: {
+          value: function now() { return hostReading(2, apply(originalPerfNow, perf, [])); },
+          writable: true, enumerable: true, configurable: true,
+        },
+      });
+      defineProperty(globalObject, 'performance', { value: readPerf, writable: true, enumerable: false, configurable: true });
+    }
   }
 
   return freeze({ __proto__: null, install, compile, begin, settle, fireTimer });

@@ -72,4 +72,11 @@ pub trait BridgeHost: Send + Sync + 'static {
     fn call_sync(&self, request: BridgeRequest) -> Result<Value, String> {
         Err(format!("unknown code mode function {}", request.method))
     }
+
+    /// The tape that records or replays this run's nondeterministic inputs (see
+    /// [`Tape`](crate::Tape)), asked once when the run's VM is built. The default has none: the
+    /// guest reads its clock and random source directly and timers fire by the clock.
+    fn tape(&self) -> Option<std::sync::Arc<dyn crate::Tape>> {
+        None
+    }
 }

@@ -33,7 +33,8 @@ use crate::codec::{
 use crate::heap::{HeapAllocator, HeapRefusals};
 use crate::install::InstallPlan;
 use crate::{
-    BridgeHost, BridgeRequest, Limits, OutputItem, PendingCall, RequestId, RunError, Truncation,
+    BridgeHost, BridgeRequest, Limits, OutputItem, PendingCall, ReadingKind, RequestId, RunError,
+    Tape, Truncation,
 };
 
 pub(crate) const HOST_CALL_FAILED: &str = "code mode host call failed";
@@ -137,6 +138,8 @@ struct BridgeState {
     plan: Arc<InstallPlan>,
     /// The run's host, for synchronous calls; `None` until a run claims the VM.
     host: Option<Arc<dyn BridgeHost>>,
+    /// The run's tape (see tape.rs), for the guest's nondeterministic readings.
+    tape: Option<Arc<dyn Tape>>,
     next_id: u64,
     /// Started calls, by request id.
     in_flight: BTreeMap<u64, InFlight>,
@@ -231,6 +234,8 @@ pub(crate) struct Engine {
     /// (or the build) began.
     refusals: Arc<HeapRefusals>,
     refusals_before_step: u64,
+    /// Records or replays the run's nondeterministic inputs (see tape.rs).
+    tape: Option<Arc<dyn Tape>>,
     started: bool,
     /// The program's return value once it returned while calls were still pending.
     returned: Option<(Value, Option<Truncation>)>,
@@ -253,6 +258,7 @@ impl PreparedVm {
         let state = Arc::new(Mutex::new(BridgeState {
             plan: InstallPlan::empty(),
             host: None,
+            tape: None,
             next_id: 1,
             in_flight: BTreeMap::new(),
             queued: VecDeque::new(),
@@ -327,10 +333,12 @@ impl Engine {
             Some(prepared) => prepared,
             None => PreparedVm::build(&limits, Arc::clone(&flags))?,
         };
+        let tape = host.tape();
         {
             let mut state = lock(&prepared.state);
             state.plan = Arc::clone(&plan);
             state.host = Some(Arc::clone(&host));
+            state.tape.clone_from(&tape);
         }
         let engine = Self {
             vm: prepared.vm,
@@ -340,6 +348,7 @@ impl Engine {
             limits,
             refusals: prepared.refusals,
             refusals_before_step: 0,
+            tape,
             started: false,
             returned: None,
         };
@@ -349,7 +358,9 @@ impl Engine {
                 .vm
                 .context
                 .with(|ctx| -> Result<Option<String>, Result<String, Caught>> {
-                    let installed = control(&ctx).and_then(|control| plan.install(&control));
+                    let readings = engine.tape.is_some();
+                    let installed =
+                        control(&ctx).and_then(|control| plan.install(&control, readings));
                     if let Err(error) = installed {
                         return Err(Ok(caught(&ctx, &error).message));
                     }
@@ -450,6 +461,9 @@ impl Engine {
             if let Some(error) = self.flags.tripped() {
                 return Err(error);
             }
+            if let Some(message) = self.tape.as_ref().and_then(|tape| tape.abort()) {
+                return Err(RunError::Aborted(message));
+            }
             self.take_finish()?;
             let startable = self.startable();
             if startable.is_empty() {
@@ -539,12 +553,21 @@ impl Engine {
         let now = Instant::now();
         let due = {
             let mut state = lock(&self.state);
-            let next = state
+            let by_clock = state
                 .timers
                 .iter()
                 .filter(|(_, timer)| timer.due <= now)
                 .min_by_key(|(_, timer)| (timer.due, timer.seq))
-                .map(|(id, timer)| (*id, timer.period));
+                .map(|(id, _)| *id);
+            // A tape may pick another timer (a replay fires them in the recorded order).
+            let chosen = match &self.tape {
+                Some(tape) => {
+                    let timers = &state.timers;
+                    tape.next_timer(by_clock, &|id| timers.contains_key(&id))
+                }
+                None => by_clock,
+            };
+            let next = chosen.and_then(|id| state.timers.get(&id).map(|timer| (id, timer.period)));
             match next {
                 Some((id, Some(period))) => {
                     let seq = state.next_id;
@@ -678,6 +701,9 @@ impl Engine {
                 return Ok(());
             };
             state.args_bytes = state.args_bytes.saturating_sub(call.args_bytes);
+        }
+        if let Some(tape) = &self.tape {
+            tape.settling(RequestId(id));
         }
         let settled = match outcome {
             Ok(value) => match encode_host_value(value) {
@@ -994,6 +1020,17 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
     natives.set("hostTimer", host_timer)?;
     natives.set("hostOutputRemaining", host_output_remaining)?;
     natives.set("hostClearTimer", host_clear_timer)?;
+    // Used only when the run's host has a tape (`install` then reads the guest's `Date`,
+    // `Math.random` and `performance.now` through it); the tape is bound when a run claims the VM.
+    let reading_state = Arc::clone(&state);
+    let host_reading = Function::new(ctx.clone(), move |kind: u32, live: f64| -> f64 {
+        let tape = lock(&reading_state).tape.clone();
+        match (tape, ReadingKind::from_number(kind)) {
+            (Some(tape), Some(kind)) => tape.reading(kind, live),
+            _ => live,
+        }
+    })?;
+    natives.set("hostReading", host_reading)?;
     natives.set("maxCallArgs", js_bytes(limits.max_call_args_bytes))?;
     natives.set("maxOutput", js_bytes(limits.max_output_bytes))?;
     let control: Object<'js> = make_control.call((natives, max_scan))?;

@@ -76,6 +76,10 @@ pub enum RunError {
     /// `drive` was called on a run that already completed or failed.
     #[error("code mode run has already finished")]
     Finished,
+    /// The host's [`Tape`](crate::Tape) ended the run (e.g. a replay diverged); the message is
+    /// the host's.
+    #[error("{0}")]
+    Aborted(String),
     /// Something the sandbox itself did not expect; a bug rather than guest behaviour.
     #[error("code mode internal error: {0}")]
     Internal(String),
@@ -101,7 +105,7 @@ impl RunError {
             Self::RuntimeUnavailable(_) => Some(ErrorCode::RuntimeUnavailable),
             Self::Timeout => Some(ErrorCode::Timeout),
             Self::OutputLimitExceeded => Some(ErrorCode::OutputLimitExceeded),
-            Self::MemoryLimitExceeded | Self::Finished | Self::Internal(_) => {
+            Self::MemoryLimitExceeded | Self::Finished | Self::Internal(_) | Self::Aborted(_) => {
                 Some(ErrorCode::InternalError)
             }
             Self::PendingWithoutHostWork | Self::Guest(_) => None,
@@ -166,7 +170,7 @@ mod tests {
     #[test]
     fn every_failure_has_its_stable_message_and_code() {
         use ErrorCode::*;
-        let runs: [(RunError, &str, Option<ErrorCode>); 12] = [
+        let runs: [(RunError, &str, Option<ErrorCode>); 13] = [
             (
                 RunError::ProgramTooComplex { names: 3, limit: 2 },
                 "code mode program has 3 names; the limit is 2. Split the work across cells.",
@@ -221,6 +225,11 @@ mod tests {
             (
                 RunError::Internal("x".into()),
                 "code mode internal error: x",
+                Some(InternalError),
+            ),
+            (
+                RunError::Aborted("code mode run diverged during replay: x".into()),
+                "code mode run diverged during replay: x",
                 Some(InternalError),
             ),
         ];

@@ -301,9 +301,15 @@ impl InstallPlan {
         }
     }
 
-    pub(crate) fn install<'js>(&self, control: &Object<'js>) -> rquickjs::Result<()> {
+    /// Runs the plan in the VM; `readings` makes the guest read its clock and random source
+    /// through the run's tape.
+    pub(crate) fn install<'js>(
+        &self,
+        control: &Object<'js>,
+        readings: bool,
+    ) -> rquickjs::Result<()> {
         let install: Function<'js> = control.get("install")?;
-        install.call((self.plan.as_str(),))
+        install.call((self.plan.as_str(), readings))
     }
 }
 

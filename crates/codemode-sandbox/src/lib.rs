@@ -29,6 +29,7 @@ mod module_access;
 mod run;
 mod setup;
 mod store;
+mod tape;
 mod vm_pool;
 mod vm_threads;
 mod worker;
@@ -50,6 +51,7 @@ pub use module_access::check_module_access;
 pub use run::{DEADLINE_GRACE, Run, Step, Truncation, WaitReason};
 pub use setup::{Callable, GuestPath, GuestSetup, JsonText};
 pub use store::{MAX_SUSPENDED_RUNS, Resumption, RunId, RunScope, SnapshotStore};
+pub use tape::{ReadingKind, Tape};
 pub use vm_pool::{MAX_POOLED_VMS, VmPool};
 pub use vm_threads::{MAX_QUEUED_STEPS, thread_count, threads_started};
 pub use worker::{

@@ -72,7 +72,11 @@ pub struct RunScope {
 }
 
 impl RunScope {
-    fn admits(&self, caller: &Self) -> Result<(), StoreError> {
+    /// Whether `caller` may resume or cancel a run parked under this scope.
+    ///
+    /// # Errors
+    /// [`StoreError::DifferentSession`] or [`StoreError::DifferentAgentRun`].
+    pub fn admits(&self, caller: &Self) -> Result<(), StoreError> {
         let differs =
             |parked: &Option<String>, caller: &Option<String>| parked.is_some() && parked != caller;
         if differs(&self.session_id, &caller.session_id)
@@ -306,6 +310,23 @@ impl<E: Send + 'static> SnapshotStore<E> {
         ttl: Duration,
         max_snapshot_bytes: usize,
     ) -> Result<RunId, StoreError> {
+        self.park_as(RunId::new(), run, scope, extra, ttl, max_snapshot_bytes)
+    }
+
+    /// Parks a suspended run under an id the caller chose (a run whose id was handed out before
+    /// it parked, e.g. to a journal); an entry already parked under `id` is replaced.
+    ///
+    /// # Errors
+    /// As [`park`](Self::park).
+    pub fn park_as(
+        &self,
+        id: RunId,
+        run: Run,
+        scope: RunScope,
+        extra: E,
+        ttl: Duration,
+        max_snapshot_bytes: usize,
+    ) -> Result<RunId, StoreError> {
         if !run.is_alive() {
             return Err(StoreError::Unavailable);
         }
@@ -315,12 +336,12 @@ impl<E: Send + 'static> SnapshotStore<E> {
         let now = Instant::now();
         let mut entries = lock(&self.entries);
         let expired = entries.purge(now);
-        if entries.map.len() >= entries.capacity {
+        if entries.map.len() >= entries.capacity && !entries.map.contains_key(&id) {
             drop(entries);
             drop(expired);
             return Err(StoreError::TooManySuspendedRuns);
         }
-        let id = RunId::new();
+
         let expires_at = now
             .checked_add(ttl)
             .unwrap_or(now + Duration::from_secs(86_400 * 365));
@@ -329,7 +350,7 @@ impl<E: Send + 'static> SnapshotStore<E> {
             extra,
             expires_at,
         };
-        entries.map.insert(
+        let replaced = entries.map.insert(
             id,
             Entry {
                 scope,
@@ -341,6 +362,7 @@ impl<E: Send + 'static> SnapshotStore<E> {
         schedule_expiry(&self.entries, &mut entries);
         drop(entries);
         drop(expired);
+        drop(replaced);
         Ok(id)
     }
 
@@ -575,6 +597,20 @@ impl<E: Send + 'static> Resumption<E> {
     /// Ends the run: removes its entry and releases the VM and host work.
     pub fn finish(self) {
         drop(self);
+    }
+
+    /// Takes the run and its extra state out of the store: the entry is removed, the run stays
+    /// alive in the caller's hands (to park it again with [`SnapshotStore::park_as`]).
+    pub fn into_parts(self) -> (Run, E) {
+        let Self {
+            id: _,
+            run,
+            extra,
+            guard,
+        } = self;
+        // The guard removes the (resuming) entry when it drops.
+        drop(guard);
+        (run, extra)
     }
 }
 

@@ -1,0 +1,361 @@
+//! The legs of a `wait`, and resuming a journaled run: with its live VM when this process still
+//! holds it and nobody took the run over, else by replaying its journal (durable.rs).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use codemode_journal::{Claim, JournalError};
+use codemode_sandbox::{DEADLINE_GRACE, Run, RunError, RunId, Step, StoreError, WaitReason};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::bridge::RunHost;
+use crate::durable::{Durable, RunJournal, run_scope};
+use crate::result::{CodeModeResult, ErrorCode};
+use crate::session::Parked;
+use crate::state::Counters;
+use crate::{CodeModeSession, outcome};
+
+/// A step with `earlier` output in front of its own.
+fn with_output_before(earlier: Vec<crate::OutputItem>, step: Step) -> Step {
+    if earlier.is_empty() {
+        return step;
+    }
+    let prepend = |output: Vec<crate::OutputItem>| {
+        let mut all = earlier;
+        all.extend(output);
+        all
+    };
+    match step {
+        Step::Completed {
+            value,
+            output,
+            truncated,
+        } => Step::Completed {
+            value,
+            output: prepend(output),
+            truncated,
+        },
+        Step::Suspended {
+            reason,
+            pending,
+            output,
+        } => Step::Suspended {
+            reason,
+            pending,
+            output: prepend(output),
+        },
+        Step::Failed { error, output } => Step::Failed {
+            error,
+            output: prepend(output),
+        },
+    }
+}
+
+/// A leg's step as the client must see it: a run the journal aborted fails, output a replay made
+/// again is dropped, and a yield is remembered for the next leg.
+pub(crate) fn journaled_step(journal: &RunJournal, step: Step) -> Step {
+    let step = match (journal.aborted(), step) {
+        (Some(message), Step::Completed { output, .. } | Step::Suspended { output, .. }) => {
+            Step::Failed {
+                error: RunError::Aborted(message),
+                output,
+            }
+        }
+        (_, step) => step,
+    };
+    journal.leg_ended(matches!(
+        step,
+        Step::Suspended {
+            reason: WaitReason::Yield,
+            ..
+        }
+    ));
+    match step {
+        Step::Completed {
+            value,
+            output,
+            truncated,
+        } => Step::Completed {
+            value,
+            output: journal.deliverable(output),
+            truncated,
+        },
+        Step::Suspended {
+            reason,
+            pending,
+            output,
+        } => Step::Suspended {
+            reason,
+            pending,
+            output: journal.deliverable(output),
+        },
+        Step::Failed { error, output } => Step::Failed {
+            error,
+            output: journal.deliverable(output),
+        },
+    }
+}
+
+fn journal_failure(error: JournalError) -> StoreError {
+    match error {
+        JournalError::TooManyRuns => StoreError::TooManySuspendedRuns,
+        _ => StoreError::Unavailable,
+    }
+}
+
+impl CodeModeSession {
+    /// Drives a run leg after leg while the guest only waits on host work: each leg has the full
+    /// `timeoutMs` for guest code, until the run ends, yields or prints, or the next leg would
+    /// pass `idle_budget`. A journaled run being replayed goes on through the yields its journal
+    /// resumed, and fails as diverged when it waits on host work its journal already answered.
+    pub(crate) async fn legs(
+        &self,
+        run: &mut Run,
+        journal: Option<&RunJournal>,
+        idle_budget: Duration,
+        span: &tracing::Span,
+    ) -> Step {
+        let leg = self.inner.config.timeout().min(idle_budget);
+        let started = Instant::now();
+        let mut carried = Vec::new();
+        loop {
+            if let Some(journal) = journal
+                && let Err(message) = journal.resuming()
+            {
+                return Step::Failed {
+                    error: RunError::Aborted(message),
+                    output: carried,
+                };
+            }
+            let deadline = Instant::now() + leg;
+            let step = run.drive(deadline).instrument(span.clone()).await;
+            let step = with_output_before(std::mem::take(&mut carried), step);
+            let replaying = journal.is_some_and(|journal| journal.replaying());
+            let aborted = journal.and_then(RunJournal::aborted);
+            match step {
+                Step::Suspended { .. } | Step::Completed { .. } if aborted.is_some() => {
+                    return step;
+                }
+                Step::Suspended {
+                    reason: WaitReason::Yield,
+                    output,
+                    ..
+                } if replaying => {
+                    if let Some(journal) = journal {
+                        journal.leg_ended(true);
+                    }
+                    carried = output;
+                }
+                Step::Suspended {
+                    reason: WaitReason::PendingTools,
+                    output,
+                    ..
+                } if replaying => {
+                    let message = journal.map(RunJournal::stuck).unwrap_or_default();
+                    return Step::Failed {
+                        error: RunError::Aborted(message),
+                        output,
+                    };
+                }
+                Step::Suspended {
+                    reason: WaitReason::PendingTools,
+                    output,
+                    ..
+                } if output.is_empty() && started.elapsed() + leg <= idle_budget => {}
+                step => return step,
+            }
+        }
+    }
+
+    /// `wait` with a journal store: the live VM when this process still owns the run, else a
+    /// replay of the journal.
+    pub(crate) async fn wait_durable(
+        &self,
+        durable: &Arc<Durable>,
+        run_id: &str,
+        resumption: Result<codemode_sandbox::Resumption<Parked>, StoreError>,
+        idle_budget: Duration,
+        span: tracing::Span,
+    ) -> CodeModeResult {
+        let hold = idle_budget + self.inner.config.timeout() + DEADLINE_GRACE;
+        match resumption {
+            Ok(mut resumption) => match durable.claim(run_id, hold).await {
+                Ok(Claim::Held {
+                    live_here: true, ..
+                }) => {
+                    let host = Arc::clone(&resumption.extra().host);
+                    let Some(journal) = host.journal.clone() else {
+                        resumption.finish();
+                        return self.store_failure(StoreError::Unavailable);
+                    };
+                    let step = self
+                        .legs(resumption.run_mut(), Some(&journal), idle_budget, &span)
+                        .await;
+                    let step = journaled_step(&journal, step);
+                    // The run goes back into the store under the same id, or ends.
+                    let (run, parked) = resumption.into_parts();
+                    self.conclude(run, parked, &journal, step).await
+                }
+                Ok(Claim::Held {
+                    epoch,
+                    live_here: false,
+                }) => {
+                    // Another host took the run over since: this VM is stale.
+                    resumption.finish();
+                    self.replay(durable, run_id, epoch, idle_budget, span).await
+                }
+                Ok(Claim::Busy) => {
+                    let _ = resumption.repark();
+                    self.store_failure(StoreError::AlreadyResuming)
+                }
+                Ok(Claim::Missing) | Err(_) => {
+                    resumption.finish();
+                    self.store_failure(StoreError::Unavailable)
+                }
+            },
+            Err(StoreError::Unavailable) => {
+                let loaded = match durable.store.load(run_id, crate::durable::now_ms()).await {
+                    Ok(Some(journal)) => journal,
+                    Ok(None) => return self.store_failure(StoreError::Unavailable),
+                    Err(error) => {
+                        tracing::warn!(target: "codemode", %error, "journal load failed");
+                        return self.store_failure(StoreError::Unavailable);
+                    }
+                };
+                if let Err(error) = run_scope(&loaded.record.scope).admits(&self.scope()) {
+                    return self.store_failure(error);
+                }
+                match durable.claim(run_id, hold).await {
+                    Ok(Claim::Held { epoch, .. }) => {
+                        self.replay(durable, run_id, epoch, idle_budget, span).await
+                    }
+                    Ok(Claim::Busy) => self.store_failure(StoreError::AlreadyResuming),
+                    Ok(Claim::Missing) | Err(_) => self.store_failure(StoreError::Unavailable),
+                }
+            }
+            Err(error) => self.store_failure(error),
+        }
+    }
+
+    /// Runs the journaled program again in a fresh VM, answered from its receipts, then live.
+    async fn replay(
+        &self,
+        durable: &Arc<Durable>,
+        run_id: &str,
+        epoch: u64,
+        idle_budget: Duration,
+        span: tracing::Span,
+    ) -> CodeModeResult {
+        // Loaded again now that this host holds it: nobody writes to it any more.
+        let loaded = match durable.store.load(run_id, crate::durable::now_ms()).await {
+            Ok(Some(journal)) => journal,
+            _ => return self.store_failure(StoreError::Unavailable),
+        };
+        tracing::debug!(target: "codemode", %run_id, receipts = loaded.receipts.len(), "replaying a journaled run");
+        let journal = RunJournal::for_replay(Arc::clone(durable), loaded, epoch);
+        let record = journal.record().clone();
+        let counters = Arc::new(Counters::default());
+        let cancellation = CancellationToken::new();
+        let host = Arc::new(RunHost {
+            session: Arc::clone(&self.inner),
+            parent_call_id: record.parent_call_id.clone(),
+            nested_prefix: record.parent_call_id.clone(),
+            restart_safe: record.restart_safe,
+            counters: Arc::clone(&counters),
+            cancellation: cancellation.clone(),
+            in_flight: Default::default(),
+            journal: Some(Arc::clone(&journal)),
+        });
+        // The host's tape is the journal: the replay reads its clock and answers from it.
+        let setup = self.inner.guest.clone();
+        let mut run = match Run::start(&record.program, setup, self.limits(), host.clone()) {
+            Ok(run) => run,
+            Err(error) => {
+                journal.finish().await;
+                return outcome::failed_run(error, Vec::new(), self.telemetry(&counters));
+            }
+        };
+        let step = self
+            .legs(&mut run, Some(&journal), idle_budget, &span)
+            .await;
+        let step = journaled_step(&journal, step);
+        let parked = Parked {
+            host,
+            _cancel_on_drop: cancellation.drop_guard(),
+        };
+        self.conclude(run, parked, &journal, step).await
+    }
+
+    /// Ends a journaled leg: a suspended run parks (here, and in the journal, released until its
+    /// TTL); a finished one deletes its journal.
+    pub(crate) async fn conclude(
+        &self,
+        run: Run,
+        parked: Parked,
+        journal: &Arc<RunJournal>,
+        step: Step,
+    ) -> CodeModeResult {
+        let telemetry = self.telemetry(&parked.host.counters);
+        let restart_safe = parked.host.restart_safe;
+        let run_id = journal.record().run_id.clone();
+        match step {
+            Step::Suspended {
+                reason,
+                pending,
+                output,
+            } => {
+                let pending = parked.host.pending(pending);
+                let config = &self.inner.config;
+                let ttl = Duration::from_secs(config.snapshot_ttl_seconds());
+                let Ok(id) = run_id.parse::<RunId>() else {
+                    return outcome::store_failed(StoreError::Unavailable, output, telemetry);
+                };
+                // The journal counts against the snapshot bound.
+                let max_bytes = config.max_snapshot_bytes() as usize;
+                let budget = max_bytes.saturating_sub(journal.bytes());
+                if journal.bytes() > max_bytes {
+                    journal.finish().await;
+                    return outcome::store_failed(
+                        StoreError::SnapshotLimitExceeded,
+                        output,
+                        telemetry,
+                    );
+                }
+                if let Err(error) = self
+                    .store
+                    .park_as(id, run, self.scope(), parked, ttl, budget)
+                {
+                    journal.finish().await;
+                    return outcome::store_failed(error, output, telemetry);
+                }
+                if let Err(error) = journal.park(ttl).await {
+                    tracing::warn!(target: "codemode", %error, "journal park failed");
+                    let message = error.to_string();
+                    self.store.cancel(&run_id, &self.scope());
+                    return match journal_failure(error) {
+                        StoreError::TooManySuspendedRuns => outcome::store_failed(
+                            StoreError::TooManySuspendedRuns,
+                            output,
+                            telemetry,
+                        ),
+                        _ => CodeModeResult::Failed {
+                            error: message,
+                            code: Some(ErrorCode::InternalError),
+                            reason: None,
+                            output,
+                            telemetry,
+                        },
+                    };
+                }
+                outcome::waiting(run_id, reason, pending, output, restart_safe, telemetry)
+            }
+            other => {
+                drop(run);
+                drop(parked);
+                journal.finish().await;
+                outcome::finished(other, restart_safe, telemetry)
+            }
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! Durable journals of code-mode runs, so that a run survives the loss of its live VM (a
+//! restart, a deploy, another replica) without repeating a side effect.
+//!
+//! A journal holds a run's row (program, scope, expiry), a [`Receipt`] per nested call keyed by
+//! its identity in program order ([`ReceiptKey`]: bridge method and ordinal), the order in which
+//! answers, timers and resumed yields reached the guest ([`Event`]), and the nondeterministic
+//! values the guest read ([`Reading`]). One trait, [`JournalStore`], with three implementations:
+//! [`MemoryJournal`] (this process only), and [`SqlJournal`] over a SQLite file or a Postgres
+//! database shared by several hosts ([`open`] picks one from a `--state` address). The schema
+//! lives in `migrations/` and is applied on open.
+//!
+//! A journal stores tool inputs' hashes and tool RESULTS: the state store holds tool data and
+//! must be protected like it. Passwords in Postgres addresses are redacted from every error and
+//! `Debug` output ([`redact_address`]).
+//!
+//! This crate knows nothing about QuickJS, catalogs or MCP: it stores what `codemode-core`
+//! hands it. It needs a tokio runtime (sqlx's). No feature flags.
+#![forbid(unsafe_code)]
+
+mod error;
+mod memory;
+mod record;
+mod sql;
+mod store;
+
+pub use error::{JournalError, redact_address};
+pub use memory::MemoryJournal;
+pub use record::{
+    Batch, Claim, Event, Journal, Reading, Receipt, ReceiptKey, ReceiptState, RunRecord, Scope,
+    input_hash,
+};
+pub use sql::SqlJournal;
+pub use store::{JournalStore, MAX_JOURNALED_RUNS, open};

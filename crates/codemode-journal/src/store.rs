@@ -1,0 +1,105 @@
+//! The one store trait and how a `--state` address picks an implementation.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::{Batch, Claim, Journal, JournalError, MemoryJournal, RunRecord, SqlJournal};
+
+/// At most this many journals live in one store at once (the same cap as parked runs; expired
+/// journals do not count).
+pub const MAX_JOURNALED_RUNS: usize = 64;
+
+/// Where journals live. Every method is one transaction; a run's writes are fenced by the
+/// epoch of its holder, so a process whose run was taken over by another cannot write to it.
+///
+/// Times are Unix milliseconds given by the caller, so every host of a shared store compares
+/// its own clock with the rows: hosts sharing a store should keep their clocks in sync.
+#[async_trait]
+pub trait JournalStore: Send + Sync + std::fmt::Debug + 'static {
+    /// Writes a new run's row, held by `host` until `held_until_ms` under epoch 1.
+    ///
+    /// # Errors
+    /// [`JournalError::TooManyRuns`] when [`MAX_JOURNALED_RUNS`] unexpired journals exist.
+    async fn create(
+        &self,
+        record: &RunRecord,
+        host: &str,
+        now_ms: i64,
+        held_until_ms: i64,
+    ) -> Result<(), JournalError>;
+
+    /// Appends `batch` to the run's journal, in one transaction.
+    ///
+    /// # Errors
+    /// [`JournalError::Fenced`] when the run's epoch is not `epoch` (another process took it
+    /// over) or the run is gone.
+    async fn append(&self, run_id: &str, epoch: u64, batch: &Batch) -> Result<(), JournalError>;
+
+    /// The whole journal of an unexpired run.
+    async fn load(&self, run_id: &str, now_ms: i64) -> Result<Option<Journal>, JournalError>;
+
+    /// Takes the run for a `wait` by `host` until `held_until_ms`: refused while another
+    /// holder's hold lasts. Taking it from another host bumps the epoch.
+    async fn claim(
+        &self,
+        run_id: &str,
+        host: &str,
+        now_ms: i64,
+        held_until_ms: i64,
+    ) -> Result<Claim, JournalError>;
+
+    /// Gives the run back after a leg (it stays `live_on` the holder) and sets its new expiry.
+    async fn release(
+        &self,
+        run_id: &str,
+        epoch: u64,
+        expires_at_ms: i64,
+    ) -> Result<(), JournalError>;
+
+    /// Deletes a run's journal if its epoch is still `epoch` (`None`: whatever the epoch).
+    async fn delete(&self, run_id: &str, epoch: Option<u64>) -> Result<(), JournalError>;
+
+    /// Deletes every journal whose session id or session key is `session`; returns how many.
+    async fn delete_session(&self, session: &str) -> Result<u64, JournalError>;
+
+    /// Deletes every journal of an agent run; returns how many.
+    async fn delete_agent_run(&self, agent_run_id: &str) -> Result<u64, JournalError>;
+
+    /// Deletes every expired journal; returns how many.
+    async fn delete_expired(&self, now_ms: i64) -> Result<u64, JournalError>;
+
+    /// Unexpired journals in the store.
+    async fn count(&self, now_ms: i64) -> Result<u64, JournalError>;
+}
+
+/// Opens the store a `--state` address names:
+///
+/// - `memory`: [`MemoryJournal`], in this process only (what `wait` finds after a restart: nothing);
+/// - `sqlite:PATH` (or `sqlite://PATH`): a local file, created when missing, in WAL mode;
+/// - `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` (or `postgresql://`): shared by several hosts.
+///
+/// Migrations (`migrations/` of this crate) run on open. Errors never show a password.
+///
+/// # Errors
+/// [`JournalError::Address`] for an address of another kind, [`JournalError::Store`] when the
+/// store cannot be opened.
+pub async fn open(address: &str) -> Result<Arc<dyn JournalStore>, JournalError> {
+    let address = address.trim();
+    if address == "memory" {
+        return Ok(Arc::new(MemoryJournal::new()));
+    }
+    if let Some(path) = address
+        .strip_prefix("sqlite://")
+        .or_else(|| address.strip_prefix("sqlite:"))
+    {
+        if path.is_empty() {
+            return Err(JournalError::Address(address.to_owned()));
+        }
+        return Ok(Arc::new(SqlJournal::open_sqlite(path).await?));
+    }
+    if address.starts_with("postgres://") || address.starts_with("postgresql://") {
+        return Ok(Arc::new(SqlJournal::open_postgres(address).await?));
+    }
+    Err(JournalError::Address(crate::redact_address(address)))
+}
