@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codemode_sandbox::{
-    BridgeHost, BridgeRequest, Callable, GuestSetup, Isolation, Limits, Run, RunScope,
-    SnapshotStore, Step, WorkerCommand, WorkerPool, WorkerPoolConfig, async_trait,
+    BridgeHost, BridgeRequest, Callable, GuestSetup, Isolation, Limits, PreparedSetup, Run,
+    RunScope, SnapshotStore, Step, VmPool, WorkerCommand, WorkerPool, WorkerPoolConfig,
+    async_trait,
 };
 use serde_json::Value;
 
@@ -64,6 +65,29 @@ async fn complete(program: &str) -> Value {
 fn fresh_vm_trivial_program(bencher: divan::Bencher<'_, '_>) {
     let rt = runtime();
     bencher.bench_local(|| rt.block_on(complete("return 1 + 1")));
+}
+
+/// The same program in a VM built ahead of time (`VmPool`, `Run::start_pooled`): before each
+/// timed run, outside the timing, the pool is let refill, as between a host's spaced requests.
+#[divan::bench(sample_count = 50)]
+fn pooled_vm_trivial_program(bencher: divan::Bencher<'_, '_>) {
+    let rt = runtime();
+    let limits = Limits::default().with_max_pending_calls(128);
+    let pool = VmPool::new(limits, 2);
+    let prepared = PreparedSetup::new(setup());
+    bencher
+        .with_inputs(|| rt.block_on(pool.fill_now()))
+        .bench_local_values(|()| {
+            rt.block_on(async {
+                let mut run =
+                    Run::start_pooled("return 1 + 1", prepared.clone(), &pool, Arc::new(Echo))
+                        .unwrap();
+                match run.drive(deadline()).await {
+                    Step::Completed { value, .. } => value,
+                    other => panic!("unexpected {other:?}"),
+                }
+            })
+        });
 }
 
 /// Divide by 1,000 for the per-call cost.

@@ -45,6 +45,10 @@ const TIMEOUT: &str = "code mode timeout exceeded";
 /// checks it inside guest code as well).
 const JOBS_PER_DEADLINE_CHECK: u32 = 256;
 
+/// Heap size at which a VM's first garbage collection runs (QuickJS then sets the next threshold
+/// from what survived).
+const GC_THRESHOLD_BYTES: usize = 2 * 1024 * 1024;
+
 /// A host call's future, polled once in place and otherwise spawned by the caller's runtime.
 pub(crate) type HostFuture = Pin<Box<dyn Future<Output = Result<Value, String>> + Send>>;
 
@@ -285,6 +289,11 @@ impl PreparedVm {
                 .stack_bytes
                 .min(crate::vm_threads::MAX_GUEST_STACK_BYTES),
         );
+        // QuickJS's first collection comes at 256 KiB of heap, which the bootstrap alone passes:
+        // every VM would walk its whole heap once before any guest code. The first collection
+        // waits for `GC_THRESHOLD_BYTES` (or a quarter of the memory limit) instead; the limit
+        // itself is the allocator's, untouched by this.
+        runtime.set_gc_threshold(GC_THRESHOLD_BYTES.min(limits.memory_bytes / 4));
         let interrupt_flags = Arc::clone(&flags);
         runtime.set_interrupt_handler(Some(Box::new(move || interrupt_flags.interrupt())));
         let context = Context::full(&runtime).map_err(unavailable)?;
