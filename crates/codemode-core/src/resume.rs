@@ -21,35 +21,11 @@ fn with_output_before(earlier: Vec<crate::OutputItem>, step: Step) -> Step {
     if earlier.is_empty() {
         return step;
     }
-    let prepend = |output: Vec<crate::OutputItem>| {
+    step.map_output(|output| {
         let mut all = earlier;
         all.extend(output);
         all
-    };
-    match step {
-        Step::Completed {
-            value,
-            output,
-            truncated,
-        } => Step::Completed {
-            value,
-            output: prepend(output),
-            truncated,
-        },
-        Step::Suspended {
-            reason,
-            pending,
-            output,
-        } => Step::Suspended {
-            reason,
-            pending,
-            output: prepend(output),
-        },
-        Step::Failed { error, output } => Step::Failed {
-            error,
-            output: prepend(output),
-        },
-    }
+    })
 }
 
 /// A leg's step as the client must see it: a run the journal aborted fails, output a replay made
@@ -71,30 +47,7 @@ pub(crate) fn journaled_step(journal: &RunJournal, step: Step) -> Step {
             ..
         }
     ));
-    match step {
-        Step::Completed {
-            value,
-            output,
-            truncated,
-        } => Step::Completed {
-            value,
-            output: journal.deliverable(output),
-            truncated,
-        },
-        Step::Suspended {
-            reason,
-            pending,
-            output,
-        } => Step::Suspended {
-            reason,
-            pending,
-            output: journal.deliverable(output),
-        },
-        Step::Failed { error, output } => Step::Failed {
-            error,
-            output: journal.deliverable(output),
-        },
-    }
+    step.map_output(|output| journal.deliverable(output))
 }
 
 fn journal_failure(error: JournalError) -> StoreError {

@@ -94,6 +94,38 @@ enum Phase {
     Dead,
 }
 
+impl Step {
+    /// The same step with its output replaced by `f(output)` (a host that must not deliver some
+    /// of it twice, or adds earlier output in front).
+    #[must_use]
+    pub fn map_output(self, f: impl FnOnce(Vec<OutputItem>) -> Vec<OutputItem>) -> Step {
+        match self {
+            Step::Completed {
+                value,
+                output,
+                truncated,
+            } => Step::Completed {
+                value,
+                output: f(output),
+                truncated,
+            },
+            Step::Suspended {
+                reason,
+                pending,
+                output,
+            } => Step::Suspended {
+                reason,
+                pending,
+                output: f(output),
+            },
+            Step::Failed { error, output } => Step::Failed {
+                error,
+                output: f(output),
+            },
+        }
+    }
+}
+
 /// A running program. `Send`: it can be parked and driven again on another task or thread.
 ///
 /// One fresh VM per run; dropping the run releases the VM and aborts its host work.
