@@ -146,6 +146,10 @@ fn ci(root: &Path) -> Result<()> {
         "-D",
         "warnings",
     ]))?;
+    // Every public item documented, and no broken or private intra-doc link.
+    run(cargo()
+        .args(["doc", "--no-deps", "--workspace"])
+        .env("RUSTDOCFLAGS", "-D warnings"))?;
     let mut totals = TestTotals::default();
     for package in packages(root)? {
         totals.add(run_tests(&package)?);

@@ -40,7 +40,8 @@ impl ReadingKind {
     }
 }
 
-/// Records or replays the nondeterministic inputs of one run ([`GuestSetup::tape`](crate::GuestSetup::tape)).
+/// Records or replays the nondeterministic inputs of one run; the run's host gives it
+/// ([`BridgeHost::tape`](crate::BridgeHost::tape)).
 ///
 /// Called on the VM thread, while the VM is locked: every method must answer at once, without
 /// blocking or calling back into the run. Without a tape, a run reads the clock and the random

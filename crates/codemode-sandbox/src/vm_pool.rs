@@ -51,7 +51,7 @@ impl std::fmt::Debug for VmPool {
 
 impl VmPool {
     /// A pool of at most `capacity` VMs (clamped to [`MAX_POOLED_VMS`]) built under `limits`.
-    /// It starts empty; [`VmPool::fill`] or the first [`VmPool::take`] starts building.
+    /// It starts empty; [`VmPool::fill`] or the first run that takes a VM starts building.
     pub fn new(limits: Limits, capacity: usize) -> Self {
         Self {
             inner: Arc::new(Inner {
