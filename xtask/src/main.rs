@@ -12,7 +12,7 @@
 //!   URL to every test process as `CODEMODE_TEST_POSTGRES_URL` (a URL already in the environment
 //!   is used instead); it is stopped and deleted at the end, also when a test fails. Under
 //!   `CI=true` a missing Postgres is an error; elsewhere the Postgres tests skip with a warning.
-//! - `cargo xtask test [PACKAGE...] [-- ARGS]`: `cargo test -p PACKAGE [-- ARGS]` for each
+//! - `cargo xtask test [PACKAGE...] [-- ARGS]`: `cargo test -p PACKAGE [ARGS]` for each
 //!   package (all when none is named) with that Postgres.
 //! - `cargo xtask e2e`: the 16-step end-to-end plan of SPEC §13, step by step, then the six
 //!   `codemode serve` steps with the official TypeScript SDK client over stdio and HTTP.
@@ -196,7 +196,7 @@ fn test(root: &Path, args: &[String]) -> Result<()> {
     let (postgres_url, _postgres) = test_postgres(root, true)?;
     let split = args.iter().position(|arg| arg == "--");
     let (named, passed) = match split {
-        Some(at) => (&args[..at], &args[at..]),
+        Some(at) => (&args[..at], &args[at + 1..]),
         None => (args, &[][..]),
     };
     let packages = if named.is_empty() {
@@ -332,10 +332,11 @@ fn run_tests(package: &str, postgres_url: Option<&str>, extra: &[String]) -> Res
         .args(["test", "-p", package])
         .args(extra)
         .stdout(Stdio::piped());
+    // Shown before the URL is set: the log never carries its password.
+    eprintln!("$ {command:?}");
     if let Some(url) = postgres_url {
         command.env(POSTGRES_URL_VAR, url);
     }
-    eprintln!("$ {command:?}");
     let mut child = command
         .spawn()
         .with_context(|| format!("starting the {package} tests"))?;
