@@ -16,8 +16,9 @@
 //!   package (all when none is named) with that Postgres.
 //! - `cargo xtask e2e`: the 16-step end-to-end plan of SPEC §13, step by step, then the six
 //!   `codemode serve` steps with the official TypeScript SDK client over stdio and HTTP.
-//! - `cargo xtask bench`: every divan benchmark, collated into one table (the journal's
-//!   Postgres rows against a throwaway Postgres as above, when one can be started).
+//! - `cargo xtask bench [PACKAGE] [-- FILTER...]`: every divan benchmark (or one package's,
+//!   with divan's name filters), collated into one table; the journal rows run against a
+//!   throwaway Postgres as above too, when one can be started.
 //! - `cargo xtask fuzz [SECONDS]`: the fuzz target at the security boundary (`fuzz/`), for
 //!   SECONDS (default 60) with cargo-fuzz; `ci` runs it for 60 s when cargo-fuzz is installed and
 //!   says why it skips it otherwise.
@@ -62,7 +63,7 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("ci") => ci(&root),
         Some("e2e") => e2e(&root),
-        Some("bench") => bench(&root),
+        Some("bench") => bench(&root, args.get(1..).unwrap_or_default()),
         Some("npm") => ensure_npm_servers(&root),
         Some("test") => test(&root, args.get(1..).unwrap_or_default()),
         Some("fuzz") => {
@@ -481,19 +482,34 @@ struct Row {
     mean: String,
 }
 
-fn bench(root: &Path) -> Result<()> {
+/// `cargo xtask bench [PACKAGE] [-- FILTER...]`: every benchmark, or one package's with divan's
+/// name filters (then without the host-memory rows).
+fn bench(root: &Path, args: &[String]) -> Result<()> {
+    let split = args.iter().position(|arg| arg == "--");
+    let (named, filters) = match split {
+        Some(at) => (&args[..at], &args[at + 1..]),
+        None => (args, &[][..]),
+    };
+    let only = named.first();
     // The journal benchmarks measure Postgres on loopback too when there is one.
     let (postgres_url, _postgres) = test_postgres(root, false)?;
     let mut rows = Vec::new();
     let mut printed = Vec::new();
     for (package, target) in BENCHES {
-        eprintln!("$ cargo bench -p {package} --bench {target}");
+        if only.is_some_and(|only| only != package) {
+            continue;
+        }
+        eprintln!(
+            "$ cargo bench -p {package} --bench {target} -- {}",
+            filters.join(" ")
+        );
         let mut command = cargo();
         if let Some(url) = &postgres_url {
             command.env(POSTGRES_URL_VAR, url);
         }
         let output = command
-            .args(["bench", "-p", package, "--bench", target])
+            .args(["bench", "-p", package, "--bench", target, "--"])
+            .args(filters)
             .stderr(Stdio::inherit())
             .output()
             .with_context(|| format!("running the {package} benchmarks"))?;
@@ -506,6 +522,9 @@ fn bench(root: &Path) -> Result<()> {
     }
     // Peak host bytes of the hostile cells of the host-memory test (a counting allocator cannot
     // live in a timed benchmark binary).
+    if only.is_some() {
+        return print_bench_table(rows, printed);
+    }
     eprintln!("$ cargo test --release -p codemode-core --test host_memory -- --nocapture");
     let output = cargo()
         .args([
@@ -533,6 +552,10 @@ fn bench(root: &Path) -> Result<()> {
             );
         }
     }
+    print_bench_table(rows, printed)
+}
+
+fn print_bench_table(rows: Vec<Row>, printed: Vec<String>) -> Result<()> {
     let width = rows
         .iter()
         .map(|r| r.package.len() + r.name.len() + 2)
