@@ -46,6 +46,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("codemode-ts", "ts"),
     ("codemode-sandbox", "sandbox"),
     ("codemode-mcp-decls", "decls"),
+    ("codemode-journal", "journal"),
     ("codemode-core", "core"),
     ("codemode-mcp-server", "serve_load"),
 ];

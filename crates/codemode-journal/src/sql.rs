@@ -63,7 +63,9 @@ impl SqlJournal {
         let address = format!("sqlite:{path}");
         let url = format!("sqlite://{path}?mode=rwc");
         let busy = SQLITE_BUSY_TIMEOUT.as_millis();
-        let pool = Self::connect(&address, &url, None, 1, move |conn| {
+        // One local connection that nothing else closes: no ping before each use (a ping is one
+        // more hop to sqlx's SQLite worker thread, about a fifth of an append's cost).
+        let pool = Self::connect(&address, &url, None, 1, false, move |conn| {
             Box::pin(async move {
                 conn.execute(
                     format!(
@@ -93,6 +95,7 @@ impl SqlJournal {
             url,
             secret.as_deref(),
             POSTGRES_CONNECTIONS,
+            true,
             |_| Box::pin(async { Ok(()) }),
         )
         .await?;
@@ -104,6 +107,7 @@ impl SqlJournal {
         url: &str,
         secret: Option<&str>,
         connections: u32,
+        ping_before_use: bool,
         after_connect: F,
     ) -> Result<AnyPool, JournalError>
     where
@@ -122,6 +126,7 @@ impl SqlJournal {
         let options = AnyConnectOptions::from_str(url).map_err(failed)?;
         AnyPoolOptions::new()
             .max_connections(connections)
+            .test_before_acquire(ping_before_use)
             .acquire_timeout(Duration::from_secs(10))
             .after_connect(move |conn, _meta| after_connect(conn))
             .connect_with(options)
