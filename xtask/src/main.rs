@@ -13,7 +13,7 @@
 //!   is used instead); it is stopped and deleted at the end, also when a test fails. Under
 //!   `CI=true` a missing Postgres is an error; elsewhere the Postgres tests skip with a warning.
 //! - `cargo xtask test [PACKAGE...] [-- ARGS]`: `cargo test -p PACKAGE [ARGS]` for each
-//!   package (all when none is named) with that Postgres.
+//!   package (all when none is named) with that Postgres and the npm MCP servers.
 //! - `cargo xtask e2e`: the 16-step end-to-end plan of SPEC §13, step by step, then the six
 //!   `codemode serve` steps with the official TypeScript SDK client over stdio and HTTP.
 //! - `cargo xtask bench [PACKAGE] [-- FILTER...]`: every divan benchmark (or one package's,
@@ -195,6 +195,7 @@ fn redacted(url: &str) -> String {
 /// `cargo test -p PACKAGE [-- ARGS]` for each package named (all when none is), with a
 /// Postgres.
 fn test(root: &Path, args: &[String]) -> Result<()> {
+    ensure_npm_servers(root)?;
     let (postgres_url, _postgres) = test_postgres(root, true)?;
     let split = args.iter().position(|arg| arg == "--");
     let (named, passed) = match split {
