@@ -9,6 +9,7 @@ mod hostile;
 mod lifetime;
 mod receipts;
 mod redaction;
+mod sessions;
 
 use std::sync::Arc;
 
