@@ -171,7 +171,9 @@ fn two_hosts_share_one_postgres() {
     assert_eq!(gone["status"], "failed", "{gone:#}");
     first.kill();
     second.kill();
-    // And a kill across hosts on Postgres.
-    exec_kill_wait(&url, &url, &dir);
+    // And a kill across hosts on Postgres, with a side file of its own.
+    let kill_dir = dir.join("kill");
+    std::fs::create_dir_all(&kill_dir).expect("temp dir");
+    exec_kill_wait(&url, &url, &kill_dir);
     let _ = std::fs::remove_dir_all(dir);
 }

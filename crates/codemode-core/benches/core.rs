@@ -242,3 +242,138 @@ fn results_save_and_load_1_mib(bencher: divan::Bencher<'_, '_>) {
     let input = json!({ "code": "const v = { rows: 'x'.repeat(1 << 20) }; await results.save('big', v); return (await results.load('big')).rows.length" });
     bencher.bench_local(|| rt.block_on(session.exec("bench", &input)));
 }
+
+/// The journal stores of the durable-run rows: none (the baseline), memory, a SQLite file (WAL)
+/// and Postgres on loopback when `CODEMODE_TEST_POSTGRES_URL` names one (`cargo xtask bench`
+/// starts one).
+fn journal_stores() -> Vec<&'static str> {
+    let mut stores = vec!["none", "memory", "sqlite"];
+    if std::env::var_os("CODEMODE_TEST_POSTGRES_URL").is_some() {
+        stores.push("postgres");
+    }
+    stores
+}
+
+/// A store of kind `kind` (empty), and the folder to delete after.
+fn journal_store(
+    rt: &tokio::runtime::Runtime,
+    kind: &str,
+) -> (
+    Option<Arc<dyn codemode_journal::JournalStore>>,
+    Option<std::path::PathBuf>,
+) {
+    let (address, folder) = match kind {
+        "none" => return (None, None),
+        "memory" => ("memory".to_owned(), None),
+        "sqlite" => {
+            let folder = std::env::temp_dir().join(format!(
+                "codemode-bench-journal-{}-{}",
+                std::process::id(),
+                codemode_sandbox::RunId::new()
+            ));
+            std::fs::create_dir_all(&folder).expect("a temp folder");
+            let address = format!("sqlite:{}", folder.join("state.db").display());
+            (address, Some(folder))
+        }
+        _ => (
+            std::env::var("CODEMODE_TEST_POSTGRES_URL").expect("a Postgres URL"),
+            None,
+        ),
+    };
+    let store = rt
+        .block_on(codemode_journal::open(&address))
+        .expect("the journal store opens");
+    (Some(store), folder)
+}
+
+/// A side-effecting tool (its calls are journaled `started` before they run, settled after).
+fn writing_tool() -> ToolDescriptor {
+    ToolDescriptor {
+        read_only: false,
+        ..tool(0)
+    }
+}
+
+fn durable_session(
+    store: Option<Arc<dyn codemode_journal::JournalStore>>,
+) -> (CodeMode, CodeModeSession) {
+    let config = CodeModeConfig::enabled()
+        .timeout(std::time::Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let mut builder = CodeMode::builder(config, Arc::new(Instant));
+    if let Some(store) = store {
+        builder = builder.journal(store);
+    }
+    let code_mode = builder.build();
+    let run = codemode_core::AgentRunContext {
+        agent_run_id: Some("bench-agent-run".into()),
+        session_id: Some("bench-session".into()),
+        ..codemode_core::AgentRunContext::default()
+    };
+    let request = ActivationRequest::new(vec![writing_tool()]).with_agent_run(run);
+    let Ok(Activation::Active(session)) = code_mode.activate(request) else {
+        panic!("code mode did not activate")
+    };
+    (code_mode, session)
+}
+
+/// 100 sequential side-effecting nested calls in one `exec`, without a journal and with each
+/// store: the difference from `none`, divided by 100, is the journal's cost per call (a
+/// `started` receipt committed before the call, its settled receipt after, group-committed per
+/// settle round).
+#[divan::bench(sample_count = 10, args = journal_stores())]
+fn exec_100_side_effecting_calls_journaled_in(bencher: divan::Bencher<'_, '_>, store: &str) {
+    let rt = runtime();
+    let (store, folder) = journal_store(&rt, store);
+    let (code_mode, session) = durable_session(store);
+    let input = json!({ "code": "let s = 0; for (let i = 0; i < 100; i++) { s += (await tools.tool_0({ x: i })).x } return s" });
+    bencher
+        .counter(divan::counter::ItemsCount::new(100usize))
+        .bench_local(|| {
+            let result = rt.block_on(session.exec("bench", &input)).to_json();
+            assert_eq!(result["value"], 4950, "{result}");
+        });
+    code_mode.shutdown();
+    if let Some(folder) = folder {
+        let _ = std::fs::remove_dir_all(folder);
+    }
+}
+
+/// A `wait` on a fresh host replaying the journal of a 1,000-call run that parked in a
+/// `yield_control()` on another host (the run's VM lost): the 1,000 answers come from the
+/// journal. The replayed run reaches the yield again, where today's core ends the `wait` as
+/// `waiting` (reason `yield`) instead of resuming it; either way the replay is what is timed.
+#[divan::bench(sample_count = 10, args = journal_stores().into_iter().filter(|s| *s != "none").collect::<Vec<_>>())]
+fn replay_1000_calls_from(bencher: divan::Bencher<'_, '_>, store: &str) {
+    let rt = runtime();
+    let (store, folder) = journal_store(&rt, store);
+    let store = store.expect("a journal store");
+    let input = json!({ "code": "let s = 0; for (let i = 0; i < 1000; i++) { s += (await tools.tool_0({ x: i })).x } await yield_control(); return s" });
+    bencher
+        .with_inputs(|| {
+            // Journals left by earlier iterations go: at most 64 may live.
+            rt.block_on(store.delete_agent_run("bench-agent-run"))
+                .expect("the journals are deleted");
+            // The first host runs the calls and parks, then is lost.
+            let (first, session) = durable_session(Some(Arc::clone(&store)));
+            let waiting = rt.block_on(session.exec("bench", &input)).to_json();
+            assert_eq!(waiting["status"], "waiting", "{waiting}");
+            first.shutdown();
+            drop(session);
+            let run_id = waiting["runId"].as_str().expect("a run id").to_owned();
+            (durable_session(Some(Arc::clone(&store))), run_id)
+        })
+        .bench_local_values(|((second, session), run_id)| {
+            let done = rt
+                .block_on(session.wait(&json!({ "runId": run_id })))
+                .to_json();
+            let replayed = (done["status"] == "completed" && done["value"] == 499_500)
+                || (done["status"] == "waiting" && done["reason"] == "yield");
+            assert!(replayed, "{done}");
+            (second, session)
+        });
+    if let Some(folder) = folder {
+        let _ = std::fs::remove_dir_all(folder);
+    }
+}

@@ -28,6 +28,8 @@ struct Run {
 #[derive(Default)]
 pub struct MemoryJournal {
     runs: Mutex<HashMap<String, Run>>,
+    /// Transport sessions: their state and expiry.
+    transport_sessions: Mutex<HashMap<String, (String, i64)>>,
 }
 
 impl std::fmt::Debug for MemoryJournal {
@@ -214,5 +216,43 @@ impl JournalStore for MemoryJournal {
             .values()
             .filter(|run| run.record.expires_at_ms > now_ms)
             .count() as u64)
+    }
+
+    async fn save_transport_session(
+        &self,
+        session_id: &str,
+        state: &str,
+        now_ms: i64,
+        expires_at_ms: i64,
+    ) -> Result<(), JournalError> {
+        let mut sessions = self
+            .transport_sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        sessions.retain(|_, (_, expires)| *expires > now_ms);
+        sessions.insert(session_id.to_owned(), (state.to_owned(), expires_at_ms));
+        Ok(())
+    }
+
+    async fn load_transport_session(
+        &self,
+        session_id: &str,
+        now_ms: i64,
+    ) -> Result<Option<String>, JournalError> {
+        Ok(self
+            .transport_sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(session_id)
+            .filter(|(_, expires)| *expires > now_ms)
+            .map(|(state, _)| state.clone()))
+    }
+
+    async fn delete_transport_session(&self, session_id: &str) -> Result<(), JournalError> {
+        self.transport_sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(session_id);
+        Ok(())
     }
 }

@@ -15,7 +15,10 @@ use crate::{
 };
 
 /// The schema, applied in order on open; `codemode_schema` remembers how far.
-const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_journal.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/0001_journal.sql"),
+    include_str!("../migrations/0002_transport_sessions.sql"),
+];
 
 /// Connections of a Postgres pool (SQLite uses one: it has one writer anyway).
 const POSTGRES_CONNECTIONS: u32 = 8;
@@ -63,7 +66,9 @@ impl SqlJournal {
         let address = format!("sqlite:{path}");
         let url = format!("sqlite://{path}?mode=rwc");
         let busy = SQLITE_BUSY_TIMEOUT.as_millis();
-        let pool = Self::connect(&address, &url, None, 1, move |conn| {
+        // One local connection that nothing else closes: no ping before each use (a ping is one
+        // more hop to sqlx's SQLite worker thread, about a fifth of an append's cost).
+        let pool = Self::connect(&address, &url, None, 1, false, move |conn| {
             Box::pin(async move {
                 conn.execute(
                     format!(
@@ -93,6 +98,7 @@ impl SqlJournal {
             url,
             secret.as_deref(),
             POSTGRES_CONNECTIONS,
+            true,
             |_| Box::pin(async { Ok(()) }),
         )
         .await?;
@@ -104,6 +110,7 @@ impl SqlJournal {
         url: &str,
         secret: Option<&str>,
         connections: u32,
+        ping_before_use: bool,
         after_connect: F,
     ) -> Result<AnyPool, JournalError>
     where
@@ -122,6 +129,7 @@ impl SqlJournal {
         let options = AnyConnectOptions::from_str(url).map_err(failed)?;
         AnyPoolOptions::new()
             .max_connections(connections)
+            .test_before_acquire(ping_before_use)
             .acquire_timeout(Duration::from_secs(10))
             .after_connect(move |conn, _meta| after_connect(conn))
             .connect_with(options)
@@ -590,5 +598,60 @@ impl JournalStore for SqlJournal {
             .and_then(|row| row.try_get(0))
             .map_err(|e| self.failed(e))?;
         Ok(as_u64(count))
+    }
+
+    async fn save_transport_session(
+        &self,
+        session_id: &str,
+        state: &str,
+        now_ms: i64,
+        expires_at_ms: i64,
+    ) -> Result<(), JournalError> {
+        let mut tx = self.pool.begin().await.map_err(|e| self.failed(e))?;
+        sqlx::query("DELETE FROM codemode_transport_sessions WHERE expires_at_ms <= $1")
+            .bind(now_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.failed(e))?;
+        sqlx::query(
+            "INSERT INTO codemode_transport_sessions (session_id, state, expires_at_ms) \
+             VALUES ($1, $2, $3) ON CONFLICT (session_id) DO UPDATE SET \
+             state = excluded.state, expires_at_ms = excluded.expires_at_ms",
+        )
+        .bind(session_id.to_owned())
+        .bind(state.to_owned())
+        .bind(expires_at_ms)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| self.failed(e))?;
+        tx.commit().await.map_err(|e| self.failed(e))
+    }
+
+    async fn load_transport_session(
+        &self,
+        session_id: &str,
+        now_ms: i64,
+    ) -> Result<Option<String>, JournalError> {
+        sqlx::query(
+            "SELECT state FROM codemode_transport_sessions \
+             WHERE session_id = $1 AND expires_at_ms > $2",
+        )
+        .bind(session_id.to_owned())
+        .bind(now_ms)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| self.failed(e))?
+        .map(|row| row.try_get::<String, _>(0))
+        .transpose()
+        .map_err(|_| JournalError::Corrupt(session_id.to_owned()))
+    }
+
+    async fn delete_transport_session(&self, session_id: &str) -> Result<(), JournalError> {
+        sqlx::query("DELETE FROM codemode_transport_sessions WHERE session_id = $1")
+            .bind(session_id.to_owned())
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.failed(e))?;
+        Ok(())
     }
 }

@@ -71,6 +71,28 @@ pub trait JournalStore: Send + Sync + std::fmt::Debug + 'static {
 
     /// Unexpired journals in the store.
     async fn count(&self, now_ms: i64) -> Result<u64, JournalError>;
+
+    /// Keeps the opaque `state` of a transport session (for an HTTP server: what re-creating
+    /// the client's session after a restart needs) until `expires_at_ms`, replacing any earlier
+    /// state of the same id; sessions expired at `now_ms` are deleted on the way. Sessions do
+    /// not count against [`MAX_JOURNALED_RUNS`].
+    async fn save_transport_session(
+        &self,
+        session_id: &str,
+        state: &str,
+        now_ms: i64,
+        expires_at_ms: i64,
+    ) -> Result<(), JournalError>;
+
+    /// The state of an unexpired transport session.
+    async fn load_transport_session(
+        &self,
+        session_id: &str,
+        now_ms: i64,
+    ) -> Result<Option<String>, JournalError>;
+
+    /// Forgets a transport session (its runs' journals are not touched).
+    async fn delete_transport_session(&self, session_id: &str) -> Result<(), JournalError>;
 }
 
 /// Opens the store a `--state` address names:

@@ -30,6 +30,10 @@ pub(crate) struct SessionHandler {
     activation: OnceLock<Result<CodeModeSession, String>>,
     /// The HTTP transport's session id, once a request carried it.
     http_session: OnceLock<String>,
+    /// The scope of this session's runs (session id, session key and agent-run id), fixed at
+    /// its first tool request: `mcp_<Mcp-Session-Id>` when sessions are restorable (a restored
+    /// session finds its runs again), else [`SessionHandler::id`].
+    scope: OnceLock<String>,
     /// The runIds of this session's suspended runs, oldest first.
     parked: Mutex<VecDeque<String>>,
     _permit: OwnedSemaphorePermit,
@@ -51,6 +55,7 @@ impl SessionHandler {
             id,
             activation: OnceLock::new(),
             http_session: OnceLock::new(),
+            scope: OnceLock::new(),
             parked: Mutex::default(),
             _permit: permit,
         })
@@ -74,18 +79,34 @@ impl SessionHandler {
         if self.http_session.set(id.to_owned()).is_ok()
             && let Ok(mut sessions) = self.shared.http_sessions.lock()
         {
-            sessions.insert(id.to_owned(), self.id.clone());
+            sessions.insert(id.to_owned(), self.scope().to_owned());
         }
+    }
+
+    /// The scope of this session's runs (see [`SessionHandler::scope`]'s field).
+    fn scope(&self) -> &str {
+        self.scope.get_or_init(|| {
+            let restorable = self.shared.session_key.is_none()
+                && self
+                    .shared
+                    .restorable
+                    .load(std::sync::atomic::Ordering::Relaxed);
+            match self.http_session.get() {
+                Some(http) if restorable => format!("mcp_{http}"),
+                _ => self.id.clone(),
+            }
+        })
     }
 
     fn session(&self) -> Result<&CodeModeSession, ErrorData> {
         self.activation
             .get_or_init(|| {
+                let scope = self.scope().to_owned();
                 let run = AgentRunContext {
                     agent_id: Some(self.shared.name.clone()),
-                    agent_run_id: Some(self.id.clone()),
-                    session_id: Some(self.id.clone()),
-                    session_key: Some(self.id.clone()),
+                    agent_run_id: Some(scope.clone()),
+                    session_id: Some(scope.clone()),
+                    session_key: Some(scope),
                     ..AgentRunContext::default()
                 };
                 let request = self.shared.tools.activation_request(run);
@@ -136,11 +157,13 @@ impl SessionHandler {
 impl Drop for SessionHandler {
     fn drop(&mut self) {
         tracing::debug!(target: "codemode", session = %self.id, "MCP session closed");
-        if self.shared.session_key.is_some() {
-            // A stable identity comes back: keep its journals, drop only the live VMs.
-            self.shared.code_mode.release_session(&self.id);
+        let scope = self.scope().to_owned();
+        if self.shared.session_key.is_some() || scope != self.id {
+            // A stable identity (a session key, a restorable HTTP session) comes back: keep its
+            // journals, drop only the live VMs. A DELETE has already ended a restorable one.
+            self.shared.code_mode.release_session(&scope);
         } else {
-            self.shared.code_mode.end_session(&self.id);
+            self.shared.code_mode.end_session(&scope);
         }
         if let Some(id) = self.http_session.get()
             && let Ok(mut sessions) = self.shared.http_sessions.lock()

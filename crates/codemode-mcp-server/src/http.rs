@@ -9,7 +9,11 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use codemode_journal::JournalStore;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::{
+    SessionState, SessionStore, SessionStoreError,
+};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
@@ -51,7 +55,17 @@ pub struct HttpOptions {
     /// How long an HTTP session may go without a request before it is closed (default
     /// [`DEFAULT_SESSION_IDLE`]).
     pub session_idle: Duration,
+    /// Where sessions are kept so that a client returning with its `Mcp-Session-Id` to a
+    /// restarted server (or another server sharing the store) goes on
+    /// ([`HttpOptions::restorable_sessions`]); `None` (default): sessions live in this process.
+    pub session_store: Option<Arc<dyn JournalStore>>,
+    /// How long a session stays restorable after it was opened (default
+    /// [`DEFAULT_SESSION_RETENTION`]).
+    pub session_retention: Duration,
 }
+
+/// Default for [`HttpOptions::session_retention`]: a day.
+pub const DEFAULT_SESSION_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
 
 impl Default for HttpOptions {
     fn default() -> Self {
@@ -65,6 +79,8 @@ impl Default for HttpOptions {
             auth_token: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             session_idle: DEFAULT_SESSION_IDLE,
+            session_store: None,
+            session_retention: DEFAULT_SESSION_RETENTION,
         }
     }
 }
@@ -104,6 +120,69 @@ impl HttpOptions {
     pub fn session_idle(mut self, idle: Duration) -> Self {
         self.session_idle = idle;
         self
+    }
+
+    /// Keeps every session's `initialize` handshake in `store` (the journal store of the served
+    /// `CodeMode`, so a session lives beside its runs' journals) for `retention`: a client that
+    /// comes back with its `Mcp-Session-Id` to a restarted server, or to another server sharing
+    /// the store, goes on in the same session, and `wait` finds its runs. A session's scope is
+    /// then its `Mcp-Session-Id`, and a session that closes without a DELETE (idle, shutdown)
+    /// keeps its runs' journals until their TTL; a DELETE ends it and its runs for good.
+    #[must_use]
+    pub fn restorable_sessions(
+        mut self,
+        store: Arc<dyn JournalStore>,
+        retention: Duration,
+    ) -> Self {
+        self.session_store = Some(store);
+        self.session_retention = retention;
+        self
+    }
+}
+
+/// rmcp's external session store over a journal store: the handshake of each session as JSON.
+struct JournalSessions {
+    store: Arc<dyn JournalStore>,
+    retention: Duration,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX)
+        })
+}
+
+#[async_trait::async_trait]
+impl SessionStore for JournalSessions {
+    async fn load(&self, session_id: &str) -> Result<Option<SessionState>, SessionStoreError> {
+        let Some(text) = self
+            .store
+            .load_transport_session(session_id, now_ms())
+            .await?
+        else {
+            return Ok(None);
+        };
+        // A row that does not parse is refused, never trusted.
+        serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|error| format!("stored MCP session {session_id} is corrupt: {error}").into())
+    }
+
+    async fn store(&self, session_id: &str, state: &SessionState) -> Result<(), SessionStoreError> {
+        let text = serde_json::to_string(state)?;
+        let now = now_ms();
+        let retention = i64::try_from(self.retention.as_millis()).unwrap_or(i64::MAX);
+        self.store
+            .save_transport_session(session_id, &text, now, now.saturating_add(retention))
+            .await?;
+        Ok(())
+    }
+
+    async fn delete(&self, session_id: &str) -> Result<(), SessionStoreError> {
+        self.store.delete_transport_session(session_id).await?;
+        Ok(())
     }
 }
 
@@ -191,12 +270,21 @@ fn router(
 ) -> axum::Router {
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = Some(options.session_idle);
-    let config = StreamableHttpServerConfig::default()
+    let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(options.allowed_hosts.clone())
         .with_allowed_origins(options.allowed_origins.clone())
         .enforce_origin_validation()
         .with_max_request_body_bytes(options.max_body_bytes)
         .with_cancellation_token(shutdown.child_token());
+    if let Some(store) = &options.session_store {
+        config.session_store = Some(Arc::new(JournalSessions {
+            store: Arc::clone(store),
+            retention: options.session_retention,
+        }));
+        shared
+            .restorable
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     let factory_shared = Arc::clone(shared);
     let service = StreamableHttpService::new(
         move || SessionHandler::open(&factory_shared).map_err(std::io::Error::other),

@@ -28,7 +28,9 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-pub use http::{DEFAULT_MAX_BODY_BYTES, DEFAULT_SESSION_IDLE, HttpOptions, MCP_PATH};
+pub use http::{
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_SESSION_IDLE, DEFAULT_SESSION_RETENTION, HttpOptions, MCP_PATH,
+};
 
 /// Default bound on concurrent client sessions ([`CodeModeServer::max_sessions`]).
 pub const DEFAULT_MAX_SESSIONS: usize = 64;
@@ -127,6 +129,9 @@ pub(crate) struct ServerState {
     pub(crate) http_sessions: std::sync::Mutex<std::collections::HashMap<String, String>>,
     /// A stable session identity for every client session ([`CodeModeServer::session_key`]).
     pub(crate) session_key: Option<String>,
+    /// Set while serving HTTP with restorable sessions ([`HttpOptions::restorable_sessions`]):
+    /// a session's scope is then its `Mcp-Session-Id`, and closing it keeps its journals.
+    pub(crate) restorable: std::sync::atomic::AtomicBool,
 }
 
 impl CodeModeServer {
@@ -159,6 +164,7 @@ impl CodeModeServer {
                 version,
                 http_sessions: Default::default(),
                 session_key,
+                restorable: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }

@@ -357,6 +357,17 @@ async fn malformed_json_rpc_gets_an_error_and_the_session_goes_on() {
 
 /// One raw HTTP/1.1 request; returns the status and the body.
 async fn http(addr: std::net::SocketAddr, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let (status, _head, body) = http_response(addr, headers, body).await;
+    (status, body)
+}
+
+/// One raw HTTP/1.1 request; returns the status, the head (status line and headers) and the
+/// body.
+async fn http_response(
+    addr: std::net::SocketAddr,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String, String) {
     let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
     let mut request = format!(
         "POST {MCP_PATH} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
@@ -393,11 +404,11 @@ async fn http(addr: std::net::SocketAddr, headers: &[(&str, &str)], body: &str) 
         .get(9..12)
         .and_then(|s| s.parse().ok())
         .expect("a status line");
-    let body = text
+    let (head, body) = text
         .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
+        .map(|(h, b)| (h.to_owned(), b.to_owned()))
         .unwrap_or_default();
-    (status, body)
+    (status, head, body)
 }
 
 fn initialize_body() -> String {
@@ -626,4 +637,172 @@ async fn a_client_disconnecting_mid_run_cancels_the_run() {
         .await
         .expect("bound")
         .expect("session task");
+}
+
+/// Serves `server` over HTTP with its sessions kept in `store`; returns the address, the
+/// shutdown token and the serving task.
+async fn serve_restorable(
+    server: &CodeModeServer,
+    store: &Arc<dyn codemode_journal::JournalStore>,
+) -> (
+    std::net::SocketAddr,
+    CancellationToken,
+    tokio::task::JoinHandle<Result<(), codemode_mcp_server::ServeError>>,
+) {
+    let shutdown = CancellationToken::new();
+    let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
+    let options = HttpOptions::default().restorable_sessions(
+        Arc::clone(store),
+        codemode_mcp_server::DEFAULT_SESSION_RETENTION,
+    );
+    let serving = {
+        let server = server.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            server
+                .serve_http(
+                    "127.0.0.1:0".parse().expect("addr"),
+                    options,
+                    shutdown,
+                    |addr| {
+                        let _ = bound_tx.send(addr);
+                    },
+                )
+                .await
+        })
+    };
+    let addr = tokio::time::timeout(BOUND, bound_rx)
+        .await
+        .expect("bound")
+        .expect("addr");
+    (addr, shutdown, serving)
+}
+
+/// A journaled server on `store`: a fresh `CodeMode`, as a restarted process has.
+fn journaled_server(store: &Arc<dyn codemode_journal::JournalStore>) -> CodeModeServer {
+    let (started, _) = mpsc::unbounded_channel();
+    let (cancelled, _) = mpsc::unbounded_channel();
+    let code_mode = CodeMode::builder(
+        CodeModeConfig::enabled().build().unwrap(),
+        Arc::new(Tools { started, cancelled }),
+    )
+    .journal(Arc::clone(store))
+    .build();
+    CodeModeServer::new(
+        code_mode,
+        Arc::new(|run: AgentRunContext| {
+            ActivationRequest::new(vec![descriptor("add")]).with_agent_run(run)
+        }),
+    )
+}
+
+/// The JSON-RPC message of an SSE (or plain JSON) answer.
+fn rpc_answer(body: &str) -> Value {
+    body.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .chain(std::iter::once(body))
+        .find_map(|text| serde_json::from_str::<Value>(text.trim()).ok())
+        .unwrap_or_else(|| panic!("no JSON-RPC message in {body}"))
+}
+
+fn tool_call(id: u64, tool: &str, arguments: Value) -> String {
+    json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": { "name": tool, "arguments": arguments } })
+    .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_returning_to_a_restarted_server_goes_on_in_its_session() {
+    let dir = std::env::temp_dir().join(format!(
+        "codemode-serve-restore-{}-{}",
+        std::process::id(),
+        uuid_like()
+    ));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let address = format!("sqlite:{}", dir.join("state.db").display());
+    let store = codemode_journal::open(&address).await.expect("sqlite");
+
+    // The first server: initialize, then an exec that parks in a yield.
+    let first = journaled_server(&store);
+    let (addr, shutdown, serving) = serve_restorable(&first, &store).await;
+    let (status, head, body) = http_response(addr, &[], &initialize_body()).await;
+    assert_eq!(status, 200, "{body}");
+    let session_id = head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        })
+        .expect("an Mcp-Session-Id");
+    let session = ("Mcp-Session-Id", session_id.as_str());
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    let (status, _) = http(addr, &[session], &initialized.to_string()).await;
+    assert_eq!(status, 202);
+    let code = "const a = await tools.add({ a: 1, b: 2 }); await yield_control(); \
+                const b = await tools.add({ a: a.sum, b: 4 }); return b.sum;";
+    let (status, body) = http(
+        addr,
+        &[session],
+        &tool_call(2, "exec", json!({ "code": code })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let waiting = rpc_answer(&body);
+    let waiting = &waiting["result"]["structuredContent"];
+    assert_eq!(waiting["status"], "waiting", "{waiting}");
+    let run_id = waiting["runId"].as_str().expect("a runId").to_owned();
+
+    // The server stops and its process state goes with it.
+    shutdown.cancel();
+    tokio::time::timeout(BOUND, serving)
+        .await
+        .expect("bound")
+        .expect("task")
+        .expect("served");
+    drop(first);
+
+    // A new server on the same store: the client comes back with its session id, no new
+    // initialize, and its run goes on.
+    let second = journaled_server(&store);
+    let (addr, shutdown, serving) = serve_restorable(&second, &store).await;
+    // (A replay stops again at the yield it had not passed: a second `wait` resumes it.)
+    let mut done = Value::Null;
+    for id in 3..6 {
+        let (status, body) = http(
+            addr,
+            &[session],
+            &tool_call(id, "wait", json!({ "runId": run_id })),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        done = rpc_answer(&body)["result"]["structuredContent"].clone();
+        if done["status"] != "waiting" {
+            break;
+        }
+    }
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["value"], 7, "{done}");
+
+    // An unknown session id is still refused.
+    let (status, _) = http(
+        addr,
+        &[("Mcp-Session-Id", "not-a-session")],
+        &tool_call(6, "wait", json!({ "runId": run_id })),
+    )
+    .await;
+    assert_eq!(status, 404);
+    shutdown.cancel();
+    tokio::time::timeout(BOUND, serving)
+        .await
+        .expect("bound")
+        .expect("task")
+        .expect("served");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn uuid_like() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
 }
