@@ -81,6 +81,10 @@ impl CodeModeSession {
                     output: carried,
                 };
             }
+            // Whether this leg starts inside the recorded part: a yield it reaches is then one
+            // the journal has (resumed, if more events follow), or the yield the run parked in
+            // when the journal ends there, which this `wait` resumes as a live one would.
+            let replayed_leg = journal.is_some_and(RunJournal::replaying);
             let deadline = Instant::now() + leg;
             let step = run.drive(deadline).instrument(span.clone()).await;
             let step = with_output_before(std::mem::take(&mut carried), step);
@@ -94,7 +98,7 @@ impl CodeModeSession {
                     reason: WaitReason::Yield,
                     output,
                     ..
-                } if replaying => {
+                } if replayed_leg => {
                     if let Some(journal) = journal {
                         journal.leg_ended(true);
                     }

@@ -356,6 +356,29 @@ async fn yields_and_timers_replay_in_their_recorded_order() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_parked_in_a_yield_is_resumed_by_the_wait_that_replays_it() {
+    let (store, dir) = sqlite_store().await;
+    let world = Arc::new(World::default());
+    let first = process(&store, &world, short_legs());
+    let code = "await tools.append({ line: 'before' }); await yield_control(); \
+                await tools.append({ line: 'after' }); return Date.now() > 0";
+    let yielded = exec(&first, code).await;
+    assert_eq!(yielded["reason"], "yield", "{yielded:#}");
+    let run_id = yielded["runId"].as_str().unwrap().to_owned();
+    lose(first);
+    let second = process(&store, &world, CodeModeConfig::enabled().build().unwrap());
+    // One `wait`, as with the live VM: the replay reaches the yield the run parked in and goes on.
+    let done = wait(&second, &run_id).await;
+    assert_eq!(done["status"], "completed", "{done:#}");
+    assert_eq!(done["value"], json!(true));
+    assert_eq!(
+        *world.appended.lock().unwrap(),
+        vec!["before".to_owned(), "after".to_owned()]
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_journal_is_scoped_expires_and_counts_against_the_snapshot_bound() {
     let (store, dir) = sqlite_store().await;
     let world = Arc::new(World::default());
