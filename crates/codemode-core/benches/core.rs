@@ -155,12 +155,16 @@ fn exec_return_1_with_tools(bencher: divan::Bencher<'_, '_>, tools: usize) {
 fn exec_return_1_with_prebuilt_vms(bencher: divan::Bencher<'_, '_>, tools: usize) {
     let rt = runtime();
     let tool_list = (0..tools).map(tool).collect();
-    let code_mode = CodeMode::builder(
-        CodeModeConfig::enabled().build().unwrap(),
-        Arc::new(Instant),
-    )
-    .prebuilt_vms(4)
-    .build();
+    // Built inside the runtime, so the pool starts filling at once (outside one, it starts at
+    // the first exec).
+    let code_mode = rt.block_on(async {
+        CodeMode::builder(
+            CodeModeConfig::enabled().build().unwrap(),
+            Arc::new(Instant),
+        )
+        .prebuilt_vms(4)
+        .build()
+    });
     let Ok(Activation::Active(session)) = code_mode.activate(ActivationRequest::new(tool_list))
     else {
         panic!("code mode did not activate")

@@ -122,8 +122,9 @@ impl CodeModeBuilder {
     /// [`MAX_POOLED_VMS`](codemode_sandbox::MAX_POOLED_VMS)), so an `exec` skips building its VM
     /// (about 0.3–0.6 ms of a trivial cell) on the request path. Each ready VM holds the memory of
     /// a fresh VM (a few hundred KiB); a run uses one VM once and never shares it, and the pool
-    /// refills on the sandbox's VM threads in the background. Default 0: library hosts opt in;
-    /// `codemode serve` turns it on.
+    /// refills on the sandbox's VM threads in the background. The first builds start when
+    /// [`build`](Self::build) runs inside a tokio runtime, else at the first `exec`. Default 0:
+    /// library hosts opt in; `codemode serve` turns it on.
     pub fn prebuilt_vms(mut self, count: usize) -> Self {
         self.prebuilt_vms = count;
         self
