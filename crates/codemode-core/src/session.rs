@@ -269,6 +269,15 @@ impl CodeMode {
         self.shared.vm_pool.as_ref().map_or(0, VmPool::ready)
     }
 
+    /// Fills the pool of [`CodeModeBuilder::prebuilt_vms`] and returns once every VM is ready
+    /// (building on the sandbox's VM threads, never on this task's worker): for a host that
+    /// wants its first `exec`s warm before it serves. Returns at once without a pool.
+    pub async fn fill_vm_pool(&self) {
+        if let Some(pool) = &self.shared.vm_pool {
+            pool.fill_now().await;
+        }
+    }
+
     /// Suspended runs currently held in memory.
     pub fn suspended_runs(&self) -> usize {
         self.shared.store.len()

@@ -15,7 +15,7 @@ use tokio::task::{JoinError, JoinSet};
 
 use crate::engine::{Engine, Flags, HOST_CALL_FAILED, PreparedVm, Progress, StepInput, StepOutput};
 use crate::install::{InstallPlan, PreparedSetup};
-use crate::vm_pool::VmPool;
+use crate::vm_pool::{Refill, VmPool};
 use crate::vm_threads::{Leftover, run_step_then_drop};
 use crate::worker::{Placement, WorkerVm, step_in_worker};
 use crate::{BridgeHost, Isolation, Limits, OutputItem, PendingCall, RunError, check_program};
@@ -168,6 +168,9 @@ pub struct Run {
     ready: Vec<(u64, Result<Value, String>)>,
     /// The last leg ended in a yield: the next one settles the yields first.
     resume_yields: bool,
+    /// The replacement owed to the pool this run's VM came from: let go after the first leg, so
+    /// its build does not compete with that leg for the cores.
+    refill: Option<Refill>,
 }
 
 impl std::fmt::Debug for Run {
@@ -202,9 +205,9 @@ impl Run {
     }
 
     /// Like [`Run::start`], under the pool's limits, in a VM the pool built ahead of time when
-    /// it has one ready (else the first drive builds one, as `start` does). Taking a VM makes the
-    /// pool build a replacement in the background, on a VM thread. The VM never ran guest code
-    /// and is never used by another run.
+    /// it has one ready (else the first drive builds one, as `start` does). Once the first
+    /// [`Run::drive`] has answered (or the run is dropped), the pool builds a replacement in the
+    /// background, on a VM thread. The VM never ran guest code and is never used by another run.
     ///
     /// # Errors
     /// As [`Run::start`]; a refused program leaves the pool's VM in the pool.
@@ -242,8 +245,9 @@ impl Run {
         setup: PreparedSetup,
         limits: Limits,
         host: Arc<dyn BridgeHost>,
-        prepared: Option<PreparedVm>,
+        taken: Option<(PreparedVm, Refill)>,
     ) -> Self {
+        let (prepared, refill) = taken.unzip();
         let flags = prepared
             .as_ref()
             .map_or_else(|| Arc::new(Flags::new()), |vm| Arc::clone(vm.flags()));
@@ -260,6 +264,7 @@ impl Run {
             task_requests: HashMap::new(),
             ready: Vec::new(),
             resume_yields: false,
+            refill,
         }
     }
 
@@ -278,6 +283,12 @@ impl Run {
     /// running ends the run (the step finishes on its thread and the VM is dropped there);
     /// dropping it while the run is idle awaiting host work leaves the run consistent.
     pub async fn drive(&mut self, deadline: Instant) -> Step {
+        let step = self.drive_leg(deadline).await;
+        self.refill = None;
+        step
+    }
+
+    async fn drive_leg(&mut self, deadline: Instant) -> Step {
         if !self.is_alive() {
             return Step::Failed {
                 error: RunError::Finished,

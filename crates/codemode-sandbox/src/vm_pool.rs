@@ -3,13 +3,18 @@
 //! from, so a run skips building its VM on the request path.
 //!
 //! A VM is taken by exactly one run and never returns: isolation between runs stays absolute,
-//! as with a VM built per run. Taking one starts a background build of its replacement on a VM
-//! thread (never on the caller's async workers), so the pool refills off the request path. The
-//! pool holds at most `capacity` VMs, ready or being built; each costs the memory of a fresh VM
-//! (a few hundred KiB) until a run takes it or the pool is dropped.
+//! as with a VM built per run. The run that takes one holds a [`Refill`] for it, which starts a
+//! background build of the replacement on a VM thread (never on the caller's async workers) when
+//! the run's first step has answered (or the run is dropped): the build does not compete for
+//! the cores with the very step it replaces a VM for, and the pool refills off the request path.
+//! The pool holds at most `capacity` VMs, ready, being built, or owed to a run's [`Refill`]; each
+//! costs the memory of a fresh VM (a few hundred KiB) until a run takes it or the pool is
+//! dropped.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use tokio::sync::Notify;
 
 use crate::Limits;
 use crate::engine::{Flags, PreparedVm};
@@ -38,6 +43,25 @@ struct Inner {
     ready: Mutex<Vec<PreparedVm>>,
     /// Builds started and not finished yet.
     building: AtomicUsize,
+    /// VMs taken whose replacement waits for the taking run's [`Refill`] to be dropped.
+    owed: AtomicUsize,
+    /// Told whenever a build ends.
+    built: Notify,
+}
+
+/// The replacement a run owes the pool for the VM it took: dropping it (after the run's first
+/// step, or with the run) starts the replacement's build in the background.
+pub(crate) struct Refill {
+    pool: Weak<Inner>,
+}
+
+impl Drop for Refill {
+    fn drop(&mut self) {
+        if let Some(inner) = self.pool.upgrade() {
+            inner.owed.fetch_sub(1, Ordering::SeqCst);
+            Inner::refill(&inner);
+        }
+    }
 }
 
 impl std::fmt::Debug for VmPool {
@@ -59,6 +83,8 @@ impl VmPool {
                 capacity: capacity.min(MAX_POOLED_VMS),
                 ready: Mutex::new(Vec::new()),
                 building: AtomicUsize::new(0),
+                owed: AtomicUsize::new(0),
+                built: Notify::new(),
             }),
         }
     }
@@ -84,28 +110,43 @@ impl VmPool {
         Inner::refill(&self.inner);
     }
 
-    /// Builds VMs until the pool is full, in the calling task (for hosts and tests that want a
-    /// warm pool before serving).
+    /// Fills the pool and returns once it is full (for hosts and tests that want a warm pool
+    /// before serving): builds what it lacks in the calling task (still on VM threads), and
+    /// waits for builds already under way, so the pool never holds more than its capacity. VMs
+    /// owed to runs that have not let their [`Refill`] go yet are not waited for. Returns early
+    /// if a VM cannot be built.
     pub async fn fill_now(&self) {
-        let limits = self.inner.limits.clone();
-        while self.ready() < self.inner.capacity {
-            let limits = limits.clone();
-            let built = run_step_then_drop(move || {
-                (PreparedVm::build(&limits, Arc::new(Flags::new())), None)
-            })
-            .await;
-            match built {
-                Ok(Ok(vm)) => self.inner.ready_vms().push(vm),
-                _ => return,
+        let inner = &self.inner;
+        loop {
+            // Registered before the counts are read, so a build finishing in between wakes us.
+            let built = inner.built.notified();
+            if inner.ready_vms().len() + inner.owed.load(Ordering::SeqCst) >= inner.capacity {
+                return;
+            }
+            if inner.held() < inner.capacity {
+                inner.building.fetch_add(1, Ordering::SeqCst);
+                if !Inner::build(inner).await {
+                    return;
+                }
+            } else {
+                built.await;
             }
         }
     }
 
-    /// Takes a ready VM, if any, and starts building replacements.
-    pub(crate) fn take(&self) -> Option<PreparedVm> {
+    /// Takes a ready VM, if any, with the [`Refill`] that builds its replacement once dropped.
+    /// With none ready, starts building what the pool lacks.
+    pub(crate) fn take(&self) -> Option<(PreparedVm, Refill)> {
         let taken = self.inner.ready_vms().pop();
-        Inner::refill(&self.inner);
-        taken
+        let Some(vm) = taken else {
+            Inner::refill(&self.inner);
+            return None;
+        };
+        self.inner.owed.fetch_add(1, Ordering::SeqCst);
+        let refill = Refill {
+            pool: Arc::downgrade(&self.inner),
+        };
+        Some((vm, refill))
     }
 }
 
@@ -114,32 +155,47 @@ impl Inner {
         self.ready.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// VMs ready, being built, or owed to a run's [`Refill`].
+    fn held(&self) -> usize {
+        self.ready_vms().len()
+            + self.building.load(Ordering::SeqCst)
+            + self.owed.load(Ordering::SeqCst)
+    }
+
     /// Starts as many background builds as the pool lacks. Each holds only a weak reference: a
     /// pool dropped meanwhile drops the VM its build made.
     fn refill(inner: &Arc<Self>) {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        loop {
-            let held = inner.ready_vms().len() + inner.building.load(Ordering::SeqCst);
-            if held >= inner.capacity {
-                return;
-            }
+        while inner.held() < inner.capacity {
             inner.building.fetch_add(1, Ordering::SeqCst);
             let weak: Weak<Self> = Arc::downgrade(inner);
-            let limits = inner.limits.clone();
             handle.spawn(async move {
-                let built = run_step_then_drop(move || {
-                    (PreparedVm::build(&limits, Arc::new(Flags::new())), None)
-                })
-                .await;
-                let Some(inner) = weak.upgrade() else { return };
-                if let Ok(Ok(vm)) = built {
-                    inner.ready_vms().push(vm);
+                if let Some(inner) = weak.upgrade() {
+                    Inner::build(&inner).await;
                 }
-                inner.building.fetch_sub(1, Ordering::SeqCst);
             });
         }
+    }
+
+    /// Builds one VM on a VM thread, counted in `building` by the caller, and adds it to the
+    /// ready VMs. False if it could not be built.
+    async fn build(inner: &Arc<Self>) -> bool {
+        let limits = inner.limits.clone();
+        let built =
+            run_step_then_drop(move || (PreparedVm::build(&limits, Arc::new(Flags::new())), None))
+                .await;
+        let built = match built {
+            Ok(Ok(vm)) => {
+                inner.ready_vms().push(vm);
+                true
+            }
+            _ => false,
+        };
+        inner.building.fetch_sub(1, Ordering::SeqCst);
+        inner.built.notify_waiters();
+        built
     }
 }
 
@@ -152,7 +208,17 @@ mod tests {
         let pool = VmPool::new(Limits::default(), 2);
         pool.fill_now().await;
         assert_eq!(pool.ready(), 2);
-        assert!(pool.take().is_some());
+        let (_vm, refill) = pool.take().expect("a ready VM");
+        // The replacement is owed until the taking run lets it go: nothing builds meanwhile,
+        // and filling does not build it either.
+        assert_eq!(pool.inner.building.load(Ordering::SeqCst), 0);
+        assert_eq!(pool.inner.owed.load(Ordering::SeqCst), 1);
+        pool.fill_now().await;
+        assert_eq!(pool.ready(), 1);
+        assert_eq!(pool.inner.building.load(Ordering::SeqCst), 0);
+        drop(refill);
+        assert_eq!(pool.inner.owed.load(Ordering::SeqCst), 0);
+        assert_eq!(pool.inner.held(), 2);
         // The replacement is built in the background; wait for it without a timing assumption.
         for _ in 0..2000 {
             if pool.ready() == 2 {

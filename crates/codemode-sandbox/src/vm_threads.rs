@@ -12,9 +12,10 @@
 //! for a slot — back-pressure, never an unbounded queue and never a thread per cell.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, Sender, channel};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
 
 use tokio::sync::{Semaphore, oneshot};
 
@@ -33,7 +34,9 @@ type Job = Box<dyn FnOnce() + Send>;
 
 struct Pool {
     jobs: Sender<Job>,
-    receiver: Arc<Mutex<Receiver<Job>>>,
+    receiver: Receiver<Job>,
+    /// One idle thread at a time looks for the next step before it sleeps (see [`worker`]).
+    spinning: Arc<AtomicBool>,
     /// Permits = threads + queued steps; a step holds one from submission to completion.
     slots: Arc<Semaphore>,
     started: AtomicUsize,
@@ -57,11 +60,12 @@ pub fn threads_started() -> usize {
 fn pool() -> &'static Pool {
     static POOL: OnceLock<Pool> = OnceLock::new();
     POOL.get_or_init(|| {
-        let (jobs, receiver) = channel::<Job>();
+        let (jobs, receiver) = unbounded::<Job>();
         let threads = thread_count();
         Pool {
             jobs,
-            receiver: Arc::new(Mutex::new(receiver)),
+            receiver,
+            spinning: Arc::new(AtomicBool::new(false)),
             slots: Arc::new(Semaphore::new(threads + MAX_QUEUED_STEPS)),
             started: AtomicUsize::new(0),
             threads,
@@ -131,11 +135,12 @@ fn ensure_thread(pool: &'static Pool) {
             Ordering::SeqCst,
         ) {
             Ok(_) => {
-                let receiver = Arc::clone(&pool.receiver);
+                let receiver = pool.receiver.clone();
+                let spinning = Arc::clone(&pool.spinning);
                 let spawned = std::thread::Builder::new()
                     .name(format!("codemode-vm-{started}"))
                     .stack_size(VM_THREAD_STACK_BYTES)
-                    .spawn(move || worker(&receiver));
+                    .spawn(move || worker(&receiver, &spinning));
                 if spawned.is_err() {
                     pool.started.fetch_sub(1, Ordering::SeqCst);
                     tracing::warn!(target: "codemode_sandbox", "could not start a VM thread");
@@ -148,38 +153,37 @@ fn ensure_thread(pool: &'static Pool) {
     }
 }
 
-/// How long a VM thread that just finished a step keeps looking for the next one before it
-/// sleeps: a run's next step (after a host answer) usually comes within this, and waking a
-/// sleeping thread costs tens of microseconds on a virtual machine.
-const SPIN_BEFORE_SLEEP: std::time::Duration = std::time::Duration::from_micros(50);
+/// How long the spinning VM thread looks for the next step before it sleeps. Waking a sleeping
+/// thread costs 50-100 µs on a virtual machine, more than a trivial step itself: a run's next
+/// step (after a quick host answer) or the next request's first step usually comes within this.
+const SPIN_BEFORE_SLEEP: std::time::Duration = std::time::Duration::from_micros(500);
 
-fn worker(receiver: &Mutex<Receiver<Job>>) {
+/// A VM thread's loop. After each step, the thread that wins `spinning` looks for the next step
+/// for [`SPIN_BEFORE_SLEEP`] before it sleeps; the others sleep at once. So an idle pool burns at
+/// most one thread's spin per step, never a core per thread.
+fn worker(receiver: &Receiver<Job>, spinning: &AtomicBool) {
     loop {
-        let spin_until = std::time::Instant::now() + SPIN_BEFORE_SLEEP;
         let mut job = None;
-        while std::time::Instant::now() < spin_until {
-            let next = receiver
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .try_recv();
-            match next {
-                Ok(found) => {
-                    job = Some(found);
-                    break;
+        if !spinning.swap(true, Ordering::AcqRel) {
+            let spin_until = std::time::Instant::now() + SPIN_BEFORE_SLEEP;
+            while job.is_none() && std::time::Instant::now() < spin_until {
+                match receiver.try_recv() {
+                    Ok(found) => job = Some(found),
+                    Err(TryRecvError::Empty) => std::hint::spin_loop(),
+                    Err(TryRecvError::Disconnected) => {
+                        spinning.store(false, Ordering::Release);
+                        return;
+                    }
                 }
-                Err(std::sync::mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
-                Err(std::sync::mpsc::TryRecvError::Disconnected) => return,
             }
+            spinning.store(false, Ordering::Release);
         }
         let job = match job {
             Some(job) => job,
-            None => {
-                let receiver = receiver.lock().unwrap_or_else(PoisonError::into_inner);
-                match receiver.recv() {
-                    Ok(job) => job,
-                    Err(_) => return,
-                }
-            }
+            None => match receiver.recv() {
+                Ok(job) => job,
+                Err(_) => return,
+            },
         };
         job();
     }

@@ -82,6 +82,11 @@ async fn prebuilt_vms_serve_runs_like_fresh_ones_and_never_share_state() {
     .prebuilt_vms(2)
     .build();
     let fresh = CodeMode::builder(CodeModeConfig::enabled().build().unwrap(), executor).build();
+    // Filling waits until the pool is full; without a pool it has nothing to wait for.
+    pooled.fill_vm_pool().await;
+    assert_eq!(pooled.ready_vms(), 2);
+    fresh.fill_vm_pool().await;
+    assert_eq!(fresh.ready_vms(), 0);
     let pooled_session = session(&pooled, many_tools(3));
     let fresh_session = session(&fresh, many_tools(3));
     for cell in 0..6 {

@@ -50,6 +50,36 @@ fn a_pooled_vm_never_carries_state_from_a_previous_cell() {
 }
 
 #[test]
+fn the_replacement_of_a_taken_vm_is_built_after_the_first_leg() {
+    let rt = runtime();
+    let pool = VmPool::new(limits(), 1);
+    rt.block_on(pool.fill_now());
+    let (host, _cancelled) = TestHost::new();
+    let mut run = rt.block_on(async {
+        Run::start_pooled("return 1", PreparedSetup::new(setup()), &pool, host).unwrap()
+    });
+    // Taken, and owed to the run: filling neither builds nor waits for it before the first leg.
+    rt.block_on(pool.fill_now());
+    assert_eq!(pool.ready(), 0);
+    let step = rt.block_on(run.drive(deadline(&limits())));
+    assert_eq!(render(&step), "completed 1");
+    // After the leg the replacement is under way (or built); filling waits for it.
+    rt.block_on(pool.fill_now());
+    assert_eq!(pool.ready(), 1);
+    // A run dropped before its first leg lets its replacement go too.
+    let (host, _cancelled) = TestHost::new();
+    let run = rt.block_on(async {
+        Run::start_pooled("return 1", PreparedSetup::new(setup()), &pool, host).unwrap()
+    });
+    assert_eq!(pool.ready(), 0);
+    rt.block_on(async move {
+        drop(run);
+        pool.fill_now().await;
+        assert_eq!(pool.ready(), 1);
+    });
+}
+
+#[test]
 fn a_refused_program_leaves_the_pooled_vm_in_the_pool() {
     let rt = runtime();
     let pool = VmPool::new(limits(), 1);
