@@ -223,6 +223,7 @@ impl CodeMode {
             )),
             vm_pool: self.shared.vm_pool.clone(),
             isolation: self.shared.isolation.clone(),
+            guest_dts: crate::guest_dts::text(catalog.host_source().as_str()).into(),
             catalog: Arc::new(catalog),
             mcp,
             mcp_capability_ids,

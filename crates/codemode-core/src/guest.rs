@@ -178,19 +178,18 @@ pub(crate) fn answer_sync(
                 .unwrap_or(false);
             decls.api(ident, tool, schema).map_err(|e| e.to_string())
         }
-        API_LIST => {
-            let guest_bytes = guest_dts::text(session.catalog.host_source().as_str()).len();
-            api_list(session.mcp.as_deref(), args.first(), guest_bytes)
-        }
+        API_LIST => api_list(
+            session.mcp.as_deref(),
+            args.first(),
+            session.guest_dts.len(),
+        ),
         API_READ => {
             let file = args
                 .first()
                 .and_then(Value::as_str)
                 .ok_or("API.read needs a path string.")?;
             if file == guest_dts::PATH {
-                return Ok(Value::String(guest_dts::text(
-                    session.catalog.host_source().as_str(),
-                )));
+                return Ok(Value::String(session.guest_dts.to_string()));
             }
             match &session.mcp {
                 Some(decls) => decls

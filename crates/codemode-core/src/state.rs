@@ -67,6 +67,9 @@ pub(crate) struct SessionState {
     pub(crate) vm_pool: Option<VmPool>,
     /// Where runs' VMs live (a copy of the code mode's).
     pub(crate) isolation: Isolation,
+    /// The text of `guest/globals.d.ts` (it names the host source), made once for `API.list`
+    /// and `API.read`.
+    pub(crate) guest_dts: Arc<str>,
     pub(crate) mcp: Option<Arc<McpDecls>>,
     /// The `mcp-capability:<server>:<method>` ids the guest may call ([`McpCapability::id`]).
     pub(crate) mcp_capability_ids: Vec<String>,

@@ -860,15 +860,8 @@ fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Result<Object<'
                     let state = lock(&local_state);
                     (Arc::clone(&state.plan), state.host.clone())
                 };
-                match (plan.sync.get(index as usize), host) {
-                    (Some((method, bound)), Some(host)) => {
-                        let mut all = bound.clone();
-                        all.extend(args);
-                        let request = BridgeRequest {
-                            id: RequestId(0),
-                            method: method.clone(),
-                            args: all,
-                        };
+                match (plan.sync_request(index as usize, args), host) {
+                    (Some(request), Some(host)) => {
                         catch_unwind(AssertUnwindSafe(|| host.call_sync(request)))
                             .unwrap_or_else(|_| Err(HOST_CALL_FAILED.into()))
                     }
@@ -1113,20 +1106,15 @@ fn register_call(
     if state.in_flight.len() + state.queued.len() >= capacity {
         return Err(TOO_MANY_PENDING.into());
     }
-    let Some((method, bound)) = state.plan.bridge.get(index as usize) else {
+    let id = state.next_id;
+    let Some(request) = state
+        .plan
+        .bridge_request(index as usize, RequestId(id), args)
+    else {
         return Err("unknown code mode function".into());
     };
-    let method = method.clone();
-    let mut all = bound.clone();
-    all.extend(args);
-    let id = state.next_id;
     state.next_id += 1;
     state.args_bytes = state.args_bytes.saturating_add(payload.len());
-    let request = BridgeRequest {
-        id: RequestId(id),
-        method,
-        args: all,
-    };
     state.queued.push_back((request, payload.len()));
     Ok(id)
 }

@@ -7,7 +7,7 @@ use rquickjs::{Function, Object};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Callable, GuestPath, GuestSetup, JsonText};
+use crate::{BridgeRequest, Callable, GuestPath, GuestSetup, JsonText, RequestId};
 
 /// A host callable by index: its method and bound arguments.
 pub(crate) type BridgeMethod = (String, Vec<Value>);
@@ -64,6 +64,18 @@ impl std::fmt::Debug for PreparedSetup {
             .field("bridge_methods", &self.0.bridge.len())
             .field("sync_methods", &self.0.sync.len())
             .finish()
+    }
+}
+
+/// A call of `method`: its bound arguments, then the guest's.
+fn request((method, bound): &BridgeMethod, id: RequestId, args: Vec<Value>) -> BridgeRequest {
+    let mut all = Vec::with_capacity(bound.len() + args.len());
+    all.extend_from_slice(bound);
+    all.extend(args);
+    BridgeRequest {
+        id,
+        method: method.clone(),
+        args: all,
     }
 }
 
@@ -145,6 +157,27 @@ fn path_json(path: &[String]) -> Value {
 }
 
 impl InstallPlan {
+    /// The request for a guest call of bridge method `index`: its method, and its bound
+    /// arguments followed by the guest's. `None` for an unknown index.
+    pub(crate) fn bridge_request(
+        &self,
+        index: usize,
+        id: RequestId,
+        args: Vec<Value>,
+    ) -> Option<BridgeRequest> {
+        self.bridge
+            .get(index)
+            .map(|method| request(method, id, args))
+    }
+
+    /// As [`InstallPlan::bridge_request`], for synchronous method `index` (answered at once by
+    /// `BridgeHost::call_sync`, so its id is never used).
+    pub(crate) fn sync_request(&self, index: usize, args: Vec<Value>) -> Option<BridgeRequest> {
+        self.sync
+            .get(index)
+            .map(|method| request(method, RequestId(0), args))
+    }
+
     /// The plan of an empty setup: what a prepared VM holds until a run claims it.
     pub(crate) fn empty() -> Arc<Self> {
         static EMPTY: std::sync::OnceLock<Arc<InstallPlan>> = std::sync::OnceLock::new();

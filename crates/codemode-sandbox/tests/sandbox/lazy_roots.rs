@@ -103,13 +103,23 @@ fn first_reads_inside_getters_during_serialization_and_calls() {
 
 #[test]
 fn a_first_read_that_runs_out_of_stack_is_retried_by_the_next() {
-    // Deep recursion that reads `tools` only at the bottom: building the root may hit the guest's
-    // stack limit there; the error is catchable and a later read builds the root whole.
-    same_lazy_or_eager(
-        "function down(n) { return n === 0 ? Object.keys(tools).length : down(n - 1) } \
-         let deep = 'no error'; try { down(1e6) } catch (e) { deep = e.name } \
-         return [deep, Object.keys(tools), Object.isFrozen(tools), typeof tools.echo]",
-        r#"completed ["RangeError",["call","echo","search"],true,"function"]"#,
+    // `reach` finds the deepest recursion that still gets to the bottom; `down` has the same
+    // frames and reads `tools` at the bottom, where almost no stack is left: the first read
+    // then runs out of stack inside the root's build (`inside`, the bottom was reached). The
+    // error is catchable, and a later read builds the root whole.
+    let program = "let reached = false; \
+         function reach(n) { if (n === 0) { reached = true; return 0 } return reach(n - 1) } \
+         function down(n) { if (n === 0) { reached = true; return Object.keys(tools).length } return down(n - 1) } \
+         let lo = 0, hi = 1 << 20; \
+         while (lo < hi) { const mid = (lo + hi + 1) >> 1; try { reach(mid); lo = mid } catch { hi = mid - 1 } } \
+         let first = 'never'; \
+         for (let n = lo; n > lo - 64 && first === 'never'; n--) { \
+           reached = false; \
+           try { down(n); first = 'built' } catch (e) { if (reached) first = 'inside ' + e.name } } \
+         return [first, Object.keys(tools), Object.isFrozen(tools), typeof tools.echo]";
+    assert_eq!(
+        run(program, setup()),
+        r#"completed ["inside RangeError",["call","echo","search"],true,"function"]"#
     );
 }
 
