@@ -786,6 +786,31 @@ impl JournalStore for SqlJournal {
         }
     }
 
+    async fn scope(&self, run_id: &str, now_ms: i64) -> Result<Option<Scope>, JournalError> {
+        let mut lease = self.lease().await?;
+        let Some(row) = sqlx::query(
+            "SELECT agent_run_id, session_id, session_key FROM codemode_runs \
+             WHERE run_id = $1 AND expires_at_ms > $2",
+        )
+        .bind(run_id.to_owned())
+        .bind(now_ms)
+        .fetch_optional(&mut *lease)
+        .await
+        .map_err(|e| self.failed(e))?
+        else {
+            return Ok(None);
+        };
+        let scope = (|| -> Result<Scope, sqlx::Error> {
+            Ok(Scope {
+                agent_run_id: row.try_get("agent_run_id")?,
+                session_id: row.try_get("session_id")?,
+                session_key: row.try_get("session_key")?,
+            })
+        })()
+        .map_err(|_| JournalError::Corrupt(run_id.to_owned()))?;
+        Ok(Some(scope))
+    }
+
     async fn claim(
         &self,
         run_id: &str,
