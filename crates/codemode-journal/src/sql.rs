@@ -19,10 +19,23 @@ use crate::{
 };
 
 /// The schema, applied in order on open; `codemode_schema` remembers how far.
-const MIGRATIONS: &[&str] = &[
-    include_str!("../migrations/0001_journal.sql"),
-    include_str!("../migrations/0002_transport_sessions.sql"),
+const MIGRATIONS: &[Migration] = &[
+    Migration::Both(include_str!("../migrations/0001_journal.sql")),
+    Migration::Both(include_str!("../migrations/0002_transport_sessions.sql")),
+    Migration::SqliteOnly(include_str!("../migrations/0003_sqlite_clustered_rows.sql")),
 ];
+
+/// One step of the schema.
+enum Migration {
+    /// The same SQL for SQLite and Postgres.
+    Both(&'static str),
+    /// SQL for SQLite; Postgres only counts the step.
+    SqliteOnly(&'static str),
+}
+
+/// Store calls between two checkpoints of a SQLite file's write-ahead log. The checkpoint runs
+/// on a connection of its own in the background, so that its syncs never hold up a commit.
+const CHECKPOINT_EVERY: u64 = 256;
 
 /// Connections of a Postgres pool (SQLite uses one: it has one writer anyway).
 const POSTGRES_CONNECTIONS: u32 = 8;
@@ -70,6 +83,22 @@ struct LocalConnection {
     /// A write sent as one multi-statement round trip did not come back (its future was
     /// dropped): its transaction may still be open, and is rolled back before the next use.
     writing: bool,
+    /// Store calls so far: every [`CHECKPOINT_EVERY`]th asks for a checkpoint.
+    uses: u64,
+    /// Asks the background checkpointer for a checkpoint; `None` once it is gone (its runtime
+    /// ended), and SQLite checkpoints on commit again.
+    checkpoints: Option<tokio::sync::mpsc::Sender<()>>,
+}
+
+/// Checkpoints the write-ahead log (passive: it never waits for, nor holds up, a writer) each
+/// time it is asked, until the store is dropped.
+async fn checkpointer(mut connection: AnyConnection, mut asked: tokio::sync::mpsc::Receiver<()>) {
+    while asked.recv().await.is_some() {
+        if let Err(error) = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").await {
+            tracing::debug!(target: "codemode", %error, "journal checkpoint failed");
+        }
+    }
+    let _ = connection.close().await;
 }
 
 /// A connection held for one store call.
@@ -172,19 +201,31 @@ impl SqlJournal {
             .await
             .map_err(failed)?;
         let busy = SQLITE_BUSY_TIMEOUT.as_millis();
+        // Checkpoints in the background, not on the commit that fills the log.
         connection
             .execute(
                 format!(
                     "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-                     PRAGMA busy_timeout = {busy};"
+                     PRAGMA busy_timeout = {busy}; PRAGMA wal_autocheckpoint = 0;"
                 )
                 .as_str(),
             )
             .await
             .map_err(failed)?;
+        let mut checkpointing = AnyConnection::connect_with(&options)
+            .await
+            .map_err(failed)?;
+        checkpointing
+            .execute(format!("PRAGMA busy_timeout = {busy};").as_str())
+            .await
+            .map_err(failed)?;
+        let (checkpoints, asked) = tokio::sync::mpsc::channel(1);
+        tokio::spawn(checkpointer(checkpointing, asked));
         let connections = Connections::Local(tokio::sync::Mutex::new(LocalConnection {
             connection,
             writing: false,
+            uses: 0,
+            checkpoints: Some(checkpoints),
         }));
         Self::migrated(connections, address, None).await
     }
@@ -233,6 +274,7 @@ impl SqlJournal {
     }
 
     async fn migrate(&self) -> Result<(), JournalError> {
+        let sqlite = self.is_sqlite();
         let mut lease = self.lease().await?;
         sqlx::raw_sql("CREATE TABLE IF NOT EXISTS codemode_schema (version BIGINT NOT NULL)")
             .execute(&mut *lease)
@@ -249,10 +291,16 @@ impl SqlJournal {
                 continue;
             }
             let mut tx = lease.begin().await.map_err(|e| self.failed(e))?;
-            sqlx::raw_sql(migration)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| self.failed(e))?;
+            let sql = match (migration, sqlite) {
+                (Migration::Both(sql), _) | (Migration::SqliteOnly(sql), true) => Some(*sql),
+                (Migration::SqliteOnly(_), false) => None,
+            };
+            if let Some(sql) = sql {
+                sqlx::raw_sql(sql)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| self.failed(e))?;
+            }
             sqlx::query("INSERT INTO codemode_schema (version) VALUES ($1)")
                 .bind(number)
                 .execute(&mut *tx)
@@ -280,6 +328,19 @@ impl SqlJournal {
         match &self.connections {
             Connections::Local(local) => {
                 let mut local = local.lock().await;
+                local.uses += 1;
+                if local.uses.is_multiple_of(CHECKPOINT_EVERY)
+                    && let Some(checkpoints) = &local.checkpoints
+                    && let Err(tokio::sync::mpsc::error::TrySendError::Closed(())) =
+                        checkpoints.try_send(())
+                {
+                    // The checkpointer's runtime ended: SQLite checkpoints on commit again.
+                    local.checkpoints = None;
+                    let _ = local
+                        .connection
+                        .execute("PRAGMA wal_autocheckpoint = 1000")
+                        .await;
+                }
                 if local.writing {
                     // Committed or not, the transaction is over after this (an error says
                     // there was none left to roll back).
