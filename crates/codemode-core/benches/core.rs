@@ -319,9 +319,8 @@ fn durable_session(
 }
 
 /// 100 sequential side-effecting nested calls in one `exec`, without a journal and with each
-/// store: the difference from `none`, divided by 100, is the journal's cost per call (a
-/// `started` receipt committed before the call, its settled receipt after, group-committed per
-/// settle round).
+/// store: the difference from `none`, divided by 100, is the journal's cost per call (one commit
+/// per call: its `started` receipt, with the settled receipt of the call before).
 #[divan::bench(sample_count = 10, args = journal_stores())]
 fn exec_100_side_effecting_calls_journaled_in(bencher: divan::Bencher<'_, '_>, store: &str) {
     let rt = runtime();

@@ -69,9 +69,7 @@ impl BridgeHost for RunHost {
         if let (Some((journal, key, hash, side_effecting)), Some(catalog_id)) =
             (journaled, receipt_id)
         {
-            journal
-                .after_call(key, catalog_id, hash, side_effecting, &result)
-                .await;
+            journal.after_call(key, catalog_id, hash, side_effecting, &result);
         }
         result
     }

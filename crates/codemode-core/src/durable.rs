@@ -5,7 +5,10 @@
 //! Recording: every nested call gets a receipt keyed by (bridge method, ordinal of that
 //! method's call). A side-effecting call's receipt is written `started`, durably, before the
 //! executor runs it; every receipt is written settled after. Writes are group-committed: whoever
-//! flushes commits everything buffered so far, so concurrent settlements share a transaction.
+//! flushes commits everything buffered so far. A settled receipt is not a commit of its own: it
+//! goes with the run's next commit (the next side effect's `started` receipt, or the park), or
+//! on its own once it has waited [`SETTLE_LINGER`] for one. A crash before that leaves the call
+//! `started`: its outcome is unknown to the replay, and the call is not run again.
 //! The run's row is created at its first side effect or when it parks, whichever comes first: a
 //! run that only reads and completes in its `exec` writes nothing.
 //!
@@ -38,6 +41,10 @@ pub const DIVERGED: &str = "code mode run diverged during replay";
 
 /// How long past a `wait`'s own budget its hold on a run lasts, should the host die holding it.
 const HOLD_MARGIN: Duration = Duration::from_secs(5);
+
+/// How long a settled receipt waits for the next commit of its run before it is committed on
+/// its own.
+const SETTLE_LINGER: Duration = Duration::from_millis(2);
 
 /// Unix milliseconds now.
 pub(crate) fn now_ms() -> i64 {
@@ -165,6 +172,10 @@ struct State {
     replay: Option<Replay>,
     /// Why the run must end (divergence, another host took it over).
     aborted: Option<String>,
+    /// A commit of what settled is scheduled [`SETTLE_LINGER`] from now.
+    lingering: bool,
+    /// The run ended and its journal is deleted: nothing more is written.
+    finished: bool,
 }
 
 /// The journal of one run, shared by its bridge host and its VM's tape.
@@ -485,9 +496,10 @@ impl RunJournal {
         }
     }
 
-    /// The settled receipt of a call that ran.
-    pub(crate) async fn after_call(
-        &self,
+    /// The settled receipt of a call that ran: committed with the run's next commit, or on its
+    /// own after [`SETTLE_LINGER`].
+    pub(crate) fn after_call(
+        self: &Arc<Self>,
         key: ReceiptKey,
         catalog_id: String,
         input_hash: String,
@@ -498,7 +510,7 @@ impl RunJournal {
             Ok(value) => ReceiptState::Ok(value.clone()),
             Err(message) => ReceiptState::Error(message.clone()),
         };
-        {
+        let schedule = {
             let mut state = self.lock();
             Self::push_receipt(
                 &mut state,
@@ -510,10 +522,23 @@ impl RunJournal {
                     state: state_of,
                 },
             );
+            state.created && !std::mem::replace(&mut state.lingering, true)
+        };
+        if !schedule {
+            return;
         }
-        if let Err(error) = self.flush().await {
-            tracing::warn!(target: "codemode", %error, "journal write failed");
-        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            self.lock().lingering = false;
+            return;
+        };
+        let journal = Arc::clone(self);
+        handle.spawn(async move {
+            tokio::time::sleep(SETTLE_LINGER).await;
+            journal.lock().lingering = false;
+            if let Err(error) = journal.flush().await {
+                tracing::warn!(target: "codemode", %error, "journal write failed");
+            }
+        });
     }
 
     /// Creates the run's row if it does not exist yet (held by this host, epoch 1).
@@ -543,7 +568,7 @@ impl RunJournal {
         let _flushing = self.flush.lock().await;
         let (batch, upto, epoch) = {
             let mut state = self.lock();
-            if !state.created || state.committed >= target {
+            if !state.created || state.finished || state.committed >= target {
                 return Ok(());
             }
             (
@@ -595,7 +620,8 @@ impl RunJournal {
     /// The run ended: its journal is deleted.
     pub(crate) async fn finish(&self) {
         let (created, epoch) = {
-            let state = self.lock();
+            let mut state = self.lock();
+            state.finished = true;
             (state.created, state.epoch)
         };
         if created
@@ -627,6 +653,8 @@ fn fresh_state(epoch: u64, created: bool) -> State {
         yield_pending: false,
         replay: None,
         aborted: None,
+        lingering: false,
+        finished: false,
     }
 }
 

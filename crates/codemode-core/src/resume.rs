@@ -172,15 +172,16 @@ impl CodeModeSession {
                 }
             },
             Err(StoreError::Unavailable) => {
-                let loaded = match durable.store.load(run_id, crate::durable::now_ms()).await {
-                    Ok(Some(journal)) => journal,
+                // Only the scope now: the journal is loaded once this host holds the run.
+                let scope = match durable.store.scope(run_id, crate::durable::now_ms()).await {
+                    Ok(Some(scope)) => scope,
                     Ok(None) => return self.store_failure(StoreError::Unavailable),
                     Err(error) => {
                         tracing::warn!(target: "codemode", %error, "journal load failed");
                         return self.store_failure(StoreError::Unavailable);
                     }
                 };
-                if let Err(error) = run_scope(&loaded.record.scope).admits(&self.scope()) {
+                if let Err(error) = run_scope(&scope).admits(&self.scope()) {
                     return self.store_failure(error);
                 }
                 match durable.claim(run_id, hold).await {

@@ -1,5 +1,5 @@
-//! `cargo xtask bench` rows for codemode-journal: one append of a settled receipt (what a
-//! nested call's settle round commits) and the load of a 1,000-receipt journal (what a replay
+//! `cargo xtask bench` rows for codemode-journal: one append of a settled receipt and its event
+//! (one commit) and the load of a 1,000-receipt journal (what a replay
 //! reads first), in memory, in a SQLite file (WAL) and in Postgres on loopback when
 //! `CODEMODE_TEST_POSTGRES_URL` names one (`cargo xtask bench` starts one).
 

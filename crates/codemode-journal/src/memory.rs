@@ -7,7 +7,7 @@ use async_trait::async_trait;
 
 use crate::{
     Batch, Claim, Event, Journal, JournalError, JournalStore, MAX_JOURNALED_RUNS, Reading, Receipt,
-    ReceiptKey, RunRecord,
+    ReceiptKey, RunRecord, Scope,
 };
 
 struct Run {
@@ -126,6 +126,14 @@ impl JournalStore for MemoryJournal {
                 delivered: run.delivered,
                 bytes: run.bytes,
             }))
+    }
+
+    async fn scope(&self, run_id: &str, now_ms: i64) -> Result<Option<Scope>, JournalError> {
+        Ok(self
+            .lock()
+            .get(run_id)
+            .filter(|run| run.record.expires_at_ms > now_ms)
+            .map(|run| run.record.scope.clone()))
     }
 
     async fn claim(

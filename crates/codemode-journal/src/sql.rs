@@ -1,12 +1,16 @@
 //! The SQL stores: a SQLite file on one host, Postgres shared by several. One schema and one set
 //! of statements for both (sqlx's `Any` driver; `$N` placeholders work in both dialects).
 
+use std::collections::HashSet;
+use std::hash::Hash;
+use std::ops::{Deref, DerefMut};
 use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
-use sqlx::{AnyPool, Executor, Row};
+use sqlx::any::{AnyArguments, AnyConnectOptions, AnyPoolOptions, AnyRow};
+use sqlx::pool::PoolConnection;
+use sqlx::{Any, AnyConnection, AnyPool, Arguments, Connection, Executor, Row};
 
 use crate::error::scrub;
 use crate::{
@@ -15,10 +19,23 @@ use crate::{
 };
 
 /// The schema, applied in order on open; `codemode_schema` remembers how far.
-const MIGRATIONS: &[&str] = &[
-    include_str!("../migrations/0001_journal.sql"),
-    include_str!("../migrations/0002_transport_sessions.sql"),
+const MIGRATIONS: &[Migration] = &[
+    Migration::Both(include_str!("../migrations/0001_journal.sql")),
+    Migration::Both(include_str!("../migrations/0002_transport_sessions.sql")),
+    Migration::SqliteOnly(include_str!("../migrations/0003_sqlite_clustered_rows.sql")),
 ];
+
+/// One step of the schema.
+enum Migration {
+    /// The same SQL for SQLite and Postgres.
+    Both(&'static str),
+    /// SQL for SQLite; Postgres only counts the step.
+    SqliteOnly(&'static str),
+}
+
+/// Store calls between two checkpoints of a SQLite file's write-ahead log. The checkpoint runs
+/// on a connection of its own in the background, so that its syncs never hold up a commit.
+const CHECKPOINT_EVERY: u64 = 256;
 
 /// Connections of a Postgres pool (SQLite uses one: it has one writer anyway).
 const POSTGRES_CONNECTIONS: u32 = 8;
@@ -26,9 +43,16 @@ const POSTGRES_CONNECTIONS: u32 = 8;
 /// How long a connection waits for a locked SQLite file before failing.
 const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Bound parameters of one statement at most (SQLite allows 32,766, Postgres 65,535): a larger
+/// append is split into statements run in one transaction.
+const MAX_PARAMETERS: usize = 30_000;
+
+/// The three tables that hold a run's rows besides its own.
+const RUN_TABLES: [&str; 3] = ["codemode_receipts", "codemode_events", "codemode_readings"];
+
 /// A journal store in SQL: [`SqlJournal::open_sqlite`] or [`SqlJournal::open_postgres`].
 pub struct SqlJournal {
-    pool: AnyPool,
+    connections: Connections,
     /// The address with any password redacted: the only form that is ever shown.
     address: String,
     /// The password, scrubbed from every error message.
@@ -40,6 +64,108 @@ impl std::fmt::Debug for SqlJournal {
         f.debug_struct("SqlJournal")
             .field("address", &self.address)
             .finish_non_exhaustive()
+    }
+}
+
+/// Where a store's connections come from.
+enum Connections {
+    /// SQLite: one connection of this process, in no pool. A pool pings each connection it gets
+    /// back, and every statement is a hop to sqlx's SQLite worker thread (about 20 µs); the file
+    /// has one writer anyway.
+    Local(tokio::sync::Mutex<LocalConnection>),
+    /// Postgres: a pool shared by the runs of this host.
+    Pool(AnyPool),
+}
+
+/// The one SQLite connection.
+struct LocalConnection {
+    connection: AnyConnection,
+    /// A write sent as one multi-statement round trip did not come back (its future was
+    /// dropped): its transaction may still be open, and is rolled back before the next use.
+    writing: bool,
+    /// Store calls so far: every [`CHECKPOINT_EVERY`]th asks for a checkpoint.
+    uses: u64,
+    /// Asks the background checkpointer for a checkpoint; `None` once it is gone (its runtime
+    /// ended), and SQLite checkpoints on commit again.
+    checkpoints: Option<tokio::sync::mpsc::Sender<()>>,
+}
+
+/// Checkpoints the write-ahead log (passive: it never waits for, nor holds up, a writer) each
+/// time it is asked, until the store is dropped.
+async fn checkpointer(mut connection: AnyConnection, mut asked: tokio::sync::mpsc::Receiver<()>) {
+    while asked.recv().await.is_some() {
+        if let Err(error) = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").await {
+            tracing::debug!(target: "codemode", %error, "journal checkpoint failed");
+        }
+    }
+    let _ = connection.close().await;
+}
+
+/// A connection held for one store call.
+enum Lease<'a> {
+    Local(tokio::sync::MutexGuard<'a, LocalConnection>),
+    Pooled(PoolConnection<Any>),
+}
+
+impl Deref for Lease<'_> {
+    type Target = AnyConnection;
+
+    fn deref(&self) -> &AnyConnection {
+        match self {
+            Lease::Local(local) => &local.connection,
+            Lease::Pooled(pooled) => pooled,
+        }
+    }
+}
+
+impl DerefMut for Lease<'_> {
+    fn deref_mut(&mut self) -> &mut AnyConnection {
+        match self {
+            Lease::Local(local) => &mut local.connection,
+            Lease::Pooled(pooled) => pooled,
+        }
+    }
+}
+
+/// One statement's SQL and its arguments; placeholders are numbered in binding order.
+struct Statement {
+    sql: String,
+    arguments: AnyArguments<'static>,
+    count: usize,
+}
+
+impl Statement {
+    fn new() -> Self {
+        Self {
+            sql: String::new(),
+            arguments: AnyArguments::default(),
+            count: 0,
+        }
+    }
+
+    /// Binds `value` as the next parameter, for SQL written with its number.
+    fn add<T>(&mut self, value: T) -> Result<(), sqlx::Error>
+    where
+        T: 'static + sqlx::Encode<'static, Any> + sqlx::Type<Any>,
+    {
+        self.arguments.add(value).map_err(sqlx::Error::Encode)?;
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Binds `value` as the next parameter and writes its placeholder into the SQL.
+    fn bind<T>(&mut self, value: T) -> Result<(), sqlx::Error>
+    where
+        T: 'static + sqlx::Encode<'static, Any> + sqlx::Type<Any>,
+    {
+        self.add(value)?;
+        self.sql.push('$');
+        self.sql.push_str(&self.count.to_string());
+        Ok(())
+    }
+
+    fn push(&mut self, sql: &str) {
+        self.sql.push_str(sql);
     }
 }
 
@@ -65,24 +191,43 @@ impl SqlJournal {
     pub async fn open_sqlite(path: &str) -> Result<Self, JournalError> {
         let address = format!("sqlite:{path}");
         let url = format!("sqlite://{path}?mode=rwc");
+        let failed = |error: sqlx::Error| JournalError::Store {
+            address: address.clone(),
+            message: error.to_string(),
+        };
+        sqlx::any::install_default_drivers();
+        let options = AnyConnectOptions::from_str(&url).map_err(failed)?;
+        let mut connection = AnyConnection::connect_with(&options)
+            .await
+            .map_err(failed)?;
         let busy = SQLITE_BUSY_TIMEOUT.as_millis();
-        // One local connection that nothing else closes: no ping before each use (a ping is one
-        // more hop to sqlx's SQLite worker thread, about a fifth of an append's cost).
-        let pool = Self::connect(&address, &url, None, 1, false, move |conn| {
-            Box::pin(async move {
-                conn.execute(
-                    format!(
-                        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-                         PRAGMA busy_timeout = {busy};"
-                    )
-                    .as_str(),
+        // Checkpoints in the background, not on the commit that fills the log.
+        connection
+            .execute(
+                format!(
+                    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                     PRAGMA busy_timeout = {busy}; PRAGMA wal_autocheckpoint = 0;"
                 )
-                .await
-                .map(drop)
-            })
-        })
-        .await?;
-        Self::migrated(pool, address, None).await
+                .as_str(),
+            )
+            .await
+            .map_err(failed)?;
+        let mut checkpointing = AnyConnection::connect_with(&options)
+            .await
+            .map_err(failed)?;
+        checkpointing
+            .execute(format!("PRAGMA busy_timeout = {busy};").as_str())
+            .await
+            .map_err(failed)?;
+        let (checkpoints, asked) = tokio::sync::mpsc::channel(1);
+        tokio::spawn(checkpointer(checkpointing, asked));
+        let connections = Connections::Local(tokio::sync::Mutex::new(LocalConnection {
+            connection,
+            writing: false,
+            uses: 0,
+            checkpoints: Some(checkpoints),
+        }));
+        Self::migrated(connections, address, None).await
     }
 
     /// Connects to Postgres (no TLS: a loopback or trusted network). Errors and `Debug` show the
@@ -93,57 +238,29 @@ impl SqlJournal {
     pub async fn open_postgres(url: &str) -> Result<Self, JournalError> {
         let address = crate::redact_address(url);
         let secret = password_of(url);
-        let pool = Self::connect(
-            &address,
-            url,
-            secret.as_deref(),
-            POSTGRES_CONNECTIONS,
-            true,
-            |_| Box::pin(async { Ok(()) }),
-        )
-        .await?;
-        Self::migrated(pool, address, secret).await
-    }
-
-    async fn connect<F>(
-        address: &str,
-        url: &str,
-        secret: Option<&str>,
-        connections: u32,
-        ping_before_use: bool,
-        after_connect: F,
-    ) -> Result<AnyPool, JournalError>
-    where
-        F: for<'c> Fn(
-                &'c mut sqlx::AnyConnection,
-            ) -> futures::future::BoxFuture<'c, Result<(), sqlx::Error>>
-            + Send
-            + Sync
-            + 'static,
-    {
         sqlx::any::install_default_drivers();
         let failed = |error: sqlx::Error| JournalError::Store {
-            address: address.to_owned(),
-            message: scrub(&error.to_string(), secret),
+            address: address.clone(),
+            message: scrub(&error.to_string(), secret.as_deref()),
         };
         let options = AnyConnectOptions::from_str(url).map_err(failed)?;
-        AnyPoolOptions::new()
-            .max_connections(connections)
-            .test_before_acquire(ping_before_use)
+        let pool = AnyPoolOptions::new()
+            .max_connections(POSTGRES_CONNECTIONS)
+            .test_before_acquire(true)
             .acquire_timeout(Duration::from_secs(10))
-            .after_connect(move |conn, _meta| after_connect(conn))
             .connect_with(options)
             .await
-            .map_err(failed)
+            .map_err(failed)?;
+        Self::migrated(Connections::Pool(pool), address, secret).await
     }
 
     async fn migrated(
-        pool: AnyPool,
+        connections: Connections,
         address: String,
         secret: Option<String>,
     ) -> Result<Self, JournalError> {
         let store = Self {
-            pool,
+            connections,
             address,
             secret,
         };
@@ -157,12 +274,14 @@ impl SqlJournal {
     }
 
     async fn migrate(&self) -> Result<(), JournalError> {
+        let sqlite = self.is_sqlite();
+        let mut lease = self.lease().await?;
         sqlx::raw_sql("CREATE TABLE IF NOT EXISTS codemode_schema (version BIGINT NOT NULL)")
-            .execute(&self.pool)
+            .execute(&mut *lease)
             .await
             .map_err(|e| self.failed(e))?;
         let version: i64 = sqlx::query("SELECT COALESCE(MAX(version), 0) FROM codemode_schema")
-            .fetch_one(&self.pool)
+            .fetch_one(&mut *lease)
             .await
             .and_then(|row| row.try_get(0))
             .map_err(|e| self.failed(e))?;
@@ -171,11 +290,17 @@ impl SqlJournal {
             if number <= version {
                 continue;
             }
-            let mut tx = self.pool.begin().await.map_err(|e| self.failed(e))?;
-            sqlx::raw_sql(migration)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| self.failed(e))?;
+            let mut tx = lease.begin().await.map_err(|e| self.failed(e))?;
+            let sql = match (migration, sqlite) {
+                (Migration::Both(sql), _) | (Migration::SqliteOnly(sql), true) => Some(*sql),
+                (Migration::SqliteOnly(_), false) => None,
+            };
+            if let Some(sql) = sql {
+                sqlx::raw_sql(sql)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| self.failed(e))?;
+            }
             sqlx::query("INSERT INTO codemode_schema (version) VALUES ($1)")
                 .bind(number)
                 .execute(&mut *tx)
@@ -193,31 +318,293 @@ impl SqlJournal {
         }
     }
 
-    async fn delete_where(&self, condition: &str, value: Bind<'_>) -> Result<u64, JournalError> {
-        let mut tx = self.pool.begin().await.map_err(|e| self.failed(e))?;
-        for table in ["codemode_receipts", "codemode_events", "codemode_readings"] {
-            let statement = format!(
-                "DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM codemode_runs WHERE {condition})"
-            );
-            value
-                .bind(sqlx::query(&statement))
-                .execute(&mut *tx)
+    fn is_sqlite(&self) -> bool {
+        matches!(self.connections, Connections::Local(_))
+    }
+
+    /// A connection for one store call: the SQLite one (rolling back a write whose caller went
+    /// away mid-way), or one of the Postgres pool.
+    async fn lease(&self) -> Result<Lease<'_>, JournalError> {
+        match &self.connections {
+            Connections::Local(local) => {
+                let mut local = local.lock().await;
+                local.uses += 1;
+                if local.uses.is_multiple_of(CHECKPOINT_EVERY)
+                    && let Some(checkpoints) = &local.checkpoints
+                    && let Err(tokio::sync::mpsc::error::TrySendError::Closed(())) =
+                        checkpoints.try_send(())
+                {
+                    // The checkpointer's runtime ended: SQLite checkpoints on commit again.
+                    local.checkpoints = None;
+                    let _ = local
+                        .connection
+                        .execute("PRAGMA wal_autocheckpoint = 1000")
+                        .await;
+                }
+                if local.writing {
+                    // Committed or not, the transaction is over after this (an error says
+                    // there was none left to roll back).
+                    let _ = local.connection.execute("ROLLBACK").await;
+                    local.writing = false;
+                }
+                Ok(Lease::Local(local))
+            }
+            Connections::Pool(pool) => pool
+                .acquire()
                 .await
-                .map_err(|e| self.failed(e))?;
+                .map(Lease::Pooled)
+                .map_err(|e| self.failed(e)),
         }
-        let statement = format!("DELETE FROM codemode_runs WHERE {condition}");
-        let deleted = value
-            .bind(sqlx::query(&statement))
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.failed(e))?
-            .rows_affected();
-        tx.commit().await.map_err(|e| self.failed(e))?;
-        Ok(deleted)
+    }
+
+    /// Runs statements that commit together, in one round trip, and returns the rows they
+    /// return. SQLite gets them in one multi-statement string between `BEGIN IMMEDIATE` and
+    /// `COMMIT` (`sqlite` is the statements, `;`-terminated); Postgres gets one statement
+    /// (`postgres`: its data-modifying `WITH` parts commit together).
+    async fn write_at_once(
+        &self,
+        sqlite: Statement,
+        postgres: impl FnOnce() -> Result<Statement, sqlx::Error>,
+    ) -> Result<Vec<AnyRow>, JournalError> {
+        let mut lease = self.lease().await?;
+        match &mut lease {
+            Lease::Local(local) => {
+                let sql = format!("BEGIN IMMEDIATE; {} COMMIT;", sqlite.sql);
+                local.writing = true;
+                let rows = sqlx::query_with(&sql, sqlite.arguments)
+                    .fetch_all(&mut local.connection)
+                    .await;
+                if rows.is_err() {
+                    // The statements stop at the first error, inside the transaction.
+                    let _ = local.connection.execute("ROLLBACK").await;
+                }
+                local.writing = false;
+                rows.map_err(|e| self.failed(e))
+            }
+            Lease::Pooled(connection) => {
+                let statement = postgres().map_err(|e| self.failed(e))?;
+                sqlx::query_with(&statement.sql, statement.arguments)
+                    .fetch_all(&mut **connection)
+                    .await
+                    .map_err(|e| self.failed(e))
+            }
+        }
+    }
+
+    /// Deletes the runs matching `condition` (on `codemode_runs`, with `$1`.. bound to `binds`)
+    /// with all their rows, in one transaction and one round trip; returns how many runs.
+    async fn delete_where(&self, condition: &str, binds: &[Bind<'_>]) -> Result<u64, JournalError> {
+        let bound = |sql: String| -> Result<Statement, sqlx::Error> {
+            let mut statement = Statement::new();
+            for bind in binds {
+                bind.add_to(&mut statement.arguments)?;
+                statement.count += 1;
+            }
+            statement.sql = sql;
+            Ok(statement)
+        };
+        let mut sqlite = String::new();
+        for table in RUN_TABLES {
+            sqlite.push_str(&format!(
+                "DELETE FROM {table} WHERE run_id IN \
+                 (SELECT run_id FROM codemode_runs WHERE {condition}); "
+            ));
+        }
+        sqlite.push_str(&format!(
+            "DELETE FROM codemode_runs WHERE {condition} RETURNING run_id;"
+        ));
+        let mut postgres =
+            format!("WITH runs AS (DELETE FROM codemode_runs WHERE {condition} RETURNING run_id)");
+        for (index, table) in RUN_TABLES.iter().enumerate() {
+            postgres.push_str(&format!(
+                ", rows_{index} AS (DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM runs))"
+            ));
+        }
+        postgres.push_str(" SELECT run_id FROM runs");
+        let sqlite = bound(sqlite).map_err(|e| self.failed(e))?;
+        let deleted = self.write_at_once(sqlite, || bound(postgres)).await?;
+        Ok(deleted.len() as u64)
+    }
+
+    /// The statement that writes `rows` of a run's journal fenced by `epoch`: the run's row is
+    /// updated first (returning its epoch: no row back means fenced), and every insert only
+    /// happens if the run is still at `epoch`.
+    fn append_statement(
+        sqlite: bool,
+        run_id: &str,
+        epoch: u64,
+        batch: &Batch,
+        rows: &Rows<'_>,
+    ) -> Result<Statement, sqlx::Error> {
+        let mut statement = Statement::new();
+        statement.add(run_id.to_owned())?;
+        statement.add(as_i64(epoch))?;
+        statement.add(batch.delivered.map(as_i64))?;
+        statement.add(batch.bytes.map(as_i64))?;
+        let update = "UPDATE codemode_runs SET delivered = COALESCE($3, delivered), \
+                      bytes = COALESCE($4, bytes) WHERE run_id = $1 AND epoch = $2 RETURNING epoch";
+        let guard = if sqlite {
+            "EXISTS (SELECT 1 FROM codemode_runs WHERE run_id = $1 AND epoch = $2)"
+        } else {
+            "EXISTS (SELECT 1 FROM run)"
+        };
+        // SQLite: `UPDATE ...; INSERT ...; ...`; Postgres: `WITH run AS (UPDATE ...), receipts AS
+        // (INSERT ...), ... SELECT epoch FROM run`.
+        let open = |statement: &mut Statement, name: &str| {
+            if sqlite {
+                statement.push(" ");
+            } else {
+                statement.push(&format!(", {name} AS ("));
+            }
+        };
+        let close = |statement: &mut Statement| statement.push(if sqlite { ";" } else { ")" });
+        if sqlite {
+            statement.push(update);
+            statement.push(";");
+        } else {
+            statement.push("WITH run AS (");
+            statement.push(update);
+            statement.push(")");
+        }
+        if !rows.receipts.is_empty() {
+            open(&mut statement, "receipts");
+            statement.push(
+                "INSERT INTO codemode_receipts (run_id, method, ordinal, catalog_id, input_hash, \
+                 side_effecting, state, payload) SELECT $1, v.* FROM (VALUES ",
+            );
+            for (index, receipt) in rows.receipts.iter().enumerate() {
+                statement.push(if index == 0 { "(" } else { ", (" });
+                statement.bind(receipt.key.method.clone())?;
+                statement.push(", ");
+                statement.bind(as_i64(receipt.key.ordinal))?;
+                statement.push(", ");
+                statement.bind(receipt.catalog_id.clone())?;
+                statement.push(", ");
+                statement.bind(receipt.input_hash.clone())?;
+                statement.push(", ");
+                statement.bind(i64::from(receipt.side_effecting))?;
+                statement.push(", ");
+                statement.bind(receipt.state.name())?;
+                statement.push(", ");
+                statement.bind(receipt.state.payload())?;
+                statement.push(")");
+            }
+            statement.push(&format!(
+                ") AS v WHERE {guard} ON CONFLICT (run_id, method, ordinal) DO UPDATE SET \
+                 catalog_id = excluded.catalog_id, input_hash = excluded.input_hash, \
+                 side_effecting = excluded.side_effecting, state = excluded.state, \
+                 payload = excluded.payload"
+            ));
+            close(&mut statement);
+        }
+        if !rows.events.is_empty() {
+            open(&mut statement, "events");
+            statement.push(
+                "INSERT INTO codemode_events (run_id, seq, kind, method, number) \
+                 SELECT $1, v.* FROM (VALUES ",
+            );
+            for (index, (seq, event)) in rows.events.iter().enumerate() {
+                let (kind, method, number) = event.to_stored();
+                statement.push(if index == 0 { "(" } else { ", (" });
+                statement.bind(as_i64(*seq))?;
+                statement.push(", ");
+                statement.bind(kind)?;
+                statement.push(", ");
+                statement.bind(method.map(str::to_owned))?;
+                statement.push(", ");
+                statement.bind(as_i64(number))?;
+                statement.push(")");
+            }
+            statement.push(&format!(
+                ") AS v WHERE {guard} ON CONFLICT (run_id, seq) DO UPDATE SET \
+                 kind = excluded.kind, method = excluded.method, number = excluded.number"
+            ));
+            close(&mut statement);
+        }
+        if !rows.readings.is_empty() {
+            open(&mut statement, "readings");
+            statement.push(
+                "INSERT INTO codemode_readings (run_id, kind, ordinal, value) \
+                 SELECT $1, v.* FROM (VALUES ",
+            );
+            for (index, reading) in rows.readings.iter().enumerate() {
+                statement.push(if index == 0 { "(" } else { ", (" });
+                statement.bind(i64::from(reading.kind))?;
+                statement.push(", ");
+                statement.bind(as_i64(reading.ordinal))?;
+                statement.push(", ");
+                statement.bind(reading.value)?;
+                statement.push(")");
+            }
+            statement.push(&format!(
+                ") AS v WHERE {guard} ON CONFLICT (run_id, kind, ordinal) DO UPDATE SET \
+                 value = excluded.value"
+            ));
+            close(&mut statement);
+        }
+        if !sqlite {
+            statement.push(" SELECT epoch FROM run");
+        }
+        Ok(statement)
     }
 }
 
-/// The one value a `delete_where` condition binds as `$1`.
+/// The rows of a batch as they are written: one per key (the last written wins, as it would
+/// row by row), split into parts of at most [`MAX_PARAMETERS`] parameters.
+#[derive(Default)]
+struct Rows<'a> {
+    receipts: Vec<&'a Receipt>,
+    events: Vec<&'a (u64, Event)>,
+    readings: Vec<&'a Reading>,
+    parameters: usize,
+}
+
+impl<'a> Rows<'a> {
+    fn parts(batch: &'a Batch) -> Vec<Rows<'a>> {
+        let receipts = last_of_each(&batch.receipts, |receipt| {
+            (receipt.key.method.as_str(), receipt.key.ordinal)
+        });
+        let events = last_of_each(&batch.events, |(seq, _)| *seq);
+        let readings = last_of_each(&batch.readings, |reading| (reading.kind, reading.ordinal));
+        let mut parts = vec![Rows::default()];
+        let room = |parts: &mut Vec<Rows<'a>>, parameters: usize| -> usize {
+            let last = parts.len() - 1;
+            if parts[last].parameters + parameters > MAX_PARAMETERS {
+                parts.push(Rows::default());
+            }
+            let last = parts.len() - 1;
+            parts[last].parameters += parameters;
+            last
+        };
+        for receipt in receipts {
+            let part = room(&mut parts, 7);
+            parts[part].receipts.push(receipt);
+        }
+        for event in events {
+            let part = room(&mut parts, 4);
+            parts[part].events.push(event);
+        }
+        for reading in readings {
+            let part = room(&mut parts, 3);
+            parts[part].readings.push(reading);
+        }
+        parts
+    }
+}
+
+/// The last item of each key, in the order of those last items.
+fn last_of_each<'a, T, K: Hash + Eq>(items: &'a [T], key: impl Fn(&'a T) -> K) -> Vec<&'a T> {
+    let mut seen = HashSet::new();
+    let mut kept: Vec<&T> = items
+        .iter()
+        .rev()
+        .filter(|item| seen.insert(key(*item)))
+        .collect();
+    kept.reverse();
+    kept
+}
+
+/// A value a `delete_where` condition binds.
 #[derive(Clone, Copy)]
 enum Bind<'a> {
     Text(&'a str),
@@ -225,14 +612,12 @@ enum Bind<'a> {
 }
 
 impl Bind<'_> {
-    fn bind<'q>(
-        self,
-        query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
-    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    fn add_to(self, arguments: &mut AnyArguments<'static>) -> Result<(), sqlx::Error> {
         match self {
-            Bind::Text(text) => query.bind(text.to_owned()),
-            Bind::Number(number) => query.bind(number),
+            Bind::Text(text) => arguments.add(text.to_owned()),
+            Bind::Number(number) => arguments.add(number),
         }
+        .map_err(sqlx::Error::Encode)
     }
 }
 
@@ -265,6 +650,59 @@ fn record_of(row: &AnyRow) -> Result<(RunRecord, u64, u64, u64), sqlx::Error> {
     ))
 }
 
+/// A receipt as `load` aggregates it: method, ordinal, catalog id, input hash, side-effecting
+/// (0 or 1), state, payload.
+type StoredReceipt = (String, i64, String, String, i64, String, Option<String>);
+
+/// Receipts from their aggregated JSON; `None` for a row no version wrote.
+fn decode_receipts(json: &str) -> Option<Vec<Receipt>> {
+    let stored: Vec<StoredReceipt> = serde_json::from_str(json).ok()?;
+    stored
+        .into_iter()
+        .map(
+            |(method, ordinal, catalog_id, input_hash, side_effecting, state, payload)| {
+                Some(Receipt {
+                    key: ReceiptKey {
+                        method,
+                        ordinal: as_u64(ordinal),
+                    },
+                    catalog_id,
+                    input_hash,
+                    side_effecting: side_effecting != 0,
+                    state: ReceiptState::from_stored(&state, payload.as_deref())?,
+                })
+            },
+        )
+        .collect()
+}
+
+/// Events (sequence number, kind, method, number) from their aggregated JSON.
+fn decode_events(json: &str) -> Option<Vec<(u64, Event)>> {
+    let stored: Vec<(i64, String, Option<String>, i64)> = serde_json::from_str(json).ok()?;
+    stored
+        .into_iter()
+        .map(|(seq, kind, method, number)| {
+            let event = Event::from_stored(&kind, method.as_deref(), as_u64(number))?;
+            Some((as_u64(seq), event))
+        })
+        .collect()
+}
+
+/// Readings (kind, ordinal, value as text) from their aggregated JSON.
+fn decode_readings(json: &str) -> Option<Vec<Reading>> {
+    let stored: Vec<(i64, i64, String)> = serde_json::from_str(json).ok()?;
+    stored
+        .into_iter()
+        .map(|(kind, ordinal, value)| {
+            Some(Reading {
+                kind: u32::try_from(kind).ok()?,
+                ordinal: as_u64(ordinal),
+                value: value.parse().ok()?,
+            })
+        })
+        .collect()
+}
+
 #[async_trait]
 impl JournalStore for SqlJournal {
     async fn create(
@@ -275,6 +713,7 @@ impl JournalStore for SqlJournal {
         held_until_ms: i64,
     ) -> Result<(), JournalError> {
         self.delete_expired(now_ms).await?;
+        let mut lease = self.lease().await?;
         let scope = &record.scope;
         let inserted = sqlx::query(
             "INSERT INTO codemode_runs (run_id, agent_run_id, session_id, session_key, program, \
@@ -296,7 +735,7 @@ impl JournalStore for SqlJournal {
         .bind(held_until_ms)
         .bind(now_ms)
         .bind(as_i64(MAX_JOURNALED_RUNS as u64))
-        .execute(&self.pool)
+        .execute(&mut *lease)
         .await
         .map_err(|e| self.failed(e))?
         .rows_affected();
@@ -307,164 +746,130 @@ impl JournalStore for SqlJournal {
     }
 
     async fn append(&self, run_id: &str, epoch: u64, batch: &Batch) -> Result<(), JournalError> {
-        let mut tx = self.pool.begin().await.map_err(|e| self.failed(e))?;
-        // First a write to the run's row, fenced by the epoch: it also takes SQLite's write lock
-        // at once, so the transaction never has to upgrade a read lock.
-        let fenced = sqlx::query(
-            "UPDATE codemode_runs SET delivered = COALESCE($3, delivered), \
-             bytes = COALESCE($4, bytes) WHERE run_id = $1 AND epoch = $2",
-        )
-        .bind(run_id.to_owned())
-        .bind(as_i64(epoch))
-        .bind(batch.delivered.map(as_i64))
-        .bind(batch.bytes.map(as_i64))
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| self.failed(e))?
-        .rows_affected()
-            == 0;
-        if fenced {
-            return Err(JournalError::Fenced);
+        let sqlite = self.is_sqlite();
+        let parts = Rows::parts(batch);
+        let statement = |rows: &Rows<'_>, sqlite: bool| {
+            Self::append_statement(sqlite, run_id, epoch, batch, rows).map_err(|e| self.failed(e))
+        };
+        let held = if let [rows] = parts.as_slice() {
+            // The usual case: one round trip.
+            let sqlite_statement = statement(rows, true)?;
+            !self
+                .write_at_once(sqlite_statement, || {
+                    Self::append_statement(false, run_id, epoch, batch, rows)
+                })
+                .await?
+                .is_empty()
+        } else {
+            let mut lease = self.lease().await?;
+            let mut tx = lease.begin().await.map_err(|e| self.failed(e))?;
+            let mut held = true;
+            for rows in &parts {
+                let part = statement(rows, sqlite)?;
+                held &= !sqlx::query_with(&part.sql, part.arguments)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(|e| self.failed(e))?
+                    .is_empty();
+                if !held {
+                    break;
+                }
+            }
+            if held {
+                tx.commit().await.map_err(|e| self.failed(e))?;
+            }
+            held
+        };
+        if held {
+            Ok(())
+        } else {
+            Err(JournalError::Fenced)
         }
-        for receipt in &batch.receipts {
-            sqlx::query(
-                "INSERT INTO codemode_receipts (run_id, method, ordinal, catalog_id, input_hash, \
-                 side_effecting, state, payload) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-                 ON CONFLICT (run_id, method, ordinal) DO UPDATE SET \
-                 catalog_id = excluded.catalog_id, input_hash = excluded.input_hash, \
-                 side_effecting = excluded.side_effecting, state = excluded.state, \
-                 payload = excluded.payload",
-            )
-            .bind(run_id.to_owned())
-            .bind(receipt.key.method.clone())
-            .bind(as_i64(receipt.key.ordinal))
-            .bind(receipt.catalog_id.clone())
-            .bind(receipt.input_hash.clone())
-            .bind(i64::from(receipt.side_effecting))
-            .bind(receipt.state.name())
-            .bind(receipt.state.payload())
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.failed(e))?;
-        }
-        for (seq, event) in &batch.events {
-            let (kind, method, number) = event.to_stored();
-            sqlx::query(
-                "INSERT INTO codemode_events (run_id, seq, kind, method, number) \
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (run_id, seq) DO UPDATE SET \
-                 kind = excluded.kind, method = excluded.method, number = excluded.number",
-            )
-            .bind(run_id.to_owned())
-            .bind(as_i64(*seq))
-            .bind(kind)
-            .bind(method.map(str::to_owned))
-            .bind(as_i64(number))
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.failed(e))?;
-        }
-        for reading in &batch.readings {
-            sqlx::query(
-                "INSERT INTO codemode_readings (run_id, kind, ordinal, value) \
-                 VALUES ($1, $2, $3, $4) ON CONFLICT (run_id, kind, ordinal) DO UPDATE SET \
-                 value = excluded.value",
-            )
-            .bind(run_id.to_owned())
-            .bind(i64::from(reading.kind))
-            .bind(as_i64(reading.ordinal))
-            .bind(reading.value)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.failed(e))?;
-        }
-        tx.commit().await.map_err(|e| self.failed(e))
     }
 
     async fn load(&self, run_id: &str, now_ms: i64) -> Result<Option<Journal>, JournalError> {
         let corrupt = |_| JournalError::Corrupt(run_id.to_owned());
-        let Some(row) = sqlx::query(
+        // One round trip and one row: the receipts, events and readings come aggregated as JSON
+        // arrays (a row each would be a hop each from sqlx's SQLite worker). Readings travel as
+        // text that round-trips every double (JSON numbers of SQLite keep 15 digits).
+        let aggregated = if self.is_sqlite() {
+            "(SELECT json_group_array(json_array(method, ordinal, catalog_id, input_hash, \
+             side_effecting, state, payload) ORDER BY method, ordinal) \
+             FROM codemode_receipts WHERE run_id = $1) AS receipts, \
+             (SELECT json_group_array(json_array(seq, kind, method, number) ORDER BY seq) \
+             FROM codemode_events WHERE run_id = $1) AS events, \
+             (SELECT json_group_array(json_array(kind, ordinal, printf('%!.17g', value)) \
+             ORDER BY kind, ordinal) FROM codemode_readings WHERE run_id = $1) AS readings"
+        } else {
+            "(SELECT COALESCE(json_agg(json_build_array(method, ordinal, catalog_id, input_hash, \
+             side_effecting, state, payload) ORDER BY method, ordinal), '[]')::text \
+             FROM codemode_receipts WHERE run_id = $1) AS receipts, \
+             (SELECT COALESCE(json_agg(json_build_array(seq, kind, method, number) \
+             ORDER BY seq), '[]')::text FROM codemode_events WHERE run_id = $1) AS events, \
+             (SELECT COALESCE(json_agg(json_build_array(kind, ordinal, value::text) \
+             ORDER BY kind, ordinal), '[]')::text FROM codemode_readings WHERE run_id = $1) \
+             AS readings"
+        };
+        let mut lease = self.lease().await?;
+        let Some(row) = sqlx::query(&format!(
             "SELECT run_id, agent_run_id, session_id, session_key, program, parent_call_id, \
-             restart_safe, ttl_ms, expires_at_ms, epoch, delivered, bytes FROM codemode_runs \
-             WHERE run_id = $1 AND expires_at_ms > $2",
-        )
+             restart_safe, ttl_ms, expires_at_ms, epoch, delivered, bytes, {aggregated} \
+             FROM codemode_runs WHERE run_id = $1 AND expires_at_ms > $2"
+        ))
         .bind(run_id.to_owned())
         .bind(now_ms)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *lease)
         .await
         .map_err(|e| self.failed(e))?
         else {
             return Ok(None);
         };
+        drop(lease);
         let (record, epoch, delivered, bytes) = record_of(&row).map_err(corrupt)?;
-        let receipts = sqlx::query(
-            "SELECT method, ordinal, catalog_id, input_hash, side_effecting, state, payload \
-             FROM codemode_receipts WHERE run_id = $1 ORDER BY method, ordinal",
+        let column = |name: &str| -> Result<String, JournalError> {
+            row.try_get::<String, _>(name)
+                .map_err(|_| JournalError::Corrupt(run_id.to_owned()))
+        };
+        let receipts = decode_receipts(&column("receipts")?);
+        let events = decode_events(&column("events")?);
+        let readings = decode_readings(&column("readings")?);
+        match (receipts, events, readings) {
+            (Some(receipts), Some(events), Some(readings)) => Ok(Some(Journal {
+                record,
+                epoch,
+                receipts,
+                events,
+                readings,
+                delivered,
+                bytes,
+            })),
+            _ => Err(JournalError::Corrupt(run_id.to_owned())),
+        }
+    }
+
+    async fn scope(&self, run_id: &str, now_ms: i64) -> Result<Option<Scope>, JournalError> {
+        let mut lease = self.lease().await?;
+        let Some(row) = sqlx::query(
+            "SELECT agent_run_id, session_id, session_key FROM codemode_runs \
+             WHERE run_id = $1 AND expires_at_ms > $2",
         )
         .bind(run_id.to_owned())
-        .fetch_all(&self.pool)
+        .bind(now_ms)
+        .fetch_optional(&mut *lease)
         .await
         .map_err(|e| self.failed(e))?
-        .iter()
-        .map(|row| -> Option<Receipt> {
-            let state: String = row.try_get("state").ok()?;
-            let payload: Option<String> = row.try_get("payload").ok()?;
-            Some(Receipt {
-                key: ReceiptKey {
-                    method: row.try_get("method").ok()?,
-                    ordinal: as_u64(row.try_get("ordinal").ok()?),
-                },
-                catalog_id: row.try_get("catalog_id").ok()?,
-                input_hash: row.try_get("input_hash").ok()?,
-                side_effecting: row.try_get::<i64, _>("side_effecting").ok()? != 0,
-                state: ReceiptState::from_stored(&state, payload.as_deref())?,
+        else {
+            return Ok(None);
+        };
+        let scope = (|| -> Result<Scope, sqlx::Error> {
+            Ok(Scope {
+                agent_run_id: row.try_get("agent_run_id")?,
+                session_id: row.try_get("session_id")?,
+                session_key: row.try_get("session_key")?,
             })
-        })
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| JournalError::Corrupt(run_id.to_owned()))?;
-        let events = sqlx::query(
-            "SELECT seq, kind, method, number FROM codemode_events WHERE run_id = $1 ORDER BY seq",
-        )
-        .bind(run_id.to_owned())
-        .fetch_all(&self.pool)
-        .await
-        .map_err(|e| self.failed(e))?
-        .iter()
-        .map(|row| -> Option<(u64, Event)> {
-            let kind: String = row.try_get("kind").ok()?;
-            let method: Option<String> = row.try_get("method").ok()?;
-            let number = as_u64(row.try_get("number").ok()?);
-            let event = Event::from_stored(&kind, method.as_deref(), number)?;
-            Some((as_u64(row.try_get("seq").ok()?), event))
-        })
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| JournalError::Corrupt(run_id.to_owned()))?;
-        let readings = sqlx::query(
-            "SELECT kind, ordinal, value FROM codemode_readings WHERE run_id = $1 \
-             ORDER BY kind, ordinal",
-        )
-        .bind(run_id.to_owned())
-        .fetch_all(&self.pool)
-        .await
-        .map_err(|e| self.failed(e))?
-        .iter()
-        .map(|row| -> Option<Reading> {
-            Some(Reading {
-                kind: u32::try_from(row.try_get::<i64, _>("kind").ok()?).ok()?,
-                ordinal: as_u64(row.try_get("ordinal").ok()?),
-                value: row.try_get("value").ok()?,
-            })
-        })
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| JournalError::Corrupt(run_id.to_owned()))?;
-        Ok(Some(Journal {
-            record,
-            epoch,
-            receipts,
-            events,
-            readings,
-            delivered,
-            bytes,
-        }))
+        })()
+        .map_err(|_| JournalError::Corrupt(run_id.to_owned()))?;
+        Ok(Some(scope))
     }
 
     async fn claim(
@@ -475,13 +880,14 @@ impl JournalStore for SqlJournal {
         held_until_ms: i64,
     ) -> Result<Claim, JournalError> {
         // Optimistic: read the row, then take it only if nobody changed it in between.
+        let mut lease = self.lease().await?;
         let Some(row) = sqlx::query(
             "SELECT epoch, holder, held_until_ms, live_on FROM codemode_runs \
              WHERE run_id = $1 AND expires_at_ms > $2",
         )
         .bind(run_id.to_owned())
         .bind(now_ms)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *lease)
         .await
         .map_err(|e| self.failed(e))?
         else {
@@ -513,7 +919,7 @@ impl JournalStore for SqlJournal {
         .bind(epoch)
         .bind(live_on)
         .bind(now_ms)
-        .execute(&self.pool)
+        .execute(&mut *lease)
         .await
         .map_err(|e| self.failed(e))?
         .rows_affected();
@@ -534,6 +940,7 @@ impl JournalStore for SqlJournal {
         epoch: u64,
         expires_at_ms: i64,
     ) -> Result<(), JournalError> {
+        let mut lease = self.lease().await?;
         let released = sqlx::query(
             "UPDATE codemode_runs SET holder = NULL, expires_at_ms = $3 \
              WHERE run_id = $1 AND epoch = $2",
@@ -541,7 +948,7 @@ impl JournalStore for SqlJournal {
         .bind(run_id.to_owned())
         .bind(as_i64(epoch))
         .bind(expires_at_ms)
-        .execute(&self.pool)
+        .execute(&mut *lease)
         .await
         .map_err(|e| self.failed(e))?
         .rows_affected();
@@ -553,47 +960,45 @@ impl JournalStore for SqlJournal {
 
     async fn delete(&self, run_id: &str, epoch: Option<u64>) -> Result<(), JournalError> {
         match epoch {
-            None => self.delete_where("run_id = $1", Bind::Text(run_id)).await?,
+            None => {
+                self.delete_where("run_id = $1", &[Bind::Text(run_id)])
+                    .await?
+            }
+            // Only the current holder's epoch deletes (a row of another epoch is left alone).
             Some(epoch) => {
-                // Only the current holder's epoch deletes: check it in the same transaction as
-                // the deletes (a row of another epoch is left alone).
-                let current: Option<i64> =
-                    sqlx::query("SELECT epoch FROM codemode_runs WHERE run_id = $1")
-                        .bind(run_id.to_owned())
-                        .fetch_optional(&self.pool)
-                        .await
-                        .map_err(|e| self.failed(e))?
-                        .map(|row| row.try_get(0))
-                        .transpose()
-                        .map_err(|_| JournalError::Corrupt(run_id.to_owned()))?;
-                if current != Some(as_i64(epoch)) {
-                    return Ok(());
-                }
-                self.delete_where("run_id = $1", Bind::Text(run_id)).await?
+                self.delete_where(
+                    "run_id = $1 AND epoch = $2",
+                    &[Bind::Text(run_id), Bind::Number(as_i64(epoch))],
+                )
+                .await?
             }
         };
         Ok(())
     }
 
     async fn delete_session(&self, session: &str) -> Result<u64, JournalError> {
-        self.delete_where("session_id = $1 OR session_key = $1", Bind::Text(session))
-            .await
+        self.delete_where(
+            "session_id = $1 OR session_key = $1",
+            &[Bind::Text(session)],
+        )
+        .await
     }
 
     async fn delete_agent_run(&self, agent_run_id: &str) -> Result<u64, JournalError> {
-        self.delete_where("agent_run_id = $1", Bind::Text(agent_run_id))
+        self.delete_where("agent_run_id = $1", &[Bind::Text(agent_run_id)])
             .await
     }
 
     async fn delete_expired(&self, now_ms: i64) -> Result<u64, JournalError> {
-        self.delete_where("expires_at_ms <= $1", Bind::Number(now_ms))
+        self.delete_where("expires_at_ms <= $1", &[Bind::Number(now_ms)])
             .await
     }
 
     async fn count(&self, now_ms: i64) -> Result<u64, JournalError> {
+        let mut lease = self.lease().await?;
         let count: i64 = sqlx::query("SELECT COUNT(*) FROM codemode_runs WHERE expires_at_ms > $1")
             .bind(now_ms)
-            .fetch_one(&self.pool)
+            .fetch_one(&mut *lease)
             .await
             .and_then(|row| row.try_get(0))
             .map_err(|e| self.failed(e))?;
@@ -607,7 +1012,8 @@ impl JournalStore for SqlJournal {
         now_ms: i64,
         expires_at_ms: i64,
     ) -> Result<(), JournalError> {
-        let mut tx = self.pool.begin().await.map_err(|e| self.failed(e))?;
+        let mut lease = self.lease().await?;
+        let mut tx = lease.begin().await.map_err(|e| self.failed(e))?;
         sqlx::query("DELETE FROM codemode_transport_sessions WHERE expires_at_ms <= $1")
             .bind(now_ms)
             .execute(&mut *tx)
@@ -632,13 +1038,14 @@ impl JournalStore for SqlJournal {
         session_id: &str,
         now_ms: i64,
     ) -> Result<Option<String>, JournalError> {
+        let mut lease = self.lease().await?;
         sqlx::query(
             "SELECT state FROM codemode_transport_sessions \
              WHERE session_id = $1 AND expires_at_ms > $2",
         )
         .bind(session_id.to_owned())
         .bind(now_ms)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *lease)
         .await
         .map_err(|e| self.failed(e))?
         .map(|row| row.try_get::<String, _>(0))
@@ -647,9 +1054,10 @@ impl JournalStore for SqlJournal {
     }
 
     async fn delete_transport_session(&self, session_id: &str) -> Result<(), JournalError> {
+        let mut lease = self.lease().await?;
         sqlx::query("DELETE FROM codemode_transport_sessions WHERE session_id = $1")
             .bind(session_id.to_owned())
-            .execute(&self.pool)
+            .execute(&mut *lease)
             .await
             .map_err(|e| self.failed(e))?;
         Ok(())

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::{Batch, Claim, Journal, JournalError, MemoryJournal, RunRecord, SqlJournal};
+use crate::{Batch, Claim, Journal, JournalError, MemoryJournal, RunRecord, Scope, SqlJournal};
 
 /// At most this many journals live in one store at once (the same cap as parked runs; expired
 /// journals do not count).
@@ -38,6 +38,15 @@ pub trait JournalStore: Send + Sync + std::fmt::Debug + 'static {
 
     /// The whole journal of an unexpired run.
     async fn load(&self, run_id: &str, now_ms: i64) -> Result<Option<Journal>, JournalError>;
+
+    /// The scope of an unexpired run: what a `wait` checks before it claims the run (and loads
+    /// its journal once it holds it).
+    async fn scope(&self, run_id: &str, now_ms: i64) -> Result<Option<Scope>, JournalError> {
+        Ok(self
+            .load(run_id, now_ms)
+            .await?
+            .map(|journal| journal.record.scope))
+    }
 
     /// Takes the run for a `wait` by `host` until `held_until_ms`: refused while another
     /// holder's hold lasts. Taking it from another host bumps the epoch.

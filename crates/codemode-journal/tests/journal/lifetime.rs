@@ -37,7 +37,15 @@ async fn the_scope_is_stored_and_deletes_by_session_and_agent_run_match_it() {
         for (run, expected) in [("cm_s1", &first), ("cm_s2", &second), ("cm_s3", &partial)] {
             let journal = store.load(run, NOW).await.unwrap().expect("stored");
             assert_eq!(&journal.record.scope, expected, "{kind:?}: {run}");
+            let alone = store.scope(run, NOW).await.unwrap();
+            assert_eq!(alone.as_ref(), Some(expected), "{kind:?}: {run}");
         }
+        assert_eq!(
+            store.scope("cm_s1", later).await.unwrap(),
+            None,
+            "{kind:?}: expired"
+        );
+        assert_eq!(store.scope("cm_none", NOW).await.unwrap(), None, "{kind:?}");
         // A session matches by its id or its key; others' runs stay.
         assert_eq!(
             store.delete_session("session-x").await.unwrap(),

@@ -10,6 +10,7 @@ mod lifetime;
 mod receipts;
 mod redaction;
 mod sessions;
+mod upgrade;
 
 use std::sync::Arc;
 

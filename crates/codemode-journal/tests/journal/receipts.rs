@@ -153,3 +153,63 @@ async fn a_started_receipt_settles_in_place_and_unknown_is_kept() {
         backend.finish().await;
     }
 }
+
+#[tokio::test]
+async fn one_batch_writes_a_key_twice_and_more_rows_than_one_statement_binds() {
+    for backend in backends("big_batch").await {
+        let store = &backend.store;
+        let run = record("cm_big", Scope::default(), NOW + 60_000);
+        store
+            .create(&run, "host-a", NOW, NOW + 5_000)
+            .await
+            .unwrap();
+        // A failed write kept for the next one: a receipt started and settled in one batch.
+        let mut batch = Batch {
+            receipts: vec![receipt("tools.call", 0, ReceiptState::Started)],
+            events: vec![(1, Event::Timer(7))],
+            ..Batch::default()
+        };
+        batch.merge(Batch {
+            receipts: vec![receipt("tools.call", 0, ReceiptState::Ok(json!(0)))],
+            events: vec![(1, Event::Settled(key("tools.call", 0)))],
+            ..Batch::default()
+        });
+        // 12,000 readings and 3,000 receipts: more parameters than one SQL statement takes.
+        // Values with all 17 digits of a double, as `Math.random()` gives.
+        let readings: Vec<Reading> = (0..12_000)
+            .map(|ordinal| Reading {
+                kind: 1,
+                ordinal,
+                value: (ordinal as f64 + 0.1) / 3.0,
+            })
+            .collect();
+        let receipts: Vec<Receipt> = (1..=3_000)
+            .map(|ordinal| receipt("mcp.call", ordinal, ReceiptState::Ok(json!(ordinal))))
+            .collect();
+        batch.merge(Batch {
+            receipts: receipts.clone(),
+            readings: readings.clone(),
+            bytes: Some(99),
+            ..Batch::default()
+        });
+        store.append("cm_big", 1, &batch).await.unwrap();
+        let journal = store
+            .load("cm_big", NOW)
+            .await
+            .unwrap()
+            .expect("the journal");
+        let mut expected = receipts;
+        expected.sort_by(|a, b| a.key.cmp(&b.key));
+        expected.push(receipt("tools.call", 0, ReceiptState::Ok(json!(0))));
+        assert_eq!(journal.receipts, expected, "{:?}", backend.kind);
+        assert_eq!(
+            journal.events,
+            [(1, Event::Settled(key("tools.call", 0)))],
+            "{:?}: the later write of a sequence number wins",
+            backend.kind
+        );
+        assert_eq!(journal.readings, readings, "{:?}", backend.kind);
+        assert_eq!(journal.bytes, 99, "{:?}", backend.kind);
+        backend.finish().await;
+    }
+}
