@@ -30,7 +30,14 @@ use crate::codec::{encode_host_value, output_bytes};
 use crate::engine::{HOST_CALL_FAILED, HostFuture, Progress, StepInput, StepOutput};
 use crate::install::InstallPlan;
 use crate::vm_threads::run_step_then_drop;
-use crate::{BridgeHost, DEADLINE_GRACE, Limits, MAX_JSON_DEPTH, PendingCall, RunError};
+use crate::{
+    BridgeHost, DEADLINE_GRACE, Limits, MAX_JSON_DEPTH, PendingCall, ReadingKind, RequestId,
+    RunError, Tape,
+};
+
+mod exchange;
+
+use exchange::{RunSide, exchange};
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -411,70 +418,6 @@ fn describe(status: Option<ExitStatus>) -> String {
     }
 }
 
-/// The host's knowledge of a run whose VM lives in a worker.
-struct RunSide {
-    host: Arc<dyn BridgeHost>,
-    limits: Limits,
-    /// Methods of the plan's bridge callables: a worker asking for another is lying.
-    methods: HashSet<String>,
-    /// Methods of the plan's synchronous callables.
-    sync_methods: HashSet<String>,
-    /// Largest frame accepted from the worker during this run.
-    frame_limit: usize,
-    /// Started host calls not settled into the VM yet, with their frame bytes.
-    in_flight: HashMap<u64, usize>,
-    in_flight_bytes: usize,
-    output_bytes: usize,
-    memory_bytes: usize,
-    pending: Vec<PendingCall>,
-}
-
-impl RunSide {
-    fn new(plan: &InstallPlan, host: Arc<dyn BridgeHost>, limits: &Limits) -> Self {
-        let longest = plan
-            .bridge
-            .iter()
-            .chain(&plan.sync)
-            .map(|(method, bound)| {
-                method.len() + serde_json::to_vec(bound).map_or(0, |bytes| bytes.len())
-            })
-            .max()
-            .unwrap_or(0);
-        let calls = limits
-            .max_pending_calls
-            .max(1)
-            .saturating_add(limits.max_queued_calls)
-            .saturating_add(1);
-        // One call's arguments, or the output and the value of a step with its pending list.
-        let frame_limit = limits
-            .max_call_args_bytes
-            .max(
-                limits
-                    .max_output_bytes
-                    .saturating_mul(2)
-                    .saturating_add(calls.saturating_mul(longest.saturating_add(64))),
-            )
-            .saturating_add(longest)
-            .saturating_add(1 << 20);
-        Self {
-            host,
-            limits: limits.clone(),
-            methods: plan
-                .bridge
-                .iter()
-                .map(|(method, _)| method.clone())
-                .collect(),
-            sync_methods: plan.sync.iter().map(|(method, _)| method.clone()).collect(),
-            frame_limit,
-            in_flight: HashMap::new(),
-            in_flight_bytes: 0,
-            output_bytes: 0,
-            memory_bytes: 0,
-            pending: Vec::new(),
-        }
-    }
-}
-
 /// A run whose VM lives in a worker process, between steps.
 pub(crate) struct WorkerVm {
     worker: Worker,
@@ -697,153 +640,4 @@ impl Worker {
     fn read(&mut self, limit: usize) -> Result<WorkerMessage, Fault> {
         Ok(read_frame(&mut self.stdout, &mut self.buffer, limit)?)
     }
-}
-
-/// Writes the step and answers the worker until it says the step is done.
-fn exchange(
-    worker: &mut Worker,
-    run: &mut RunSide,
-    build: Option<(&str, &InstallPlan)>,
-    input: StepInput,
-) -> Result<(Done, Vec<(u64, HostFuture)>), Fault> {
-    let StepInput {
-        settlements,
-        resume_yields,
-        deadline,
-        handle,
-    } = input;
-    let _entered = handle.as_ref().map(tokio::runtime::Handle::enter);
-    if !worker.greeted {
-        match worker.read(MAX_HELLO_BYTES)? {
-            WorkerMessage::Hello {
-                protocol,
-                locked_down,
-            } if protocol == PROTOCOL_VERSION => {
-                worker.greeted = true;
-                worker.locked_down = locked_down;
-            }
-            WorkerMessage::Hello { protocol, .. } => {
-                return Err(Fault::Malformed(format!(
-                    "protocol version {protocol}, expected {PROTOCOL_VERSION}"
-                )));
-            }
-            _ => return Err(Fault::Malformed("no greeting".into())),
-        }
-    }
-    for (id, _) in &settlements {
-        if let Some(bytes) = run.in_flight.remove(id) {
-            run.in_flight_bytes = run.in_flight_bytes.saturating_sub(bytes);
-        }
-    }
-    let message = HostMessage::Step {
-        build: build.map(|(program, plan)| BuildRef {
-            program,
-            plan: plan.wire(),
-            limits: (&run.limits).into(),
-        }),
-        settlements: &settlements,
-        resume_yields,
-        remaining_nanos: nanos(deadline.saturating_duration_since(Instant::now())),
-    };
-    worker.write(&message)?;
-    drop(settlements);
-    let mut spawn = Vec::new();
-    loop {
-        match worker.read(run.frame_limit)? {
-            WorkerMessage::Sync(request) => {
-                if !run.sync_methods.contains(&request.method) {
-                    return Err(Fault::Malformed(
-                        "a synchronous call of an unknown method".into(),
-                    ));
-                }
-                let host = Arc::clone(&run.host);
-                let answer = catch_unwind(AssertUnwindSafe(|| host.call_sync(request)))
-                    .unwrap_or_else(|_| Err(HOST_CALL_FAILED.to_owned()));
-                worker.write(&HostMessage::SyncAnswer(bounded(answer)))?;
-            }
-            WorkerMessage::Call(request) => {
-                let id = request.id.0;
-                if !run.methods.contains(&request.method) {
-                    return Err(Fault::Malformed("a call of an unknown method".into()));
-                }
-                if run.in_flight.contains_key(&id) {
-                    return Err(Fault::Malformed(format!("call id {id} used twice")));
-                }
-                let bytes = worker.buffer.len();
-                let host = Arc::clone(&run.host);
-                let mut future: HostFuture = Box::pin(async move { host.call(request).await });
-                let mut context = std::task::Context::from_waker(std::task::Waker::noop());
-                let answer =
-                    match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut context))) {
-                        Ok(Poll::Ready(outcome)) => Some(bounded(outcome)),
-                        Ok(Poll::Pending) => None,
-                        Err(_) => Some(Err(HOST_CALL_FAILED.to_owned())),
-                    };
-                if answer.is_none() {
-                    let max_calls = run.limits.max_pending_calls.max(1);
-                    let max_bytes = run
-                        .limits
-                        .max_in_flight_args_bytes()
-                        .saturating_add(max_calls.saturating_mul(64 * 1024));
-                    if run.in_flight.len() >= max_calls
-                        || run.in_flight_bytes.saturating_add(bytes) > max_bytes
-                    {
-                        return Err(Fault::Malformed(
-                            "more host calls in flight than the run's limits allow".into(),
-                        ));
-                    }
-                    run.in_flight.insert(id, bytes);
-                    run.in_flight_bytes += bytes;
-                    spawn.push((id, future));
-                }
-                worker.write(&HostMessage::CallAnswer(answer))?;
-            }
-            WorkerMessage::Done(done) => {
-                check_done(run, &done)?;
-                worker.peak_rss_bytes = done.peak_rss_bytes;
-                return Ok((*done, spawn));
-            }
-            WorkerMessage::Hello { .. } => {
-                return Err(Fault::Malformed("a second greeting".into()));
-            }
-        }
-    }
-}
-
-/// A host value that may cross to the worker: nested no deeper than the bridge allows (else the
-/// error the in-process bridge gives).
-fn bounded(outcome: Result<Value, String>) -> Result<Value, String> {
-    match outcome {
-        Ok(value) if crate::codec::exceeds_depth(&value, MAX_JSON_DEPTH) => {
-            Err(encode_host_value(value)
-                .err()
-                .unwrap_or_else(|| HOST_CALL_FAILED.to_owned()))
-        }
-        other => other,
-    }
-}
-
-/// Checks what the worker says about its step against the run's limits, and records it.
-fn check_done(run: &mut RunSide, done: &Done) -> Result<(), Fault> {
-    let added: usize = done.output.iter().map(output_bytes).sum();
-    let total = run.output_bytes.saturating_add(added);
-    if total > run.limits.max_output_bytes {
-        return Err(Fault::Malformed(
-            "more output than the run's output limit".into(),
-        ));
-    }
-    let calls = run
-        .limits
-        .max_pending_calls
-        .max(1)
-        .saturating_add(run.limits.max_queued_calls);
-    if done.pending.len() > calls {
-        return Err(Fault::Malformed(
-            "more pending calls than the run's limits allow".into(),
-        ));
-    }
-    run.output_bytes = total;
-    run.memory_bytes = usize::try_from(done.memory_bytes).unwrap_or(usize::MAX);
-    run.pending.clone_from(&done.pending);
-    Ok(())
 }

@@ -19,7 +19,7 @@ use crate::install::{PlanWire, PlanWireRef};
 use crate::{BridgeRequest, Limits, MAX_JSON_DEPTH, OutputItem, PendingCall, RunError, Truncation};
 
 /// Bumped on every incompatible change; a worker of another version is refused.
-pub(crate) const PROTOCOL_VERSION: u32 = 1;
+pub(crate) const PROTOCOL_VERSION: u32 = 2;
 
 /// Largest greeting the host reads from a fresh worker.
 pub(crate) const MAX_HELLO_BYTES: usize = 4096;
@@ -91,6 +91,14 @@ pub(crate) enum HostMessage<'a> {
     /// The answer to a `Call` request: `None` while the host call is still pending (it is
     /// settled by a later step).
     CallAnswer(Option<Result<Value, String>>),
+    /// What the guest sees for a `Reading` (the run's tape decides).
+    ReadingAnswer(f64),
+    /// During a `NextTimer` request: is this timer id pending in the VM?
+    IsTimer(u64),
+    /// The answer to a `NextTimer` request: which timer fires now, if any.
+    TimerChoice(Option<u64>),
+    /// The answer to an `Abort` request: the message the run must end with, if any.
+    AbortAnswer(Option<String>),
 }
 
 /// What builds a VM, as the host writes it.
@@ -99,6 +107,8 @@ pub(crate) struct BuildRef<'a> {
     pub(crate) program: &'a str,
     pub(crate) plan: PlanWireRef<'a>,
     pub(crate) limits: LimitsWire,
+    /// The run has a tape (tape.rs): the worker asks the host for its nondeterministic inputs.
+    pub(crate) tape: bool,
 }
 
 /// Host to worker, as the worker reads it.
@@ -112,6 +122,10 @@ pub(crate) enum HostRequest {
     },
     SyncAnswer(Result<Value, String>),
     CallAnswer(Option<Result<Value, String>>),
+    ReadingAnswer(f64),
+    IsTimer(u64),
+    TimerChoice(Option<u64>),
+    AbortAnswer(Option<String>),
 }
 
 /// [`BuildRef`] as the worker reads it.
@@ -120,6 +134,7 @@ pub(crate) struct Build {
     pub(crate) program: String,
     pub(crate) plan: PlanWire,
     pub(crate) limits: LimitsWire,
+    pub(crate) tape: bool,
 }
 
 /// Worker to host.
@@ -131,6 +146,19 @@ pub(crate) enum WorkerMessage {
     Sync(BridgeRequest),
     /// The guest made a bridge call; the host polls it once and answers.
     Call(BridgeRequest),
+    /// The guest reads a nondeterministic source (`ReadingKind::number`) whose live value is
+    /// `live`; the host answers with what the run's tape says it sees.
+    Reading { kind: u32, live: f64 },
+    /// The answer of this bridge call is being settled into the guest (for the tape; the host
+    /// does not answer).
+    Settling(u64),
+    /// Microtasks are drained: which timer fires now (`due` is the one the clock says)? The host
+    /// may ask `IsTimer` any number of times before its `TimerChoice`.
+    NextTimer { due: Option<u64> },
+    /// The answer to `IsTimer`.
+    TimerRegistered(bool),
+    /// Must the run end now (the tape aborted it)? Asked at the start of every step.
+    Abort,
     /// The step is over.
     Done(Box<Done>),
 }
@@ -174,6 +202,7 @@ pub(crate) enum FailureWire {
     PendingWithoutHostWork,
     Guest(String),
     Finished,
+    Aborted(String),
     Internal(String),
 }
 
@@ -188,6 +217,7 @@ impl From<RunError> for FailureWire {
             RunError::PendingWithoutHostWork => Self::PendingWithoutHostWork,
             RunError::Guest(message) => Self::Guest(message),
             RunError::Finished => Self::Finished,
+            RunError::Aborted(message) => Self::Aborted(message),
             other => Self::Internal(other.to_string()),
         }
     }
@@ -206,6 +236,7 @@ impl FailureWire {
             Self::PendingWithoutHostWork => RunError::PendingWithoutHostWork,
             Self::Guest(message) => RunError::Guest(truncate(message)),
             Self::Finished => RunError::Finished,
+            Self::Aborted(message) => RunError::Aborted(truncate(message)),
             Self::Internal(message) => RunError::Internal(truncate(message)),
         }
     }

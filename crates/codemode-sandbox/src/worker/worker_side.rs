@@ -22,7 +22,7 @@ use super::protocol::{
 use crate::engine::{Engine, Flags, Progress, StepInput, StepOutput};
 use crate::install::InstallPlan;
 use crate::vm_threads::VM_THREAD_STACK_BYTES;
-use crate::{BridgeHost, BridgeRequest, Limits, RunError};
+use crate::{BridgeHost, BridgeRequest, Limits, ReadingKind, RequestId, RunError, Tape};
 
 /// The worker's `main`: serves steps on stdin and stdout until the host closes stdin. The
 /// `codemode-worker` binary is this function; the `codemode` command calls it for its hidden
@@ -45,6 +45,10 @@ pub enum Misbehaviour {
     Stall,
     /// Locked down like a real worker, tries to `open()` a file at the first step.
     OpenFile,
+    /// Asks the host for a reading of the clock, though the run has no tape.
+    ReadingWithoutTape,
+    /// Reports the settling of a call the host never settled.
+    SettlingUnknown,
 }
 
 impl Misbehaviour {
@@ -55,6 +59,8 @@ impl Misbehaviour {
             "flood" => Some(Self::Flood),
             "stall" => Some(Self::Stall),
             "open-file" => Some(Self::OpenFile),
+            "reading-without-tape" => Some(Self::ReadingWithoutTape),
+            "settling-unknown" => Some(Self::SettlingUnknown),
             _ => None,
         }
     }
@@ -124,13 +130,71 @@ impl Channel {
 }
 
 /// The host side of the bridge, as seen from a worker: each call is a round trip to the host,
-/// which either answers at once or says the call is pending (a later step settles it).
-struct PipeHost(Arc<Channel>);
+/// which either answers at once or says the call is pending (a later step settles it). Made per
+/// run: `tape` is set when the host said the run has one.
+struct PipeHost {
+    channel: Arc<Channel>,
+    tape: Option<Arc<PipeTape>>,
+}
+
+impl PipeHost {
+    fn new(channel: &Arc<Channel>, tape: bool) -> Self {
+        Self {
+            channel: Arc::clone(channel),
+            tape: tape.then(|| Arc::new(PipeTape(Arc::clone(channel)))),
+        }
+    }
+}
+
+/// The run's tape, as seen from a worker: every question is a round trip to the host's tape.
+/// Asked on the VM thread within a step, like the host's own tape would be.
+#[derive(Debug)]
+struct PipeTape(Arc<Channel>);
+
+impl std::fmt::Debug for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Channel").finish_non_exhaustive()
+    }
+}
+
+impl Tape for PipeTape {
+    fn reading(&self, kind: ReadingKind, live: f64) -> f64 {
+        let kind = kind.number();
+        match self.0.ask(&WorkerMessage::Reading { kind, live }) {
+            HostRequest::ReadingAnswer(seen) => seen,
+            _ => std::process::exit(1),
+        }
+    }
+
+    fn settling(&self, id: RequestId) {
+        self.0.send(&WorkerMessage::Settling(id.0));
+    }
+
+    fn next_timer(&self, due: Option<u64>, registered: &dyn Fn(u64) -> bool) -> Option<u64> {
+        self.0.send(&WorkerMessage::NextTimer { due });
+        loop {
+            match self.0.receive() {
+                HostRequest::IsTimer(id) => {
+                    self.0.send(&WorkerMessage::TimerRegistered(registered(id)));
+                }
+                HostRequest::TimerChoice(choice) => return choice,
+                _ => std::process::exit(1),
+            }
+        }
+    }
+
+    fn abort(&self) -> Option<String> {
+        match self.0.ask(&WorkerMessage::Abort) {
+            HostRequest::AbortAnswer(message) => message,
+            _ => std::process::exit(1),
+        }
+    }
+}
 
 #[async_trait::async_trait]
 impl BridgeHost for PipeHost {
     async fn call(&self, request: BridgeRequest) -> Result<Value, String> {
-        match self.0.ask(&WorkerMessage::Call(request)) {
+        match self.channel.ask(&WorkerMessage::Call(request)) {
             HostRequest::CallAnswer(Some(outcome)) => outcome,
             HostRequest::CallAnswer(None) => std::future::pending().await,
             _ => std::process::exit(1),
@@ -139,10 +203,14 @@ impl BridgeHost for PipeHost {
 
     /// A synchronous call: a round trip to the host, answered before the step goes on.
     fn call_sync(&self, request: BridgeRequest) -> Result<Value, String> {
-        match self.0.ask(&WorkerMessage::Sync(request)) {
+        match self.channel.ask(&WorkerMessage::Sync(request)) {
             HostRequest::SyncAnswer(outcome) => outcome,
             _ => std::process::exit(1),
         }
+    }
+
+    fn tape(&self) -> Option<Arc<dyn Tape>> {
+        self.tape.clone().map(|tape| tape as Arc<dyn Tape>)
     }
 }
 
@@ -193,7 +261,6 @@ fn serve_on_vm_thread(started: bool, misbehaviour: Option<Misbehaviour>) -> Exit
         protocol: PROTOCOL_VERSION,
         locked_down,
     });
-    let host: Arc<dyn BridgeHost> = Arc::new(PipeHost(Arc::clone(&channel)));
     let mut engine: Option<Box<Engine>> = None;
     loop {
         let HostRequest::Step {
@@ -217,7 +284,8 @@ fn serve_on_vm_thread(started: bool, misbehaviour: Option<Misbehaviour>) -> Exit
             flags.set_deadline(deadline);
             let plan = Arc::new(InstallPlan::from_wire(build.plan));
             let limits = Limits::from(build.limits);
-            match Engine::build(&build.program, plan, limits, Arc::clone(&host), flags, None) {
+            let host: Arc<dyn BridgeHost> = Arc::new(PipeHost::new(&channel, build.tape));
+            match Engine::build(&build.program, plan, limits, host, flags, None) {
                 Ok(built) => engine = Some(Box::new(built)),
                 Err(error) => {
                     channel.send(&done(StepOutput::failed(error), None));
@@ -301,6 +369,20 @@ fn misbehave(misbehaviour: Misbehaviour, channel: &Channel) -> ! {
         Misbehaviour::Stall => {
             // Blocks on its pipe until the host kills it.
             drop(pipes);
+            let _ = channel.receive();
+            std::process::exit(0)
+        }
+        Misbehaviour::ReadingWithoutTape | Misbehaviour::SettlingUnknown => {
+            drop(pipes);
+            channel.send(&if misbehaviour == Misbehaviour::ReadingWithoutTape {
+                WorkerMessage::Reading {
+                    kind: ReadingKind::Clock.number(),
+                    live: 0.0,
+                }
+            } else {
+                WorkerMessage::Settling(999)
+            });
+            // Waits for the host to close the pipe.
             let _ = channel.receive();
             std::process::exit(0)
         }

@@ -8,3 +8,4 @@ mod pool;
 mod run;
 mod support;
 mod suspend;
+mod tape;

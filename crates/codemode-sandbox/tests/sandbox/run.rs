@@ -758,6 +758,11 @@ fn a_worker_that_misbehaves_is_stopped_with_a_clear_error() {
             "flood",
             "sent a message of 4294967295 bytes, over the limit of",
         ),
+        ("reading-without-tape", "a reading the run does not record"),
+        (
+            "settling-unknown",
+            "settling call 999, which this step did not settle",
+        ),
     ];
     for (misbehaviour, expected) in cases {
         let pool = crate::support::worker_pool(Some(misbehaviour), 1);
