@@ -113,7 +113,7 @@ impl VmPool {
     /// Fills the pool and returns once it is full (for hosts and tests that want a warm pool
     /// before serving): builds what it lacks in the calling task (still on VM threads), and
     /// waits for builds already under way, so the pool never holds more than its capacity. VMs
-    /// owed to runs that have not let their [`Refill`] go yet are not waited for. Returns early
+    /// owed to runs that have not driven their first step yet are not waited for. Returns early
     /// if a VM cannot be built.
     pub async fn fill_now(&self) {
         let inner = &self.inner;
