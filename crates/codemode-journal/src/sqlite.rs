@@ -64,11 +64,13 @@ struct Writer {
     uses: u64,
 }
 
-/// Why a job failed: SQLite's error, a row no version of the store wrote, or a panic.
+/// Why a job failed: SQLite's error, a row no version of the store wrote, or a panic; or why
+/// it stopped: it is too long for the calling thread (it wrote nothing).
 enum Failure {
     Sql(rusqlite::Error),
     Corrupt,
     Panicked,
+    Later,
 }
 
 impl From<rusqlite::Error> for Failure {
@@ -93,6 +95,7 @@ impl Shared {
             Failure::Sql(error) => self.store_error(&error.to_string()),
             Failure::Corrupt => JournalError::Corrupt(subject.to_owned()),
             Failure::Panicked => self.store_error(PANICKED),
+            Failure::Later => self.store_error("a journal write was never run"),
         }
     }
 
@@ -132,6 +135,7 @@ impl Shared {
             .unwrap_or_else(|_| Err(Failure::Panicked));
         let restored = writer.connection.busy_timeout(BUSY_TIMEOUT);
         match (done, restored) {
+            (Err(Failure::Later), _) => None,
             (Err(Failure::Sql(error)), _) if is_busy(&error) => None,
             (done, Ok(())) => Some(done),
             (_, Err(error)) => Some(Err(Failure::Sql(error))),
@@ -255,18 +259,22 @@ impl SqliteJournal {
         })
     }
 
-    /// Runs a short write now when that never waits, else on a blocking thread (`job` gets
-    /// `input`; it may run twice when the first try found the file busy and wrote nothing).
-    async fn write<I, T>(&self, input: I, job: fn(&mut Connection, &I) -> Done<T>) -> Done<T>
+    /// Runs a short write now when that never waits, else on a blocking thread. `job` gets
+    /// `input` and whether it runs now (then it may answer [`Failure::Later`] when it finds it
+    /// has more to do than a short write); it runs twice when the first try wrote nothing.
+    async fn write<I, T>(&self, input: I, job: fn(&mut Connection, &I, bool) -> Done<T>) -> Done<T>
     where
         I: Send + 'static,
         T: Send + 'static,
     {
-        if let Some(done) = self.shared.try_now(|connection| job(connection, &input)) {
+        if let Some(done) = self
+            .shared
+            .try_now(|connection| job(connection, &input, true))
+        {
             return done;
         }
         self.shared
-            .later(move |connection| job(connection, &input))
+            .later(move |connection| job(connection, &input, false))
             .await
     }
 }
@@ -367,7 +375,7 @@ struct AppendRef<'a> {
 }
 
 /// Gives a run back fenced by its epoch: `false` when the run is not at that epoch.
-fn release(connection: &mut Connection, input: &(String, u64, i64)) -> Done<bool> {
+fn release(connection: &mut Connection, input: &(String, u64, i64), _now: bool) -> Done<bool> {
     let (run_id, epoch, expires_at_ms) = input;
     let released = connection
         .prepare_cached(
@@ -376,6 +384,81 @@ fn release(connection: &mut Connection, input: &(String, u64, i64)) -> Done<bool
         )?
         .execute(params![run_id, as_i64(*epoch), expires_at_ms])?;
     Ok(released > 0)
+}
+
+/// What [`create`] writes: the run, its host, now and the end of its hold.
+type Create = (RunRecord, String, i64, i64);
+
+/// Writes a new run's row (after deleting the expired journals: then on a blocking thread);
+/// how many rows it wrote (none: too many journals).
+fn create(connection: &mut Connection, input: &Create, now: bool) -> Done<usize> {
+    let (record, host, now_ms, held_until_ms) = input;
+    let expired = rusqlite::types::Value::Integer(*now_ms);
+    let any_expired: bool = connection
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM codemode_runs WHERE expires_at_ms <= ?1)")?
+        .query_row([&expired], |row| row.get(0))?;
+    if any_expired {
+        if now {
+            return Err(Failure::Later);
+        }
+        delete_where(connection, "expires_at_ms <= ?1", &[expired])?;
+    }
+    let scope = &record.scope;
+    let inserted = connection
+        .prepare_cached(
+            "INSERT INTO codemode_runs (run_id, agent_run_id, session_id, session_key, program, \
+             parent_call_id, restart_safe, ttl_ms, expires_at_ms, epoch, holder, held_until_ms, \
+             live_on, delivered, bytes) \
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, ?10, ?11, ?10, 0, 0 \
+             WHERE (SELECT COUNT(*) FROM codemode_runs WHERE expires_at_ms > ?12) < ?13",
+        )?
+        .execute(params![
+            record.run_id,
+            scope.agent_run_id,
+            scope.session_id,
+            scope.session_key,
+            record.program,
+            record.parent_call_id,
+            i64::from(record.restart_safe),
+            as_i64(record.ttl_ms),
+            record.expires_at_ms,
+            host,
+            held_until_ms,
+            now_ms,
+            as_i64(MAX_JOURNALED_RUNS as u64),
+        ])?;
+    Ok(inserted)
+}
+
+/// Receipts a run may have for [`delete_run`] to delete it in the calling thread.
+const SHORT_DELETE_RECEIPTS: i64 = 256;
+
+/// Deletes one run's journal (only at `epoch` when given); a long one (more than
+/// [`SHORT_DELETE_RECEIPTS`] receipts) on a blocking thread.
+fn delete_run(connection: &mut Connection, input: &(String, Option<u64>), now: bool) -> Done<u64> {
+    use rusqlite::types::Value;
+    let (run_id, epoch) = input;
+    let id = Value::Text(run_id.clone());
+    if now {
+        let receipts: i64 = connection
+            .prepare_cached(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM codemode_receipts WHERE run_id = ?1 \
+                 LIMIT ?2)",
+            )?
+            .query_row(params![&id, SHORT_DELETE_RECEIPTS + 1], |row| row.get(0))?;
+        if receipts > SHORT_DELETE_RECEIPTS {
+            return Err(Failure::Later);
+        }
+    }
+    match epoch {
+        None => delete_where(connection, "run_id = ?1", &[id]),
+        // Only the current holder's epoch deletes (a row of another epoch is left alone).
+        Some(epoch) => delete_where(
+            connection,
+            "run_id = ?1 AND epoch = ?2",
+            &[id, Value::Integer(as_i64(*epoch))],
+        ),
+    }
 }
 
 /// Deletes the runs matching `condition` (on `codemode_runs`, with `?1`.. bound to `binds`)
@@ -516,40 +599,7 @@ impl JournalStore for SqliteJournal {
         let run_id = record.run_id.clone();
         let host = host.to_owned();
         let inserted = self
-            .shared
-            .later(move |connection| {
-                delete_where(
-                    connection,
-                    "expires_at_ms <= ?1",
-                    &[rusqlite::types::Value::Integer(now_ms)],
-                )?;
-                let scope = &record.scope;
-                let inserted = connection
-                    .prepare_cached(
-                        "INSERT INTO codemode_runs (run_id, agent_run_id, session_id, \
-                         session_key, program, parent_call_id, restart_safe, ttl_ms, \
-                         expires_at_ms, epoch, holder, held_until_ms, live_on, delivered, bytes) \
-                         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, ?10, ?11, ?10, 0, 0 \
-                         WHERE (SELECT COUNT(*) FROM codemode_runs WHERE expires_at_ms > ?12) \
-                         < ?13",
-                    )?
-                    .execute(params![
-                        record.run_id,
-                        scope.agent_run_id,
-                        scope.session_id,
-                        scope.session_key,
-                        record.program,
-                        record.parent_call_id,
-                        i64::from(record.restart_safe),
-                        as_i64(record.ttl_ms),
-                        record.expires_at_ms,
-                        host,
-                        held_until_ms,
-                        now_ms,
-                        as_i64(MAX_JOURNALED_RUNS as u64),
-                    ])?;
-                Ok(inserted)
-            })
+            .write((record, host, now_ms, held_until_ms), create)
             .await
             .map_err(|failure| self.shared.error(failure, &run_id))?;
         if inserted == 0 {
@@ -702,19 +752,9 @@ impl JournalStore for SqliteJournal {
     }
 
     async fn delete(&self, run_id: &str, epoch: Option<u64>) -> Result<(), JournalError> {
-        use rusqlite::types::Value;
-        let id = Value::Text(run_id.to_owned());
-        match epoch {
-            None => self.delete_matching("run_id = ?1", vec![id]).await?,
-            // Only the current holder's epoch deletes (a row of another epoch is left alone).
-            Some(epoch) => {
-                self.delete_matching(
-                    "run_id = ?1 AND epoch = ?2",
-                    vec![id, Value::Integer(as_i64(epoch))],
-                )
-                .await?
-            }
-        };
+        self.write((run_id.to_owned(), epoch), delete_run)
+            .await
+            .map_err(|failure| self.shared.error(failure, run_id))?;
         Ok(())
     }
 
