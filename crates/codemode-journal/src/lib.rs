@@ -24,6 +24,7 @@ mod postgres;
 mod record;
 mod schema;
 mod sqlite;
+mod sqlite_jobs;
 mod store;
 
 pub use error::{JournalError, redact_address};
