@@ -5,8 +5,8 @@
 //! its identity in program order ([`ReceiptKey`]: bridge method and ordinal), the order in which
 //! answers, timers and resumed yields reached the guest ([`Event`]), and the nondeterministic
 //! values the guest read ([`Reading`]). One trait, [`JournalStore`], with three implementations:
-//! [`MemoryJournal`] (this process only), and [`SqlJournal`] over a SQLite file or a Postgres
-//! database shared by several hosts ([`open`] picks one from a `--state` address). The schema
+//! [`MemoryJournal`] (this process only), [`SqliteJournal`] over a local SQLite file (rusqlite),
+//! and [`PostgresJournal`] over a Postgres database shared by several hosts (sqlx) ([`open`] picks one from a `--state` address). The schema
 //! lives in `migrations/` and is applied on open.
 //!
 //! A journal stores tool inputs' hashes and tool RESULTS: the state store holds tool data and
@@ -14,20 +14,25 @@
 //! `Debug` output ([`redact_address`]).
 //!
 //! This crate knows nothing about QuickJS, catalogs or MCP: it stores what `codemode-core`
-//! hands it. It needs a tokio runtime (sqlx's). No feature flags.
+//! hands it. It needs a tokio runtime (for Postgres, and for the SQLite store's
+//! blocking threads). No feature flags.
 #![forbid(unsafe_code)]
 
 mod error;
 mod memory;
+mod postgres;
 mod record;
-mod sql;
+mod schema;
+mod sqlite;
+mod sqlite_jobs;
 mod store;
 
 pub use error::{JournalError, redact_address};
 pub use memory::MemoryJournal;
+pub use postgres::PostgresJournal;
 pub use record::{
     Batch, Claim, Event, Journal, Reading, Receipt, ReceiptKey, ReceiptState, RunRecord, Scope,
     input_hash,
 };
-pub use sql::SqlJournal;
+pub use sqlite::SqliteJournal;
 pub use store::{JournalStore, MAX_JOURNALED_RUNS, open};

@@ -4,7 +4,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::{Batch, Claim, Journal, JournalError, MemoryJournal, RunRecord, Scope, SqlJournal};
+use crate::{
+    Batch, Claim, Journal, JournalError, MemoryJournal, PostgresJournal, RunRecord, Scope,
+    SqliteJournal,
+};
 
 /// At most this many journals live in one store at once (the same cap as parked runs; expired
 /// journals do not count).
@@ -127,10 +130,10 @@ pub async fn open(address: &str) -> Result<Arc<dyn JournalStore>, JournalError> 
         if path.is_empty() {
             return Err(JournalError::Address(address.to_owned()));
         }
-        return Ok(Arc::new(SqlJournal::open_sqlite(path).await?));
+        return Ok(Arc::new(SqliteJournal::open(path).await?));
     }
     if address.starts_with("postgres://") || address.starts_with("postgresql://") {
-        return Ok(Arc::new(SqlJournal::open_postgres(address).await?));
+        return Ok(Arc::new(PostgresJournal::open(address).await?));
     }
     Err(JournalError::Address(crate::redact_address(address)))
 }

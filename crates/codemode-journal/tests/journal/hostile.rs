@@ -153,3 +153,55 @@ async fn an_oversized_row_loads_whole_without_a_panic() {
         backend.finish().await;
     }
 }
+
+/// Another process holding the SQLite file's write lock: an append neither fails at once nor
+/// blocks the async task; it waits on a blocking thread and commits once the lock is gone, and a
+/// file that is not a database is a clear error on open.
+#[tokio::test]
+async fn a_locked_sqlite_file_delays_a_write_and_a_foreign_file_is_refused() {
+    for backend in backends("locked").await {
+        if backend.kind != Kind::Sqlite {
+            backend.finish().await;
+            continue;
+        }
+        with_one_receipt(&backend, "cm_locked", ReceiptState::Started).await;
+        let address = backend.address.clone().expect("a file");
+        let path = address.strip_prefix("sqlite:").expect("a path").to_owned();
+        let locker = rusqlite::Connection::open(&path).expect("a raw connection");
+        locker
+            .execute_batch("BEGIN IMMEDIATE")
+            .expect("the write lock");
+        let settled = Batch {
+            receipts: vec![Receipt {
+                key: ReceiptKey {
+                    method: "tools.call".to_owned(),
+                    ordinal: 0,
+                },
+                catalog_id: "openclaw:core:read".to_owned(),
+                input_hash: codemode_journal::input_hash(&json!({})),
+                side_effecting: false,
+                state: ReceiptState::Ok(json!(1)),
+            }],
+            ..Batch::default()
+        };
+        let store = std::sync::Arc::clone(&backend.store);
+        let append = tokio::spawn(async move { store.append("cm_locked", 1, &settled).await });
+        // The runtime goes on while the write waits.
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert!(!append.is_finished());
+        locker.execute_batch("COMMIT").expect("the lock goes");
+        drop(locker);
+        append.await.expect("no panic").expect("the append commits");
+        let journal = backend.store.load("cm_locked", NOW).await.unwrap().unwrap();
+        assert_eq!(journal.receipts[0].state, ReceiptState::Ok(json!(1)));
+
+        let foreign = format!("{path}.foreign");
+        std::fs::write(&foreign, vec![0x5a_u8; 8192]).expect("a foreign file");
+        let opened = codemode_journal::open(&format!("sqlite:{foreign}")).await;
+        assert!(
+            matches!(opened, Err(JournalError::Store { .. })),
+            "{opened:?}"
+        );
+        backend.finish().await;
+    }
+}

@@ -117,12 +117,12 @@ impl Backend {
     /// Runs raw SQL against the store's own rows (SQL stores only).
     async fn execute(&self, statement: &str) {
         let address = self.address.as_deref().expect("a SQL store");
-        sqlx::any::install_default_drivers();
-        let url = match address.strip_prefix("sqlite:") {
-            Some(path) => format!("sqlite://{path}"),
-            None => address.to_owned(),
-        };
-        let mut connection = sqlx::AnyConnection::connect(&url)
+        if let Some(path) = address.strip_prefix("sqlite:") {
+            let connection = rusqlite::Connection::open(path).expect("a raw connection");
+            connection.execute_batch(statement).expect("raw SQL");
+            return;
+        }
+        let mut connection = sqlx::PgConnection::connect(address)
             .await
             .expect("a raw connection");
         sqlx::raw_sql(statement)

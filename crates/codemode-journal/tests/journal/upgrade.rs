@@ -1,7 +1,6 @@
 //! A SQLite file written by an earlier version of the schema opens, migrates and keeps its rows.
 
 use codemode_journal::{Batch, Event, Reading, ReceiptKey, ReceiptState};
-use sqlx::Connection;
 
 use crate::{NOW, unique};
 
@@ -24,18 +23,11 @@ async fn a_version_2_sqlite_file_keeps_its_journals_through_the_migration() {
     let folder = std::env::temp_dir().join(unique("codemode-journal-upgrade"));
     std::fs::create_dir_all(&folder).expect("a temp folder");
     let path = folder.join("state.db");
-    sqlx::any::install_default_drivers();
-    let mut connection =
-        sqlx::AnyConnection::connect(&format!("sqlite://{}?mode=rwc", path.display()))
-            .await
-            .expect("a raw connection");
+    let connection = rusqlite::Connection::open(&path).expect("a raw connection");
     for statement in VERSION_2 {
-        sqlx::raw_sql(statement)
-            .execute(&mut connection)
-            .await
-            .expect("the old schema");
+        connection.execute_batch(statement).expect("the old schema");
     }
-    let _ = connection.close().await;
+    drop(connection);
     let store = codemode_journal::open(&format!("sqlite:{}", path.display()))
         .await
         .expect("the old file opens");

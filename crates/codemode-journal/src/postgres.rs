@@ -1,136 +1,52 @@
-//! The SQL stores: a SQLite file on one host, Postgres shared by several. One schema and one set
-//! of statements for both (sqlx's `Any` driver; `$N` placeholders work in both dialects).
+//! The Postgres store, shared by several hosts: a pool of sqlx connections; every write is one
+//! statement (its data-modifying `WITH` parts commit together), so one round trip.
 
 use std::collections::HashSet;
 use std::hash::Hash;
-use std::ops::{Deref, DerefMut};
 use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::any::{AnyArguments, AnyConnectOptions, AnyPoolOptions, AnyRow};
 use sqlx::pool::PoolConnection;
-use sqlx::{Any, AnyConnection, AnyPool, Arguments, Connection, Executor, Row};
+use sqlx::postgres::{PgArguments, PgConnectOptions, PgPoolOptions, PgRow};
+use sqlx::{Arguments, Connection, PgPool, Postgres, Row};
 
 use crate::error::scrub;
+use crate::schema::{MIGRATIONS, RUN_TABLES, as_i64, as_u64, migration_number};
 use crate::{
     Batch, Claim, Event, Journal, JournalError, JournalStore, MAX_JOURNALED_RUNS, Reading, Receipt,
     ReceiptKey, ReceiptState, RunRecord, Scope,
 };
 
-/// The schema, applied in order on open; `codemode_schema` remembers how far.
-const MIGRATIONS: &[Migration] = &[
-    Migration::Both(include_str!("../migrations/0001_journal.sql")),
-    Migration::Both(include_str!("../migrations/0002_transport_sessions.sql")),
-    Migration::SqliteOnly(include_str!("../migrations/0003_sqlite_clustered_rows.sql")),
-];
-
-/// One step of the schema.
-enum Migration {
-    /// The same SQL for SQLite and Postgres.
-    Both(&'static str),
-    /// SQL for SQLite; Postgres only counts the step.
-    SqliteOnly(&'static str),
-}
-
-/// Store calls between two checkpoints of a SQLite file's write-ahead log. The checkpoint runs
-/// on a connection of its own in the background, so that its syncs never hold up a commit.
-const CHECKPOINT_EVERY: u64 = 256;
-
-/// Connections of a Postgres pool (SQLite uses one: it has one writer anyway).
+/// Connections of the pool.
 const POSTGRES_CONNECTIONS: u32 = 8;
 
-/// How long a connection waits for a locked SQLite file before failing.
-const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Bound parameters of one statement at most (SQLite allows 32,766, Postgres 65,535): a larger
-/// append is split into statements run in one transaction.
+/// Bound parameters of one statement at most (Postgres allows 65,535): a larger append is split
+/// into statements run in one transaction.
 const MAX_PARAMETERS: usize = 30_000;
 
-/// The three tables that hold a run's rows besides its own.
-const RUN_TABLES: [&str; 3] = ["codemode_receipts", "codemode_events", "codemode_readings"];
-
-/// A journal store in SQL: [`SqlJournal::open_sqlite`] or [`SqlJournal::open_postgres`].
-pub struct SqlJournal {
-    connections: Connections,
+/// A journal store in a Postgres database, which several hosts may share (their writes are
+/// fenced by the run's epoch). Opened by [`PostgresJournal::open`].
+pub struct PostgresJournal {
+    pool: PgPool,
     /// The address with any password redacted: the only form that is ever shown.
     address: String,
     /// The password, scrubbed from every error message.
     secret: Option<String>,
 }
 
-impl std::fmt::Debug for SqlJournal {
+impl std::fmt::Debug for PostgresJournal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SqlJournal")
+        f.debug_struct("PostgresJournal")
             .field("address", &self.address)
             .finish_non_exhaustive()
-    }
-}
-
-/// Where a store's connections come from.
-enum Connections {
-    /// SQLite: one connection of this process, in no pool. A pool pings each connection it gets
-    /// back, and every statement is a hop to sqlx's SQLite worker thread (about 20 µs); the file
-    /// has one writer anyway.
-    Local(tokio::sync::Mutex<LocalConnection>),
-    /// Postgres: a pool shared by the runs of this host.
-    Pool(AnyPool),
-}
-
-/// The one SQLite connection.
-struct LocalConnection {
-    connection: AnyConnection,
-    /// A write sent as one multi-statement round trip did not come back (its future was
-    /// dropped): its transaction may still be open, and is rolled back before the next use.
-    writing: bool,
-    /// Store calls so far: every [`CHECKPOINT_EVERY`]th asks for a checkpoint.
-    uses: u64,
-    /// Asks the background checkpointer for a checkpoint; `None` once it is gone (its runtime
-    /// ended), and SQLite checkpoints on commit again.
-    checkpoints: Option<tokio::sync::mpsc::Sender<()>>,
-}
-
-/// Checkpoints the write-ahead log (passive: it never waits for, nor holds up, a writer) each
-/// time it is asked, until the store is dropped.
-async fn checkpointer(mut connection: AnyConnection, mut asked: tokio::sync::mpsc::Receiver<()>) {
-    while asked.recv().await.is_some() {
-        if let Err(error) = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").await {
-            tracing::debug!(target: "codemode", %error, "journal checkpoint failed");
-        }
-    }
-    let _ = connection.close().await;
-}
-
-/// A connection held for one store call.
-enum Lease<'a> {
-    Local(tokio::sync::MutexGuard<'a, LocalConnection>),
-    Pooled(PoolConnection<Any>),
-}
-
-impl Deref for Lease<'_> {
-    type Target = AnyConnection;
-
-    fn deref(&self) -> &AnyConnection {
-        match self {
-            Lease::Local(local) => &local.connection,
-            Lease::Pooled(pooled) => pooled,
-        }
-    }
-}
-
-impl DerefMut for Lease<'_> {
-    fn deref_mut(&mut self) -> &mut AnyConnection {
-        match self {
-            Lease::Local(local) => &mut local.connection,
-            Lease::Pooled(pooled) => pooled,
-        }
     }
 }
 
 /// One statement's SQL and its arguments; placeholders are numbered in binding order.
 struct Statement {
     sql: String,
-    arguments: AnyArguments<'static>,
+    arguments: PgArguments,
     count: usize,
 }
 
@@ -138,7 +54,7 @@ impl Statement {
     fn new() -> Self {
         Self {
             sql: String::new(),
-            arguments: AnyArguments::default(),
+            arguments: PgArguments::default(),
             count: 0,
         }
     }
@@ -146,7 +62,7 @@ impl Statement {
     /// Binds `value` as the next parameter, for SQL written with its number.
     fn add<T>(&mut self, value: T) -> Result<(), sqlx::Error>
     where
-        T: 'static + sqlx::Encode<'static, Any> + sqlx::Type<Any>,
+        T: 'static + sqlx::Encode<'static, Postgres> + sqlx::Type<Postgres> + Send,
     {
         self.arguments.add(value).map_err(sqlx::Error::Encode)?;
         self.count += 1;
@@ -156,7 +72,7 @@ impl Statement {
     /// Binds `value` as the next parameter and writes its placeholder into the SQL.
     fn bind<T>(&mut self, value: T) -> Result<(), sqlx::Error>
     where
-        T: 'static + sqlx::Encode<'static, Any> + sqlx::Type<Any>,
+        T: 'static + sqlx::Encode<'static, Postgres> + sqlx::Type<Postgres> + Send,
     {
         self.add(value)?;
         self.sql.push('$');
@@ -182,85 +98,29 @@ fn password_of(url: &str) -> Option<String> {
     })
 }
 
-impl SqlJournal {
-    /// Opens (creating it when missing) a SQLite file in WAL mode with `synchronous=NORMAL`:
-    /// a commit survives the process being killed; the last commits before a power loss may not.
-    ///
-    /// # Errors
-    /// [`JournalError::Store`] when the file cannot be opened or migrated.
-    pub async fn open_sqlite(path: &str) -> Result<Self, JournalError> {
-        let address = format!("sqlite:{path}");
-        let url = format!("sqlite://{path}?mode=rwc");
-        let failed = |error: sqlx::Error| JournalError::Store {
-            address: address.clone(),
-            message: error.to_string(),
-        };
-        sqlx::any::install_default_drivers();
-        let options = AnyConnectOptions::from_str(&url).map_err(failed)?;
-        let mut connection = AnyConnection::connect_with(&options)
-            .await
-            .map_err(failed)?;
-        let busy = SQLITE_BUSY_TIMEOUT.as_millis();
-        // Checkpoints in the background, not on the commit that fills the log.
-        connection
-            .execute(
-                format!(
-                    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-                     PRAGMA busy_timeout = {busy}; PRAGMA wal_autocheckpoint = 0;"
-                )
-                .as_str(),
-            )
-            .await
-            .map_err(failed)?;
-        let mut checkpointing = AnyConnection::connect_with(&options)
-            .await
-            .map_err(failed)?;
-        checkpointing
-            .execute(format!("PRAGMA busy_timeout = {busy};").as_str())
-            .await
-            .map_err(failed)?;
-        let (checkpoints, asked) = tokio::sync::mpsc::channel(1);
-        tokio::spawn(checkpointer(checkpointing, asked));
-        let connections = Connections::Local(tokio::sync::Mutex::new(LocalConnection {
-            connection,
-            writing: false,
-            uses: 0,
-            checkpoints: Some(checkpoints),
-        }));
-        Self::migrated(connections, address, None).await
-    }
-
-    /// Connects to Postgres (no TLS: a loopback or trusted network). Errors and `Debug` show the
-    /// address with its password redacted.
+impl PostgresJournal {
+    /// Connects to Postgres (no TLS: a loopback or trusted network) and migrates its schema.
+    /// Errors and `Debug` show the address with its password redacted.
     ///
     /// # Errors
     /// [`JournalError::Store`] when the server cannot be reached or migrated.
-    pub async fn open_postgres(url: &str) -> Result<Self, JournalError> {
+    pub async fn open(url: &str) -> Result<Self, JournalError> {
         let address = crate::redact_address(url);
         let secret = password_of(url);
-        sqlx::any::install_default_drivers();
         let failed = |error: sqlx::Error| JournalError::Store {
             address: address.clone(),
             message: scrub(&error.to_string(), secret.as_deref()),
         };
-        let options = AnyConnectOptions::from_str(url).map_err(failed)?;
-        let pool = AnyPoolOptions::new()
+        let options = PgConnectOptions::from_str(url).map_err(failed)?;
+        let pool = PgPoolOptions::new()
             .max_connections(POSTGRES_CONNECTIONS)
             .test_before_acquire(true)
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options)
             .await
             .map_err(failed)?;
-        Self::migrated(Connections::Pool(pool), address, secret).await
-    }
-
-    async fn migrated(
-        connections: Connections,
-        address: String,
-        secret: Option<String>,
-    ) -> Result<Self, JournalError> {
         let store = Self {
-            connections,
+            pool,
             address,
             secret,
         };
@@ -274,7 +134,6 @@ impl SqlJournal {
     }
 
     async fn migrate(&self) -> Result<(), JournalError> {
-        let sqlite = self.is_sqlite();
         let mut lease = self.lease().await?;
         sqlx::raw_sql("CREATE TABLE IF NOT EXISTS codemode_schema (version BIGINT NOT NULL)")
             .execute(&mut *lease)
@@ -286,16 +145,12 @@ impl SqlJournal {
             .and_then(|row| row.try_get(0))
             .map_err(|e| self.failed(e))?;
         for (index, migration) in MIGRATIONS.iter().enumerate() {
-            let number = i64::try_from(index + 1).unwrap_or(i64::MAX);
+            let number = migration_number(index);
             if number <= version {
                 continue;
             }
             let mut tx = lease.begin().await.map_err(|e| self.failed(e))?;
-            let sql = match (migration, sqlite) {
-                (Migration::Both(sql), _) | (Migration::SqliteOnly(sql), true) => Some(*sql),
-                (Migration::SqliteOnly(_), false) => None,
-            };
-            if let Some(sql) = sql {
+            if let Some(sql) = migration.sql(false) {
                 sqlx::raw_sql(sql)
                     .execute(&mut *tx)
                     .await
@@ -318,111 +173,36 @@ impl SqlJournal {
         }
     }
 
-    fn is_sqlite(&self) -> bool {
-        matches!(self.connections, Connections::Local(_))
+    /// A connection of the pool for one store call.
+    async fn lease(&self) -> Result<PoolConnection<Postgres>, JournalError> {
+        self.pool.acquire().await.map_err(|e| self.failed(e))
     }
 
-    /// A connection for one store call: the SQLite one (rolling back a write whose caller went
-    /// away mid-way), or one of the Postgres pool.
-    async fn lease(&self) -> Result<Lease<'_>, JournalError> {
-        match &self.connections {
-            Connections::Local(local) => {
-                let mut local = local.lock().await;
-                local.uses += 1;
-                if local.uses.is_multiple_of(CHECKPOINT_EVERY)
-                    && let Some(checkpoints) = &local.checkpoints
-                    && let Err(tokio::sync::mpsc::error::TrySendError::Closed(())) =
-                        checkpoints.try_send(())
-                {
-                    // The checkpointer's runtime ended: SQLite checkpoints on commit again.
-                    local.checkpoints = None;
-                    let _ = local
-                        .connection
-                        .execute("PRAGMA wal_autocheckpoint = 1000")
-                        .await;
-                }
-                if local.writing {
-                    // Committed or not, the transaction is over after this (an error says
-                    // there was none left to roll back).
-                    let _ = local.connection.execute("ROLLBACK").await;
-                    local.writing = false;
-                }
-                Ok(Lease::Local(local))
-            }
-            Connections::Pool(pool) => pool
-                .acquire()
-                .await
-                .map(Lease::Pooled)
-                .map_err(|e| self.failed(e)),
-        }
-    }
-
-    /// Runs statements that commit together, in one round trip, and returns the rows they
-    /// return. SQLite gets them in one multi-statement string between `BEGIN IMMEDIATE` and
-    /// `COMMIT` (`sqlite` is the statements, `;`-terminated); Postgres gets one statement
-    /// (`postgres`: its data-modifying `WITH` parts commit together).
-    async fn write_at_once(
-        &self,
-        sqlite: Statement,
-        postgres: impl FnOnce() -> Result<Statement, sqlx::Error>,
-    ) -> Result<Vec<AnyRow>, JournalError> {
+    /// Runs one statement (its `WITH` parts commit together) and returns its rows.
+    async fn write_at_once(&self, statement: Statement) -> Result<Vec<PgRow>, JournalError> {
         let mut lease = self.lease().await?;
-        match &mut lease {
-            Lease::Local(local) => {
-                let sql = format!("BEGIN IMMEDIATE; {} COMMIT;", sqlite.sql);
-                local.writing = true;
-                let rows = sqlx::query_with(&sql, sqlite.arguments)
-                    .fetch_all(&mut local.connection)
-                    .await;
-                if rows.is_err() {
-                    // The statements stop at the first error, inside the transaction.
-                    let _ = local.connection.execute("ROLLBACK").await;
-                }
-                local.writing = false;
-                rows.map_err(|e| self.failed(e))
-            }
-            Lease::Pooled(connection) => {
-                let statement = postgres().map_err(|e| self.failed(e))?;
-                sqlx::query_with(&statement.sql, statement.arguments)
-                    .fetch_all(&mut **connection)
-                    .await
-                    .map_err(|e| self.failed(e))
-            }
-        }
+        sqlx::query_with(&statement.sql, statement.arguments)
+            .fetch_all(&mut *lease)
+            .await
+            .map_err(|e| self.failed(e))
     }
 
     /// Deletes the runs matching `condition` (on `codemode_runs`, with `$1`.. bound to `binds`)
-    /// with all their rows, in one transaction and one round trip; returns how many runs.
+    /// with all their rows, in one statement; returns how many runs.
     async fn delete_where(&self, condition: &str, binds: &[Bind<'_>]) -> Result<u64, JournalError> {
-        let bound = |sql: String| -> Result<Statement, sqlx::Error> {
-            let mut statement = Statement::new();
-            for bind in binds {
-                bind.add_to(&mut statement.arguments)?;
-                statement.count += 1;
-            }
-            statement.sql = sql;
-            Ok(statement)
-        };
-        let mut sqlite = String::new();
-        for table in RUN_TABLES {
-            sqlite.push_str(&format!(
-                "DELETE FROM {table} WHERE run_id IN \
-                 (SELECT run_id FROM codemode_runs WHERE {condition}); "
-            ));
+        let mut statement = Statement::new();
+        for bind in binds {
+            bind.add_to(&mut statement).map_err(|e| self.failed(e))?;
         }
-        sqlite.push_str(&format!(
-            "DELETE FROM codemode_runs WHERE {condition} RETURNING run_id;"
-        ));
-        let mut postgres =
+        statement.sql =
             format!("WITH runs AS (DELETE FROM codemode_runs WHERE {condition} RETURNING run_id)");
         for (index, table) in RUN_TABLES.iter().enumerate() {
-            postgres.push_str(&format!(
+            statement.sql.push_str(&format!(
                 ", rows_{index} AS (DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM runs))"
             ));
         }
-        postgres.push_str(" SELECT run_id FROM runs");
-        let sqlite = bound(sqlite).map_err(|e| self.failed(e))?;
-        let deleted = self.write_at_once(sqlite, || bound(postgres)).await?;
+        statement.sql.push_str(" SELECT run_id FROM runs");
+        let deleted = self.write_at_once(statement).await?;
         Ok(deleted.len() as u64)
     }
 
@@ -430,7 +210,6 @@ impl SqlJournal {
     /// updated first (returning its epoch: no row back means fenced), and every insert only
     /// happens if the run is still at `epoch`.
     fn append_statement(
-        sqlite: bool,
         run_id: &str,
         epoch: u64,
         batch: &Batch,
@@ -443,29 +222,15 @@ impl SqlJournal {
         statement.add(batch.bytes.map(as_i64))?;
         let update = "UPDATE codemode_runs SET delivered = COALESCE($3, delivered), \
                       bytes = COALESCE($4, bytes) WHERE run_id = $1 AND epoch = $2 RETURNING epoch";
-        let guard = if sqlite {
-            "EXISTS (SELECT 1 FROM codemode_runs WHERE run_id = $1 AND epoch = $2)"
-        } else {
-            "EXISTS (SELECT 1 FROM run)"
-        };
-        // SQLite: `UPDATE ...; INSERT ...; ...`; Postgres: `WITH run AS (UPDATE ...), receipts AS
-        // (INSERT ...), ... SELECT epoch FROM run`.
+        let guard = "EXISTS (SELECT 1 FROM run)";
+        // `WITH run AS (UPDATE ...), receipts AS (INSERT ...), ... SELECT epoch FROM run`.
         let open = |statement: &mut Statement, name: &str| {
-            if sqlite {
-                statement.push(" ");
-            } else {
-                statement.push(&format!(", {name} AS ("));
-            }
+            statement.push(&format!(", {name} AS ("));
         };
-        let close = |statement: &mut Statement| statement.push(if sqlite { ";" } else { ")" });
-        if sqlite {
-            statement.push(update);
-            statement.push(";");
-        } else {
-            statement.push("WITH run AS (");
-            statement.push(update);
-            statement.push(")");
-        }
+        let close = |statement: &mut Statement| statement.push(")");
+        statement.push("WITH run AS (");
+        statement.push(update);
+        statement.push(")");
         if !rows.receipts.is_empty() {
             open(&mut statement, "receipts");
             statement.push(
@@ -542,9 +307,7 @@ impl SqlJournal {
             ));
             close(&mut statement);
         }
-        if !sqlite {
-            statement.push(" SELECT epoch FROM run");
-        }
+        statement.push(" SELECT epoch FROM run");
         Ok(statement)
     }
 }
@@ -612,24 +375,15 @@ enum Bind<'a> {
 }
 
 impl Bind<'_> {
-    fn add_to(self, arguments: &mut AnyArguments<'static>) -> Result<(), sqlx::Error> {
+    fn add_to(self, statement: &mut Statement) -> Result<(), sqlx::Error> {
         match self {
-            Bind::Text(text) => arguments.add(text.to_owned()),
-            Bind::Number(number) => arguments.add(number),
+            Bind::Text(text) => statement.add(text.to_owned()),
+            Bind::Number(number) => statement.add(number),
         }
-        .map_err(sqlx::Error::Encode)
     }
 }
 
-fn as_i64(value: u64) -> i64 {
-    i64::try_from(value).unwrap_or(i64::MAX)
-}
-
-fn as_u64(value: i64) -> u64 {
-    u64::try_from(value).unwrap_or(0)
-}
-
-fn record_of(row: &AnyRow) -> Result<(RunRecord, u64, u64, u64), sqlx::Error> {
+fn record_of(row: &PgRow) -> Result<(RunRecord, u64, u64, u64), sqlx::Error> {
     Ok((
         RunRecord {
             run_id: row.try_get("run_id")?,
@@ -704,7 +458,7 @@ fn decode_readings(json: &str) -> Option<Vec<Reading>> {
 }
 
 #[async_trait]
-impl JournalStore for SqlJournal {
+impl JournalStore for PostgresJournal {
     async fn create(
         &self,
         record: &RunRecord,
@@ -746,26 +500,19 @@ impl JournalStore for SqlJournal {
     }
 
     async fn append(&self, run_id: &str, epoch: u64, batch: &Batch) -> Result<(), JournalError> {
-        let sqlite = self.is_sqlite();
         let parts = Rows::parts(batch);
-        let statement = |rows: &Rows<'_>, sqlite: bool| {
-            Self::append_statement(sqlite, run_id, epoch, batch, rows).map_err(|e| self.failed(e))
+        let statement = |rows: &Rows<'_>| {
+            Self::append_statement(run_id, epoch, batch, rows).map_err(|e| self.failed(e))
         };
         let held = if let [rows] = parts.as_slice() {
             // The usual case: one round trip.
-            let sqlite_statement = statement(rows, true)?;
-            !self
-                .write_at_once(sqlite_statement, || {
-                    Self::append_statement(false, run_id, epoch, batch, rows)
-                })
-                .await?
-                .is_empty()
+            !self.write_at_once(statement(rows)?).await?.is_empty()
         } else {
             let mut lease = self.lease().await?;
             let mut tx = lease.begin().await.map_err(|e| self.failed(e))?;
             let mut held = true;
             for rows in &parts {
-                let part = statement(rows, sqlite)?;
+                let part = statement(rows)?;
                 held &= !sqlx::query_with(&part.sql, part.arguments)
                     .fetch_all(&mut *tx)
                     .await
@@ -790,26 +537,15 @@ impl JournalStore for SqlJournal {
     async fn load(&self, run_id: &str, now_ms: i64) -> Result<Option<Journal>, JournalError> {
         let corrupt = |_| JournalError::Corrupt(run_id.to_owned());
         // One round trip and one row: the receipts, events and readings come aggregated as JSON
-        // arrays (a row each would be a hop each from sqlx's SQLite worker). Readings travel as
-        // text that round-trips every double (JSON numbers of SQLite keep 15 digits).
-        let aggregated = if self.is_sqlite() {
-            "(SELECT json_group_array(json_array(method, ordinal, catalog_id, input_hash, \
-             side_effecting, state, payload) ORDER BY method, ordinal) \
-             FROM codemode_receipts WHERE run_id = $1) AS receipts, \
-             (SELECT json_group_array(json_array(seq, kind, method, number) ORDER BY seq) \
-             FROM codemode_events WHERE run_id = $1) AS events, \
-             (SELECT json_group_array(json_array(kind, ordinal, printf('%!.17g', value)) \
-             ORDER BY kind, ordinal) FROM codemode_readings WHERE run_id = $1) AS readings"
-        } else {
-            "(SELECT COALESCE(json_agg(json_build_array(method, ordinal, catalog_id, input_hash, \
-             side_effecting, state, payload) ORDER BY method, ordinal), '[]')::text \
+        // arrays. Readings travel as text that round-trips every double.
+        let aggregated = "(SELECT COALESCE(json_agg(json_build_array(method, ordinal, catalog_id, \
+             input_hash, side_effecting, state, payload) ORDER BY method, ordinal), '[]')::text \
              FROM codemode_receipts WHERE run_id = $1) AS receipts, \
              (SELECT COALESCE(json_agg(json_build_array(seq, kind, method, number) \
              ORDER BY seq), '[]')::text FROM codemode_events WHERE run_id = $1) AS events, \
              (SELECT COALESCE(json_agg(json_build_array(kind, ordinal, value::text) \
              ORDER BY kind, ordinal), '[]')::text FROM codemode_readings WHERE run_id = $1) \
-             AS readings"
-        };
+             AS readings";
         let mut lease = self.lease().await?;
         let Some(row) = sqlx::query(&format!(
             "SELECT run_id, agent_run_id, session_id, session_key, program, parent_call_id, \
