@@ -728,8 +728,12 @@ fn a_worker_killed_mid_run_fails_only_its_run_and_the_host_keeps_serving() {
         "{message}"
     );
 
-    // Killed while its run is parked: `wait` (the next leg) says the worker is gone.
-    let short = limits.clone().with_timeout(Duration::from_millis(200));
+    // Killed while its run is parked: `wait` (the next leg) says the worker is gone. A run
+    // under the full limits first waits for the killed worker's replacement to start, so the
+    // short leg below finds an idle worker instead of racing a process start on a busy machine.
+    let step = drive(&mut start("return 1"), &limits);
+    assert_eq!(render(&step), "completed 1");
+    let short = limits.clone().with_timeout(Duration::from_millis(500));
     let mut parked = Run::start(
         "await never()",
         killing_setup(),
@@ -737,7 +741,8 @@ fn a_worker_killed_mid_run_fails_only_its_run_and_the_host_keeps_serving() {
         host.clone(),
     )
     .unwrap();
-    assert!(matches!(drive(&mut parked, &short), Step::Suspended { .. }));
+    let step = drive(&mut parked, &short);
+    assert!(matches!(step, Step::Suspended { .. }), "{}", render(&step));
     kill_workers(&pool);
     let (code, message) = code_and_message(&drive(&mut parked, &short));
     assert_eq!(code, Some(ErrorCode::RuntimeUnavailable), "{message}");
@@ -778,10 +783,11 @@ fn a_worker_that_misbehaves_is_stopped_with_a_clear_error() {
         assert!(message.contains(expected), "{misbehaviour}: {message}");
     }
 
-    // A worker that never answers is killed at the deadline plus the grace: `timeout`.
+    // A worker that never answers is killed at the deadline plus the grace: `timeout`. The
+    // deadline leaves a busy machine time to start the worker first.
     let pool = crate::support::worker_pool(Some("stall"), 1);
     let limits = limits()
-        .with_timeout(Duration::from_millis(200))
+        .with_timeout(Duration::from_millis(1000))
         .with_isolation(Isolation::Process(pool.clone()));
     let (host, _cancelled) = TestHost::new();
     let started = Instant::now();
