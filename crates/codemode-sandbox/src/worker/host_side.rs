@@ -141,6 +141,12 @@ impl WorkerPool {
             changed.as_mut().enable();
             let idle = lock(&self.inner.idle).pop();
             if let Some(worker) = idle {
+                if worker.process.exited().is_some() {
+                    // Died while idle (killed, or out of memory): never handed to a run. Dropping
+                    // it frees its place, so the next turn of the loop may start another.
+                    drop(worker);
+                    continue;
+                }
                 self.inner.warm();
                 return Ok(Slot::Idle(worker));
             }

@@ -728,9 +728,9 @@ fn a_worker_killed_mid_run_fails_only_its_run_and_the_host_keeps_serving() {
         "{message}"
     );
 
-    // Killed while its run is parked: `wait` (the next leg) says the worker is gone. A run
-    // under the full limits first waits for the killed worker's replacement to start, so the
-    // short leg below finds an idle worker instead of racing a process start on a busy machine.
+    // The idle spare was killed too: a dead idle worker is never handed to a run, which gets
+    // a fresh one. (This also leaves an idle worker for the short leg below, so that leg does
+    // not race a process start on a busy machine.)
     let step = drive(&mut start("return 1"), &limits);
     assert_eq!(render(&step), "completed 1");
     let short = limits.clone().with_timeout(Duration::from_millis(500));
