@@ -5,6 +5,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 
+use crate::store::epoch_after_claim;
 use crate::{
     Batch, Claim, Event, Journal, JournalError, JournalStore, MAX_JOURNALED_RUNS, Reading, Receipt,
     ReceiptKey, RunRecord, Scope,
@@ -150,14 +151,13 @@ impl JournalStore for MemoryJournal {
         else {
             return Ok(Claim::Missing);
         };
-        if run.holder.is_some() && run.held_until_ms > now_ms {
-            return Ok(Claim::Busy);
-        }
         let live_here = run.live_on == host;
-        if !live_here {
-            run.epoch += 1;
-            run.live_on = host.to_owned();
-        }
+        let held = run.holder.is_some() && run.held_until_ms > now_ms;
+        let Some(epoch) = epoch_after_claim(run.epoch, held, live_here) else {
+            return Ok(Claim::Busy);
+        };
+        run.epoch = epoch;
+        run.live_on = host.to_owned();
         run.holder = Some(host.to_owned());
         run.held_until_ms = held_until_ms;
         Ok(Claim::Held {

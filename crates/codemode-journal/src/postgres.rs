@@ -13,6 +13,7 @@ use sqlx::{Arguments, Connection, PgPool, Postgres, Row};
 
 use crate::error::scrub;
 use crate::schema::{MIGRATIONS, RUN_TABLES, as_i64, as_u64, migration_number};
+use crate::store::epoch_after_claim;
 use crate::{
     Batch, Claim, Event, Journal, JournalError, JournalStore, MAX_JOURNALED_RUNS, Reading, Receipt,
     ReceiptKey, ReceiptState, RunRecord, Scope,
@@ -634,14 +635,10 @@ impl JournalStore for PostgresJournal {
         let holder: Option<String> = row.try_get("holder").map_err(corrupt)?;
         let held_until: i64 = row.try_get("held_until_ms").map_err(corrupt)?;
         let live_on: String = row.try_get("live_on").map_err(corrupt)?;
-        if holder.is_some() && held_until > now_ms {
-            return Ok(Claim::Busy);
-        }
         let live_here = live_on == host;
-        let new_epoch = if live_here {
-            epoch
-        } else {
-            epoch.saturating_add(1)
+        let held = holder.is_some() && held_until > now_ms;
+        let Some(new_epoch) = epoch_after_claim(as_u64(epoch), held, live_here).map(as_i64) else {
+            return Ok(Claim::Busy);
         };
         let taken = sqlx::query(
             "UPDATE codemode_runs SET holder = $1, held_until_ms = $2, epoch = $3, live_on = $1 \

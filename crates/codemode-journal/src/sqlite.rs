@@ -19,11 +19,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
 
-use crate::schema::{MIGRATIONS, as_u64, migration_number};
+use crate::schema::{MIGRATIONS, as_i64, as_u64, migration_number};
 use crate::sqlite_jobs::{
     Append, AppendRef, Done, Failure, append, create, delete_run, delete_where, immediate, load,
     release,
 };
+use crate::store::epoch_after_claim;
 use crate::{Batch, Claim, Journal, JournalError, JournalStore, RunRecord, Scope};
 
 /// Store calls between two checkpoints of the write-ahead log.
@@ -378,14 +379,11 @@ impl JournalStore for SqliteJournal {
                 let Some((epoch, holder, held_until, live_on)) = row else {
                     return Ok(Claim::Missing);
                 };
-                if holder.is_some() && held_until > now_ms {
-                    return Ok(Claim::Busy);
-                }
                 let live_here = live_on == host;
-                let new_epoch = if live_here {
-                    epoch
-                } else {
-                    epoch.saturating_add(1)
+                let held = holder.is_some() && held_until > now_ms;
+                let Some(new_epoch) = epoch_after_claim(as_u64(epoch), held, live_here).map(as_i64)
+                else {
+                    return Ok(Claim::Busy);
                 };
                 tx.prepare_cached(
                     "UPDATE codemode_runs SET holder = ?1, held_until_ms = ?2, epoch = ?3, \

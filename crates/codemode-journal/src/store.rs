@@ -137,3 +137,17 @@ pub async fn open(address: &str) -> Result<Arc<dyn JournalStore>, JournalError> 
     }
     Err(JournalError::Address(crate::redact_address(address)))
 }
+
+/// The claim rule every store applies to a run: while a hold on it is live (`held`, by any
+/// host) the claim is refused (`None`); otherwise the claiming host takes it, keeping the epoch
+/// when the run's VM lives on that host (`live_here`: it parked there) and bumping it when the
+/// run moves, so that the previous host's writes are fenced from now on.
+pub(crate) fn epoch_after_claim(epoch: u64, held: bool, live_here: bool) -> Option<u64> {
+    if held {
+        None
+    } else if live_here {
+        Some(epoch)
+    } else {
+        Some(epoch.saturating_add(1))
+    }
+}
