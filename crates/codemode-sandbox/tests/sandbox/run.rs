@@ -713,7 +713,12 @@ fn code_and_message(step: &Step) -> (Option<ErrorCode>, String) {
 #[test]
 fn a_worker_killed_mid_run_fails_only_its_run_and_the_host_keeps_serving() {
     let pool = crate::support::worker_pool(None, 2);
-    let limits = limits().with_isolation(Isolation::Process(pool.clone()));
+    // Most legs here start a worker process (a spawn and a VM built in it): a generous deadline,
+    // so that a machine busy with other tests does not turn the start into a timeout (the
+    // deadline's kill would then look like the death this test is about).
+    let limits = limits()
+        .with_timeout(Duration::from_secs(20))
+        .with_isolation(Isolation::Process(pool.clone()));
     let host = Arc::new(KillingHost(pool.clone()));
     let start =
         |program: &str| Run::start(program, killing_setup(), limits.clone(), host.clone()).unwrap();
@@ -733,7 +738,7 @@ fn a_worker_killed_mid_run_fails_only_its_run_and_the_host_keeps_serving() {
     // not race a process start on a busy machine.)
     let step = drive(&mut start("return 1"), &limits);
     assert_eq!(render(&step), "completed 1");
-    let short = limits.clone().with_timeout(Duration::from_millis(500));
+    let short = limits.clone().with_timeout(Duration::from_secs(2));
     let mut parked = Run::start(
         "await never()",
         killing_setup(),
