@@ -2,7 +2,9 @@
 //!
 //! Guest code never runs on the caller's async worker threads. Every piece of VM work (building
 //! the VM, compiling, running jobs, settling host answers) is one synchronous *step* sent here;
-//! the caller's task awaits its answer without blocking its worker. A CPU-bound cell therefore
+//! the caller's task awaits its answer without blocking its worker (it looks for the answer for
+//! at most [`CALLER_SPIN`] first: a trivial step answers sooner than a parked thread wakes up on a
+//! virtual machine, and the wait is bounded whatever the step does). A CPU-bound cell therefore
 //! occupies one VM thread until its deadline, never a tokio worker, and the operating system's
 //! scheduler time-slices the VM threads, so a trivial cell beside CPU-bound neighbours still gets
 //! the CPU within a scheduler slice.
@@ -26,6 +28,10 @@ pub(crate) const VM_THREAD_STACK_BYTES: usize = 16 * 1024 * 1024;
 
 /// Largest guest stack accepted on a VM thread; a larger `Limits::stack_bytes` is lowered to it.
 pub(crate) const MAX_GUEST_STACK_BYTES: usize = VM_THREAD_STACK_BYTES / 2;
+
+/// How long a caller looks for its step's answer before its task parks (see
+/// [`run_step_then_drop`]).
+const CALLER_SPIN: std::time::Duration = std::time::Duration::from_micros(60);
 
 /// Steps that may wait for a free VM thread before callers wait for a slot.
 pub const MAX_QUEUED_STEPS: usize = 4096;
@@ -119,6 +125,17 @@ where
     });
     ensure_thread(pool);
     pool.jobs.send(job).map_err(|_| StepLost::Failed)?;
+    // A trivial step answers within tens of microseconds, sooner than a parked caller thread
+    // can be woken on a virtual machine: look for the answer for a moment before parking.
+    let mut receiver = receiver;
+    let spin_until = std::time::Instant::now() + CALLER_SPIN;
+    while std::time::Instant::now() < spin_until {
+        match receiver.try_recv() {
+            Ok(value) => return Ok(value),
+            Err(oneshot::error::TryRecvError::Closed) => return Err(StepLost::Failed),
+            Err(oneshot::error::TryRecvError::Empty) => std::hint::spin_loop(),
+        }
+    }
     receiver.await.map_err(|_| StepLost::Failed)
 }
 
