@@ -125,7 +125,7 @@ impl VmPool {
             }
             if inner.held() < inner.capacity {
                 inner.building.fetch_add(1, Ordering::SeqCst);
-                if !Inner::build(inner).await {
+                if !inner.built(build(inner.limits.clone()).await) {
                     return;
                 }
             } else {
@@ -171,32 +171,35 @@ impl Inner {
         while inner.held() < inner.capacity {
             inner.building.fetch_add(1, Ordering::SeqCst);
             let weak: Weak<Self> = Arc::downgrade(inner);
+            let limits = inner.limits.clone();
             handle.spawn(async move {
+                let vm = build(limits).await;
                 if let Some(inner) = weak.upgrade() {
-                    Inner::build(&inner).await;
+                    inner.built(vm);
                 }
             });
         }
     }
 
-    /// Builds one VM on a VM thread, counted in `building` by the caller, and adds it to the
-    /// ready VMs. False if it could not be built.
-    async fn build(inner: &Arc<Self>) -> bool {
-        let limits = inner.limits.clone();
-        let built =
-            run_step_then_drop(move || (PreparedVm::build(&limits, Arc::new(Flags::new())), None))
-                .await;
-        let built = match built {
-            Ok(Ok(vm)) => {
-                inner.ready_vms().push(vm);
-                true
-            }
-            _ => false,
-        };
-        inner.building.fetch_sub(1, Ordering::SeqCst);
-        inner.built.notify_waiters();
+    /// Ends a build counted in `building`: adds its VM to the ready ones. False if there is
+    /// none (it could not be built).
+    fn built(&self, vm: Option<PreparedVm>) -> bool {
+        let built = vm.is_some();
+        if let Some(vm) = vm {
+            self.ready_vms().push(vm);
+        }
+        self.building.fetch_sub(1, Ordering::SeqCst);
+        self.built.notify_waiters();
         built
     }
+}
+
+/// Builds one VM under `limits` on a VM thread; `None` if it could not be built.
+async fn build(limits: Limits) -> Option<PreparedVm> {
+    let built =
+        run_step_then_drop(move || (PreparedVm::build(&limits, Arc::new(Flags::new())), None))
+            .await;
+    built.ok().and_then(Result::ok)
 }
 
 #[cfg(test)]
