@@ -85,6 +85,7 @@ impl Flags {
 
     /// The interrupt handler: `true` stops guest code with an uncatchable exception.
     fn interrupt(&self) -> bool {
+        crate::vm_threads::note_guest_progress();
         if self.output_exceeded.load(Ordering::Relaxed) || self.timed_out.load(Ordering::Relaxed) {
             return true;
         }
