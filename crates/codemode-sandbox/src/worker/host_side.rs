@@ -143,7 +143,9 @@ impl WorkerPool {
             if let Some(worker) = idle {
                 if worker.process.exited().is_some() {
                     // Died while idle (killed, or out of memory): never handed to a run. Dropping
-                    // it frees its place, so the next turn of the loop may start another.
+                    // it frees its place, so the next turn of the loop may take another idle one
+                    // or start one. (`step_on_this_thread` checks again, on the VM thread, for a
+                    // worker that dies after this check: that one it must replace itself.)
                     drop(worker);
                     continue;
                 }
