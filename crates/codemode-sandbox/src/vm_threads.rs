@@ -9,10 +9,11 @@
 //! scheduler time-slices the VM threads, so a trivial cell beside CPU-bound neighbours still gets
 //! the CPU within a scheduler slice.
 //!
-//! A step that keeps its thread busy past [`LONG_STEP`] (a CPU-bound cell) lowers that thread's
-//! scheduling priority by [`LONG_STEP_NICE`] (Linux; see [`note_guest_progress`]), so the
-//! scheduler prefers short steps of other runs over it when cores are scarce, and an idle host
-//! still gives it every free cycle. An unprivileged thread cannot raise its priority again, so a
+//! A step that keeps its thread busy past [`LONG_STEP`] (a CPU-bound cell) while more steps are
+//! under way than there are cores lowers that thread's scheduling priority by [`LONG_STEP_NICE`]
+//! (Linux; see [`note_guest_progress`]), so the scheduler gives the cores to short steps of
+//! other runs first; a long step alone is left at the normal priority, and a demoted one still
+//! gets every cycle nobody else wants. An unprivileged thread cannot raise its priority again, so a
 //! demoted thread finishes its step and exits, and its caller starts a fresh thread.
 //!
 //! Bounds: [`thread_count`] threads (four per core, at least 4, at most 64), started lazily, and
@@ -54,6 +55,8 @@ struct Pool {
     slots: Arc<Semaphore>,
     started: AtomicUsize,
     threads: usize,
+    /// Available cores: more steps than this at once compete for them.
+    cores: usize,
 }
 
 /// VM threads of this process: four per available core, at least 4 and at most 64.
@@ -75,6 +78,7 @@ fn pool() -> &'static Pool {
     POOL.get_or_init(|| {
         let (jobs, receiver) = unbounded::<Job>();
         let threads = thread_count();
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         Pool {
             jobs,
             receiver,
@@ -82,6 +86,7 @@ fn pool() -> &'static Pool {
             slots: Arc::new(Semaphore::new(threads + MAX_QUEUED_STEPS)),
             started: AtomicUsize::new(0),
             threads,
+            cores,
         }
     })
 }
@@ -155,10 +160,21 @@ where
     answer
 }
 
+/// Steps submitted and not yet finished (running or waiting for a thread).
+fn busy_steps(pool: &Pool) -> usize {
+    pool.threads + MAX_QUEUED_STEPS - pool.slots.available_permits()
+}
+
 /// Starts one more VM thread while fewer are running than steps have been submitted, up to the
-/// bound. Threads never exit; an idle one blocks on the job queue.
+/// bound. Threads exit only when demoted (see [`leave_if_demoted`]); an idle one blocks on the
+/// job queue.
 fn ensure_thread(pool: &'static Pool) {
-    let busy = pool.threads + MAX_QUEUED_STEPS - pool.slots.available_permits();
+    if DEMOTED.get() {
+        // A host future polled in place on a demoted VM thread: a thread started here would
+        // inherit the lowered priority. The next caller starts it.
+        return;
+    }
+    let busy = busy_steps(pool);
     let mut started = pool.started.load(Ordering::SeqCst);
     while started < busy.min(pool.threads) {
         match pool.started.compare_exchange(
@@ -198,7 +214,7 @@ pub(crate) const LONG_STEP: std::time::Duration = std::time::Duration::from_mill
 
 /// The nice value a demoted VM thread adds to its own (the kernel caps the result at 19, whose
 /// weight is about 1.5% of nice 0's when both want a core). Measured on 2 cores, a trivial exec
-/// beside two CPU-bound cells: p99 5.3–5.9 ms undemoted, 3.2–4.5 ms at +10, 1.3–1.5 ms at +19.
+/// beside two CPU-bound cells: p99 5.3–5.9 ms undemoted, 2.0–4.6 ms at +10, 1.3–2.4 ms at +19.
 pub(crate) const LONG_STEP_NICE: i32 = 19;
 
 thread_local! {
@@ -210,17 +226,27 @@ thread_local! {
 }
 
 /// Called by a VM's interrupt handler while guest code runs: once the current step has kept its
-/// VM thread busy past [`LONG_STEP`], lowers the thread's priority (once). A no-op on threads
-/// that are not VM threads and on systems other than Linux.
+/// VM thread busy past [`LONG_STEP`] and more steps are under way than there are cores, lowers
+/// the thread's priority (once). A no-op on threads that are not VM threads and on systems other
+/// than Linux.
 pub(crate) fn note_guest_progress() {
     let Some(began) = STEP_BEGAN.get() else {
         return;
     };
-    if DEMOTED.get() || began.elapsed() < LONG_STEP {
+    if DEMOTED.get() {
         return;
     }
-    DEMOTED.set(true);
-    demote_this_thread();
+    let pool = pool();
+    if should_demote(began.elapsed(), busy_steps(pool), pool.cores) {
+        DEMOTED.set(true);
+        demote_this_thread();
+    }
+}
+
+/// Whether a step that has run for `elapsed`, with `busy` steps under way on `cores` cores, yields
+/// the cores to the others.
+fn should_demote(elapsed: std::time::Duration, busy: usize, cores: usize) -> bool {
+    elapsed >= LONG_STEP && busy > cores
 }
 
 #[cfg(target_os = "linux")]
@@ -326,18 +352,35 @@ mod tests {
             .build()
             .unwrap();
         runtime.block_on(async {
-            let (before, early, late, demoted_thread) = run_step(|| {
-                let before = own_nice();
+            let before = run_step(own_nice).await.unwrap();
+            // With as many other steps under way as there are cores, a step is demoted once
+            // long (other tests' steps can only add to the count).
+            let (release, released) = crossbeam_channel::bounded::<()>(0);
+            let cores = pool().cores;
+            let others: Vec<_> = (0..cores)
+                .map(|_| {
+                    let released = released.clone();
+                    tokio::spawn(run_step(move || released.recv().is_err()))
+                })
+                .collect();
+            while busy_steps(pool()) < cores {
+                tokio::task::yield_now().await;
+            }
+            let (early, late, demoted_thread) = run_step(|| {
                 // A short step is left alone.
                 note_guest_progress();
                 let early = own_nice();
                 std::thread::sleep(LONG_STEP + std::time::Duration::from_millis(5));
                 note_guest_progress();
                 note_guest_progress();
-                (before, early, own_nice(), std::thread::current().id())
+                (early, own_nice(), std::thread::current().id())
             })
             .await
             .unwrap();
+            drop(release);
+            for other in others {
+                assert_eq!(other.await.unwrap(), Ok(true));
+            }
             assert_eq!(early, before);
             assert_eq!(late, (before + LONG_STEP_NICE).min(19));
             // The demoted thread took no further step: later steps run on other threads, at the
@@ -351,6 +394,17 @@ mod tests {
             }
         });
         assert!(threads_started() <= thread_count());
+    }
+
+    #[test]
+    fn only_a_long_step_among_more_steps_than_cores_is_demoted() {
+        let long = LONG_STEP;
+        let short = LONG_STEP / 2;
+        assert!(should_demote(long, 3, 2));
+        assert!(should_demote(long * 100, 65, 64));
+        assert!(!should_demote(short, 3, 2), "short");
+        assert!(!should_demote(long, 2, 2), "alone on its core");
+        assert!(!should_demote(long * 100, 1, 2), "alone");
     }
 
     #[test]
