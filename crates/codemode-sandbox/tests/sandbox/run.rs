@@ -734,22 +734,17 @@ fn a_worker_killed_mid_run_fails_only_its_run_and_the_host_keeps_serving() {
     );
 
     // The idle spare was killed too: a dead idle worker is never handed to a run, which gets
-    // a fresh one. (This also leaves an idle worker for the short leg below, so that leg does
-    // not race a process start on a busy machine.)
+    // a fresh one.
     let step = drive(&mut start("return 1"), &limits);
     assert_eq!(render(&step), "completed 1");
-    let short = limits.clone().with_timeout(Duration::from_secs(2));
-    let mut parked = Run::start(
-        "await never()",
-        killing_setup(),
-        short.clone(),
-        host.clone(),
-    )
-    .unwrap();
-    let step = drive(&mut parked, &short);
+    // Parked at once by a yield (no deadline involved: a leg waiting on a host call would park
+    // only at its deadline), with its VM in a worker; the worker is killed, and the next leg
+    // fails at once.
+    let mut parked = start("await yield_control(); return 1");
+    let step = drive(&mut parked, &limits);
     assert!(matches!(step, Step::Suspended { .. }), "{}", render(&step));
     kill_workers(&pool);
-    let (code, message) = code_and_message(&drive(&mut parked, &short));
+    let (code, message) = code_and_message(&drive(&mut parked, &limits));
     assert_eq!(code, Some(ErrorCode::RuntimeUnavailable), "{message}");
     assert!(message.contains("exited"), "{message}");
 
