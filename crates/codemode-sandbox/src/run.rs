@@ -363,6 +363,12 @@ impl Run {
             while let Some(joined) = self.tasks.try_join_next_with_id() {
                 self.collect(joined);
             }
+            // Woken at or after the deadline (a timer or an answer the runtime delivered late):
+            // the leg is over, and what arrived is settled in the next one. Stepping now would
+            // end the leg with a timeout instead of parking it.
+            if Instant::now() >= deadline {
+                return self.suspend(WaitReason::PendingTools, output);
+            }
         }
     }
 

@@ -89,8 +89,10 @@ async fn main() -> Result<(), String> {
     let store = codemode_journal::open(&state)
         .await
         .map_err(|error| error.to_string())?;
+    // 1 s legs: the first leg ends at its deadline with `slow` pending, and must reach `slow`
+    // before it (a side-file sync and journal commits, on a machine busy with other tests).
     let config = CodeModeConfig::enabled()
-        .timeout(std::time::Duration::from_millis(500))
+        .timeout(std::time::Duration::from_secs(1))
         .build()
         .map_err(|error| error.to_string())?;
     let code_mode = CodeMode::builder(

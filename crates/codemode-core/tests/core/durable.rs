@@ -2,7 +2,7 @@
 //! second `CodeMode` on the same file stands for the restarted process), never repeats a side
 //! effect, replays recorded nondeterminism, and fails clearly when the program diverges.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,6 +21,9 @@ struct World {
     reads: AtomicU64,
     /// Calls of `hold` that started (it never settles by itself).
     holds: AtomicU64,
+    /// `slow` answers only once this is set, when the first process has been lost: whether the
+    /// first process's leg ends before `slow` answers never depends on timing.
+    released: AtomicBool,
 }
 
 struct Tools {
@@ -53,10 +56,11 @@ impl ToolExecutor for Tools {
             }
             "openclaw:core:slow" => {
                 let ms = input["ms"].as_u64().unwrap_or(300);
-                tokio::select! {
-                    () = tokio::time::sleep(Duration::from_millis(ms)) => Ok(json!({ "slept": ms })),
-                    () = context.cancellation.cancelled() => Err(ToolError::new("cancelled")),
+                if self.world.released.load(Ordering::SeqCst) {
+                    return Ok(json!({ "slept": ms }));
                 }
+                context.cancellation.cancelled().await;
+                Err(ToolError::new("cancelled"))
             }
             "openclaw:core:hold" => {
                 self.world.holds.fetch_add(1, Ordering::SeqCst);
@@ -98,9 +102,11 @@ fn process(store: &Arc<dyn JournalStore>, world: &Arc<World>, config: CodeModeCo
     Process { code_mode, session }
 }
 
+/// Legs of the first process, which end at their deadline with `slow` pending: long enough for
+/// a busy machine to reach `slow` (building the VM, committing the receipts before it).
 fn short_legs() -> CodeModeConfig {
     CodeModeConfig::enabled()
-        .timeout(std::time::Duration::from_millis(300))
+        .timeout(std::time::Duration::from_secs(1))
         .build()
         .expect("a valid config")
 }
@@ -136,10 +142,11 @@ async fn wait(process: &Process, run_id: &str) -> Value {
 }
 
 /// The first process parks the run and then loses it (its VMs and host work dropped, as a
-/// killed process would), leaving only the journal.
-fn lose(process: Process) {
+/// killed process would), leaving only the journal; from now on `slow` answers.
+fn lose(process: Process, world: &World) {
     process.code_mode.shutdown();
     drop(process);
+    world.released.store(true, Ordering::SeqCst);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -163,7 +170,7 @@ async fn a_restarted_host_replays_the_journal_and_the_side_effect_happens_once()
         json!([{ "type": "text", "text": "before" }])
     );
     let run_id = waiting["runId"].as_str().unwrap().to_owned();
-    lose(first);
+    lose(first, &world);
 
     let second = process(&store, &world, CodeModeConfig::enabled().build().unwrap());
     let done = wait(&second, &run_id).await;
@@ -200,7 +207,7 @@ async fn recorded_clock_and_random_are_seen_again_by_the_replay() {
     assert_eq!(waiting["status"], "waiting", "{waiting:#}");
     let seen = waiting["output"][0]["value"].clone();
     let run_id = waiting["runId"].as_str().unwrap().to_owned();
-    lose(first);
+    lose(first, &world);
     tokio::time::sleep(Duration::from_millis(20)).await;
     let second = process(&store, &world, CodeModeConfig::enabled().build().unwrap());
     let done = wait(&second, &run_id).await;
@@ -225,7 +232,7 @@ async fn a_side_effect_interrupted_mid_call_is_an_unknown_outcome_and_reads_run_
     let run_id = waiting["runId"].as_str().unwrap().to_owned();
     // `hold` started (its receipt is `started`) and never settled.
     assert_eq!(world.holds.load(Ordering::SeqCst), 1);
-    lose(first);
+    lose(first, &world);
 
     let second = process(&store, &world, CodeModeConfig::enabled().build().unwrap());
     let done = wait(&second, &run_id).await;
@@ -256,7 +263,7 @@ async fn control_flow_on_an_unrecorded_source_fails_the_replay_as_diverged() {
     let waiting = exec(&first, code).await;
     assert_eq!(waiting["status"], "waiting", "{waiting:#}");
     let run_id = waiting["runId"].as_str().unwrap().to_owned();
-    lose(first);
+    lose(first, &world);
     // A journal whose first answer disagrees with what the program then did (as a stored row
     // edited or written by another version would): the second call's input no longer matches.
     let loaded = store
@@ -309,7 +316,7 @@ async fn an_unrecorded_source_the_guest_branches_on_diverges() {
     let waiting = exec(&first, code).await;
     assert_eq!(waiting["status"], "waiting", "{waiting:#}");
     let run_id = waiting["runId"].as_str().unwrap().to_owned();
-    lose(first);
+    lose(first, &world);
     let second = process(&store, &world, CodeModeConfig::enabled().build().unwrap());
     let saved = exec(&second, "await results.save('flag', true); return 1").await;
     assert_eq!(saved["status"], "completed", "{saved:#}");
@@ -342,11 +349,11 @@ async fn yields_and_timers_replay_in_their_recorded_order() {
     let run_id = yielded["runId"].as_str().unwrap().to_owned();
     let waiting = first
         .session
-        .wait(&json!({ "runId": run_id, "timeoutMs": 400 }))
+        .wait(&json!({ "runId": run_id, "timeoutMs": 1000 }))
         .await
         .to_json();
     assert_eq!(waiting["status"], "waiting", "{waiting:#}");
-    lose(first);
+    lose(first, &world);
     let second = process(&store, &world, CodeModeConfig::enabled().build().unwrap());
     let done = wait(&second, &run_id).await;
     assert_eq!(done["status"], "completed", "{done:#}");
@@ -365,7 +372,7 @@ async fn a_run_parked_in_a_yield_is_resumed_by_the_wait_that_replays_it() {
     let yielded = exec(&first, code).await;
     assert_eq!(yielded["reason"], "yield", "{yielded:#}");
     let run_id = yielded["runId"].as_str().unwrap().to_owned();
-    lose(first);
+    lose(first, &world);
     let second = process(&store, &world, CodeModeConfig::enabled().build().unwrap());
     // One `wait`, as with the live VM: the replay reaches the yield the run parked in and goes on.
     let done = wait(&second, &run_id).await;
@@ -389,7 +396,7 @@ async fn a_journal_is_scoped_expires_and_counts_against_the_snapshot_bound() {
     )
     .await;
     let run_id = waiting["runId"].as_str().unwrap().to_owned();
-    lose(first);
+    lose(first, &world);
     // Another session cannot resume it from the journal.
     let code_mode = CodeMode::builder(
         CodeModeConfig::enabled().build().unwrap(),
@@ -422,6 +429,8 @@ async fn a_journal_is_scoped_expires_and_counts_against_the_snapshot_bound() {
         .max_snapshot_bytes(2 << 20)
         .build()
         .unwrap();
+    // `slow` pends again: these runs must park.
+    world.released.store(false, Ordering::SeqCst);
     let third = process(&store, &world, bounded);
     let cell = |size: usize| {
         format!(

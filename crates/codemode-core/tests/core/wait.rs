@@ -111,8 +111,10 @@ fn max_wait_ms_defaults_and_clamps() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_idles_until_the_run_completes() {
+    // The first leg (a VM built, the call made) takes about a millisecond: 500 ms legs leave
+    // room for a machine busy with other tests.
     let (session, gates) =
-        session(json!({ "enabled": true, "timeoutMs": 100, "maxWaitMs": 600000 }));
+        session(json!({ "enabled": true, "timeoutMs": 500, "maxWaitMs": 600000 }));
     let first = session
         .exec(
             "c1",
@@ -136,7 +138,7 @@ async fn wait_idles_until_the_run_completes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_returns_at_max_wait_ms_with_what_it_still_waits_for() {
     let (session, _gates) =
-        session(json!({ "enabled": true, "timeoutMs": 100, "maxWaitMs": 1000 }));
+        session(json!({ "enabled": true, "timeoutMs": 500, "maxWaitMs": 2000 }));
     let first = session
         .exec("c1", &json!({ "code": "return await tools.never({})" }))
         .await
@@ -153,9 +155,9 @@ async fn wait_returns_at_max_wait_ms_with_what_it_still_waits_for() {
         again["pendingToolCalls"][0]["toolId"], "openclaw:core:never",
         "{again:#}"
     );
-    // It idled in 100 ms legs until one more would pass 1000 ms: never a single leg.
+    // It idled in 500 ms legs until one more would pass 2000 ms: never a single leg.
     assert!(
-        started.elapsed() >= Duration::from_millis(900),
+        started.elapsed() >= Duration::from_millis(1500),
         "{:?}",
         started.elapsed()
     );
@@ -171,7 +173,7 @@ async fn wait_returns_at_max_wait_ms_with_what_it_still_waits_for() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_returns_when_the_guest_prints() {
     let (session, gates) =
-        session(json!({ "enabled": true, "timeoutMs": 100, "maxWaitMs": 600000 }));
+        session(json!({ "enabled": true, "timeoutMs": 500, "maxWaitMs": 600000 }));
     let code = "const held = tools.never({}); await tools.gate({ name: 'b' }); text('progress'); return await held";
     let first = session.exec("c1", &json!({ "code": code })).await.to_json();
     assert_eq!(first["status"], "waiting", "{first:#}");

@@ -335,7 +335,7 @@ fn expiry_is_eager_and_cancels_host_work_in_a_quiet_host() {
             Arc::clone(&host) as _,
         )
         .unwrap();
-        let step = run.drive(Instant::now() + Duration::from_millis(100)).await;
+        let step = run.drive(Instant::now() + Duration::from_millis(500)).await;
         assert!(matches!(step, Step::Suspended { .. }), "{}", render(&step));
         store
             .park(
@@ -553,8 +553,9 @@ fn timers_run_after_microtasks_in_due_order_and_count_as_pending_work() {
              setTimeout((a, b) => out.push(a + b), 2, 'ar', 'gs'); \
              const gone = setTimeout(() => out.push('cleared'), 1); clearTimeout(gone); \
              Promise.resolve().then(() => out.push('micro')); queueMicrotask(() => out.push('queued')); \
-             let ticks = 0; const every = setInterval(() => { if (++ticks === 3) clearInterval(every) }, 1); \
-             await new Promise((resolve) => setTimeout(resolve, 20)); \
+             let ticks = 0; \
+             await new Promise((resolve) => { \
+               const every = setInterval(() => { if (++ticks === 3) { clearInterval(every); resolve() } }, 1) }); \
              setTimeout(() => text('after return'), 1); \
              return [out, ticks]";
         let mut run = Run::start(program, setup(), limits(), host).unwrap();
@@ -572,7 +573,8 @@ fn a_timer_due_after_the_deadline_parks_the_run_and_wait_continues_it() {
     runtime().block_on(async {
         let program = "await new Promise((resolve) => setTimeout(resolve, 400)); return 'woke'";
         let mut run = Run::start(program, setup(), limits(), host).unwrap();
-        let step = run.drive(Instant::now() + Duration::from_millis(100)).await;
+        // The timer is due 400 ms after the program registered it, so always after this leg.
+        let step = run.drive(Instant::now() + Duration::from_millis(300)).await;
         assert_eq!(render(&step), "suspended PendingTools pending=[]");
         let step = run.drive(crate::support::deadline(&limits())).await;
         assert_eq!(render(&step), r#"completed "woke""#);
@@ -583,10 +585,15 @@ fn a_timer_due_after_the_deadline_parks_the_run_and_wait_continues_it() {
 fn an_interval_that_never_stops_ends_each_leg_at_the_deadline() {
     let (host, _cancelled) = TestHost::new();
     runtime().block_on(async {
-        let program = "let n = 0; setInterval(() => { n++ }, 1); return 'returned'";
+        // The yield parks the first leg at once, so the short legs below only run the interval
+        // (building the VM does not count against them).
+        let program =
+            "await yield_control(); let n = 0; setInterval(() => { n++ }, 1); return 'returned'";
         let mut run = Run::start(program, setup(), limits(), host).unwrap();
+        let step = run.drive(crate::support::deadline(&limits())).await;
+        assert_eq!(render(&step), "suspended Yield pending=[]");
         for _ in 0..2 {
-            let step = run.drive(Instant::now() + Duration::from_millis(50)).await;
+            let step = run.drive(Instant::now() + Duration::from_millis(300)).await;
             assert_eq!(render(&step), "suspended PendingTools pending=[]");
         }
         drop(run);
@@ -620,5 +627,47 @@ fn an_uncaught_error_in_a_timer_fails_the_run() {
         let mut run = Run::start(program, setup(), limits(), host).unwrap();
         let step = run.drive(crate::support::deadline(&limits())).await;
         assert_eq!(render(&step), "failed - Error: in timer");
+    });
+}
+
+/// An answer and the deadline seen at once (the runtime's thread was busy across the deadline):
+/// the leg parks and the answer is settled in the next leg; no guest code runs after the
+/// deadline, and the run is not failed with a timeout.
+#[test]
+fn a_leg_woken_after_its_deadline_parks_and_keeps_the_answer() {
+    let (host, _cancelled) = TestHost::new();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let program = "await yield_control(); return await host.gate(5)";
+        let mut run = Run::start(program, setup(), limits(), Arc::clone(&host) as _).unwrap();
+        let step = run.drive(crate::support::deadline(&limits())).await;
+        assert_eq!(render(&step), "suspended Yield pending=[]");
+        let deadline = Instant::now() + Duration::from_millis(200);
+        // Once the call is made, open the gate and keep this runtime's only thread busy until
+        // after the deadline: the driver then finds the answer and the passed deadline at once.
+        let opener = tokio::spawn({
+            let host = Arc::clone(&host);
+            async move {
+                while host.calls() == 0 {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                host.gate.add_permits(1);
+                while Instant::now() < deadline + Duration::from_millis(50) {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        });
+        let step = run.drive(deadline).await;
+        opener.await.unwrap();
+        assert!(
+            render(&step).starts_with("suspended PendingTools"),
+            "{}",
+            render(&step)
+        );
+        let step = run.drive(crate::support::deadline(&limits())).await;
+        assert_eq!(render(&step), "completed 5");
     });
 }
