@@ -13,8 +13,8 @@
 //! under way than there are cores lowers that thread's scheduling priority by [`LONG_STEP_NICE`]
 //! (Linux; see [`note_guest_progress`]), so the scheduler gives the cores to short steps of
 //! other runs first; a long step alone is left at the normal priority, and a demoted one still
-//! gets every cycle nobody else wants. An unprivileged thread cannot raise its priority again, so a
-//! demoted thread finishes its step and exits, and its caller starts a fresh thread.
+//! gets every cycle nobody else wants. An unprivileged thread cannot raise its priority again,
+//! so a demoted thread finishes its step and exits, and its caller starts a fresh thread.
 //!
 //! Bounds: [`thread_count`] threads (four per core, at least 4, at most 64), started lazily, and
 //! at most [`MAX_QUEUED_STEPS`] steps waiting for a thread; a caller beyond that waits (async)
@@ -214,7 +214,7 @@ pub(crate) const LONG_STEP: std::time::Duration = std::time::Duration::from_mill
 
 /// The nice value a demoted VM thread adds to its own (the kernel caps the result at 19, whose
 /// weight is about 1.5% of nice 0's when both want a core). Measured on 2 cores, a trivial exec
-/// beside two CPU-bound cells: p99 5.3–5.9 ms undemoted, 2.0–4.6 ms at +10, 1.3–2.4 ms at +19.
+/// beside two CPU-bound cells: p99 5.3–5.9 ms undemoted, 2.0–4.6 ms at +10, 1.3–2.6 ms at +19.
 pub(crate) const LONG_STEP_NICE: i32 = 19;
 
 thread_local! {
