@@ -669,7 +669,10 @@ impl BridgeHost for KillingHost {
     }
 }
 
-/// SIGKILLs every worker of `pool` and returns once each is dead (a zombie or gone).
+/// SIGKILLs every worker of `pool` and returns once each is dead: gone, or a zombie its parent
+/// can reap. A killed worker's main thread turns zombie before its other threads have exited,
+/// and until they have, `waitpid` does not report the process: the pool would still see it
+/// alive. So the zombie must also be down to its one thread.
 fn kill_workers(pool: &WorkerPool) {
     for pid in pool.worker_pids() {
         let status = std::process::Command::new("kill")
@@ -678,11 +681,16 @@ fn kill_workers(pool: &WorkerPool) {
             .expect("kill runs");
         assert!(status.success(), "kill -9 {pid}");
         let dead = || {
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
-                stat.rsplit(')')
-                    .next()
-                    .is_some_and(|rest| rest.trim_start().starts_with('Z'))
-            })
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return true;
+            };
+            let zombie = stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z'));
+            let threads =
+                std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |tasks| tasks.count());
+            zombie && threads <= 1
         };
         let give_up = Instant::now() + Duration::from_secs(20);
         while !dead() && Instant::now() < give_up {
