@@ -630,43 +630,36 @@ fn an_uncaught_error_in_a_timer_fails_the_run() {
     });
 }
 
-/// An answer and the deadline seen at once (the runtime's thread was busy across the deadline):
-/// the leg parks and the answer is settled in the next leg; no guest code runs after the
+/// A due timer and the deadline seen at once (the runtime's only thread was busy across the
+/// deadline): the leg parks and the timer fires in the next leg; no guest code runs after the
 /// deadline, and the run is not failed with a timeout.
 #[test]
-fn a_leg_woken_after_its_deadline_parks_and_keeps_the_answer() {
+fn a_leg_woken_after_its_deadline_parks_and_fires_the_timer_in_the_next() {
     let (host, _cancelled) = TestHost::new();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     rt.block_on(async {
-        let program = "await yield_control(); return await host.gate(5)";
-        let mut run = Run::start(program, setup(), limits(), Arc::clone(&host) as _).unwrap();
+        let program =
+            "await yield_control(); await new Promise((resolve) => setTimeout(resolve, 150)); return 5";
+        let mut run = Run::start(program, setup(), limits(), host).unwrap();
         let step = run.drive(crate::support::deadline(&limits())).await;
         assert_eq!(render(&step), "suspended Yield pending=[]");
-        let deadline = Instant::now() + Duration::from_millis(200);
-        // Once the call is made, open the gate and keep this runtime's only thread busy until
-        // after the deadline: the driver then finds the answer and the passed deadline at once.
-        let opener = tokio::spawn({
-            let host = Arc::clone(&host);
-            async move {
-                while host.calls() == 0 {
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-                host.gate.add_permits(1);
-                while Instant::now() < deadline + Duration::from_millis(50) {
-                    std::thread::sleep(Duration::from_millis(10));
-                }
+        let deadline = Instant::now() + Duration::from_millis(300);
+        // Once the leg waits for its timer, keep this runtime's only thread busy until after the
+        // deadline: the driver then finds the timer due and the deadline passed at once. (Had
+        // the step not answered by then, the driver finds the deadline passed on its answer:
+        // the leg parks either way.)
+        let busy = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            while Instant::now() < deadline + Duration::from_millis(50) {
+                std::thread::sleep(Duration::from_millis(10));
             }
         });
         let step = run.drive(deadline).await;
-        opener.await.unwrap();
-        assert!(
-            render(&step).starts_with("suspended PendingTools"),
-            "{}",
-            render(&step)
-        );
+        busy.await.unwrap();
+        assert_eq!(render(&step), "suspended PendingTools pending=[]");
         let step = run.drive(crate::support::deadline(&limits())).await;
         assert_eq!(render(&step), "completed 5");
     });
