@@ -9,12 +9,14 @@
 //! scheduler time-slices the VM threads, so a trivial cell beside CPU-bound neighbours still gets
 //! the CPU within a scheduler slice.
 //!
-//! A step that keeps its thread busy past [`LONG_STEP`] (a CPU-bound cell) while more steps are
-//! under way than there are cores lowers that thread's scheduling priority by [`LONG_STEP_NICE`]
-//! (Linux; see [`note_guest_progress`]), so the scheduler gives the cores to short steps of
-//! other runs first; a long step alone is left at the normal priority, and a demoted one still
-//! gets every cycle nobody else wants. An unprivileged thread cannot raise its priority again,
-//! so a demoted thread finishes its step and exits, and its caller starts a fresh thread.
+//! A step that keeps its thread busy past [`LONG_STEP`] (a CPU-bound cell) is a long step. While
+//! long steps could fill every core and another step wants one, a long step lowers its thread's
+//! scheduling priority by [`LONG_STEP_NICE`] (Linux; see [`note_guest_progress`]), so the
+//! scheduler gives the cores to the short steps of other runs first. A long step beside short
+//! ones, or alone, keeps the normal priority (demoted, it would yield to everything else on the
+//! machine as well), and a demoted one still gets every cycle nobody else wants. An unprivileged
+//! thread cannot raise its priority again, so a demoted thread finishes its step and exits, and
+//! its caller starts a fresh thread.
 //!
 //! Bounds: [`thread_count`] threads (four per core, at least 4, at most 64), started lazily, and
 //! at most [`MAX_QUEUED_STEPS`] steps waiting for a thread; a caller beyond that waits (async)
@@ -57,6 +59,8 @@ struct Pool {
     threads: usize,
     /// Available cores: more steps than this at once compete for them.
     cores: usize,
+    /// Steps that have computed for more than [`LONG_STEP`] and are still running.
+    long_steps: AtomicUsize,
 }
 
 /// VM threads of this process: four per available core, at least 4 and at most 64.
@@ -87,6 +91,7 @@ fn pool() -> &'static Pool {
             started: AtomicUsize::new(0),
             threads,
             cores,
+            long_steps: AtomicUsize::new(0),
         }
     })
 }
@@ -223,30 +228,38 @@ thread_local! {
     static STEP_BEGAN: Cell<Option<std::time::Instant>> = const { Cell::new(None) };
     /// Whether this VM thread lowered its own priority (it exits after its step).
     static DEMOTED: Cell<bool> = const { Cell::new(false) };
+    /// Whether the current step is counted in `Pool::long_steps`.
+    static COUNTED_LONG: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Called by a VM's interrupt handler while guest code runs: once the current step has kept its
-/// VM thread busy past [`LONG_STEP`] and more steps are under way than there are cores, lowers
-/// the thread's priority (once). A no-op on threads that are not VM threads and on systems other
-/// than Linux.
+/// VM thread busy past [`LONG_STEP`], counts it as a long step, and lowers the thread's priority
+/// (once) while long steps occupy every core and another step wants one. A no-op on threads that
+/// are not VM threads, and the priority is left alone on systems other than Linux.
 pub(crate) fn note_guest_progress() {
     let Some(began) = STEP_BEGAN.get() else {
         return;
     };
-    if DEMOTED.get() {
+    if DEMOTED.get() || began.elapsed() < LONG_STEP {
         return;
     }
     let pool = pool();
-    if should_demote(began.elapsed(), busy_steps(pool), pool.cores) {
+    if !COUNTED_LONG.replace(true) {
+        pool.long_steps.fetch_add(1, Ordering::SeqCst);
+    }
+    let long = pool.long_steps.load(Ordering::SeqCst);
+    if should_demote(long, busy_steps(pool), pool.cores) {
         DEMOTED.set(true);
         demote_this_thread();
     }
 }
 
-/// Whether a step that has run for `elapsed`, with `busy` steps under way on `cores` cores, yields
-/// the cores to the others.
-fn should_demote(elapsed: std::time::Duration, busy: usize, cores: usize) -> bool {
-    elapsed >= LONG_STEP && busy > cores
+/// Whether a long step yields the cores: `long` long steps and `busy` steps in all are under way
+/// on `cores` cores. Only when long steps could occupy every core and another step is waiting for
+/// one; a long step beside short ones, or long steps that leave a core free, keep their priority
+/// (they would otherwise compete at the lowest priority with everything else on the machine).
+fn should_demote(long: usize, busy: usize, cores: usize) -> bool {
+    long >= cores && busy > cores
 }
 
 #[cfg(target_os = "linux")]
@@ -296,6 +309,9 @@ fn worker(receiver: &Receiver<Job>, spinning: &AtomicBool) {
         STEP_BEGAN.set(Some(std::time::Instant::now()));
         job();
         STEP_BEGAN.set(None);
+        if COUNTED_LONG.replace(false) {
+            pool().long_steps.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 }
 
@@ -353,20 +369,27 @@ mod tests {
             .unwrap();
         runtime.block_on(async {
             let before = run_step(own_nice).await.unwrap();
-            // With as many other steps under way as there are cores, a step is demoted once
-            // long (other tests' steps can only add to the count).
+            // With as many other long steps under way as there are cores, a step is demoted
+            // once long (other tests' steps can only add to the counts).
             let (release, released) = crossbeam_channel::bounded::<()>(0);
+            let (counted, long) = crossbeam_channel::unbounded::<()>();
             let cores = pool().cores;
             let others: Vec<_> = (0..cores)
                 .map(|_| {
                     let released = released.clone();
-                    tokio::spawn(run_step(move || released.recv().is_err()))
+                    let counted = counted.clone();
+                    tokio::spawn(run_step(move || {
+                        std::thread::sleep(LONG_STEP + std::time::Duration::from_millis(5));
+                        note_guest_progress();
+                        counted.send(()).unwrap();
+                        released.recv().is_err()
+                    }))
                 })
                 .collect();
-            while busy_steps(pool()) < cores {
-                tokio::task::yield_now().await;
-            }
-            let (late, demoted_thread) = run_step(|| {
+            let (late, demoted_thread) = run_step(move || {
+                for _ in 0..cores {
+                    long.recv().unwrap();
+                }
                 std::thread::sleep(LONG_STEP + std::time::Duration::from_millis(5));
                 note_guest_progress();
                 note_guest_progress();
@@ -393,14 +416,13 @@ mod tests {
     }
 
     #[test]
-    fn only_a_long_step_among_more_steps_than_cores_is_demoted() {
-        let long = LONG_STEP;
-        let short = LONG_STEP / 2;
-        assert!(should_demote(long, 3, 2));
-        assert!(should_demote(long * 100, 65, 64));
-        assert!(!should_demote(short, 3, 2), "short");
-        assert!(!should_demote(long, 2, 2), "alone on its core");
-        assert!(!should_demote(long * 100, 1, 2), "alone");
+    fn long_steps_are_demoted_only_when_they_fill_the_cores_and_another_step_waits() {
+        assert!(should_demote(2, 3, 2));
+        assert!(should_demote(3, 3, 2));
+        assert!(should_demote(64, 65, 64));
+        assert!(!should_demote(1, 3, 2), "one long step among short ones");
+        assert!(!should_demote(2, 2, 2), "nobody waits for a core");
+        assert!(!should_demote(1, 1, 2), "alone");
     }
 
     #[test]
