@@ -67,6 +67,21 @@ fn fresh_vm_trivial_program(bencher: divan::Bencher<'_, '_>) {
     bencher.bench_local(|| rt.block_on(complete("return 1 + 1")));
 }
 
+/// A fresh VM whose program touches deferred built-ins of every kind: guarded methods (the guard
+/// kit loads on the first), a guarded constructor and a runtime global (`TextEncoder`). Against
+/// `fresh_vm_trivial_program`, the cost of making guards on first use.
+#[divan::bench(sample_count = 50)]
+fn fresh_vm_touching_guards(bencher: divan::Bencher<'_, '_>) {
+    let rt = runtime();
+    bencher.bench_local(|| {
+        rt.block_on(complete(
+            "const a = [3, 1, 2]; a.push(4); \
+             return a.sort().join() + 'x'.padEnd(3, '-') + new Uint8Array(2).length \
+               + new TextEncoder().encode('h').length + JSON.stringify({ a })",
+        ))
+    });
+}
+
 /// The same program in a VM built ahead of time (`VmPool`, `Run::start_pooled`): before each
 /// timed run, outside the timing, the pool is let refill, as between a host's spaced requests.
 #[divan::bench(sample_count = 50)]

@@ -7,7 +7,7 @@
 // which are frozen.
 export default function (natives, maxScan) {
   const { hostCall, hostLocal, hostText, hostEmit, hostYield, hostFinish, hostIsProxy, hostPoll } = natives;
-  const { hostTimer, hostClearTimer, hostOutputRemaining } = natives;
+  const { hostTimer, hostClearTimer, hostOutputRemaining, hostDefer, hostPart } = natives;
   const maxCallArgs = natives.maxCallArgs;
   const maxOutput = natives.maxOutput;
   const globalObject = globalThis;
@@ -48,14 +48,10 @@ export default function (natives, maxScan) {
     value: undefined, writable: false, enumerable: false, configurable: false,
   });
 
-  // Deadline guards. The interrupt handler runs between bytecode instructions (every ~10,000
-  // calls and back-edges), never inside a native built-in, so a native whose single call is
-  // expensive overruns the deadline by its own cost, and a loop of such calls by many times that.
-  // Each expensive built-in is therefore bounded here, before any guest code runs (the table in
-  // docs/builtins-audit.md says how and what one call can still cost): an operand cap with a
-  // catchable RangeError, an interruptible JS replacement, and a poll point (`poll`) before any
-  // native call that may do more than `POLL_WORK` units of work, so a loop of calls ends within
-  // one call's cost. Every original is captured now; guest tampering later changes nothing here.
+  // Deadline guards. Every built-in whose native loop can outrun the deadline is replaced by a
+  // guard (bootstrap/guards.js says how each is bounded), made on the first access to it (see
+  // `instantiate` below). Everything the guards and the parts loaded later use is captured now,
+  // before any guest code: guest tampering later changes nothing they do.
   const TypedArrayProto = getPrototypeOf(Uint8Array.prototype);
   const StringProto = String.prototype;
   const construct = Reflect.construct;
@@ -73,6 +69,43 @@ export default function (natives, maxScan) {
   const symbolIterator = Symbol.iterator;
   const dateNow = Date.now;
   const ObjectCtor = Object;
+  const JSONObject = JSON;
+  const ReflectObject = Reflect;
+  const ArrayCtor = Array;
+  const TypedArrayCtor = getPrototypeOf(Uint8Array);
+  const typedArraySlice = TypedArrayProto.slice;
+  // Captures for the runtime globals (bootstrap/globals.js).
+  const NumberCtor = Number;
+  const DateProto = Date.prototype;
+  const dateGetTime = DateProto.getTime;
+  const DateCtor = Date;
+  const MapCtor = Map;
+  const SetCtor = Set;
+  const mapForEach = Map.prototype.forEach;
+  const mapSet = Map.prototype.set;
+  const mapGet = Map.prototype.get;
+  const mapHas = Map.prototype.has;
+  const setForEach = Set.prototype.forEach;
+  const setAdd = Set.prototype.add;
+  const Uint8ArrayCtor = Uint8Array;
+  const isView = ArrayBuffer.isView;
+  const bufferSlice = ArrayBuffer.prototype.slice;
+  const typedArrayProto = getPrototypeOf(Uint8Array.prototype);
+  const typedArrayBuffer = getOwnPropertyDescriptor(typedArrayProto, 'buffer').get;
+  const typedArrayOffset = getOwnPropertyDescriptor(typedArrayProto, 'byteOffset').get;
+  const typedArrayByteLength = getOwnPropertyDescriptor(typedArrayProto, 'byteLength').get;
+  const dataViewBuffer = getOwnPropertyDescriptor(DataView.prototype, 'buffer').get;
+  const dataViewOffset = getOwnPropertyDescriptor(DataView.prototype, 'byteOffset').get;
+  const dataViewByteLength = getOwnPropertyDescriptor(DataView.prototype, 'byteLength').get;
+  const fromCharCode = String.fromCharCode;
+  const codePointAt = String.prototype.codePointAt;
+  const charCodeAt = String.prototype.charCodeAt;
+  const parseIntFn = parseInt;
+  const parseFloatFn = parseFloat;
+  const DOMExceptionCtor = typeof DOMException === 'function' ? DOMException : undefined;
+  const WeakMapCtor = WeakMap;
+  const weakGet = WeakMap.prototype.get;
+  const weakSet = WeakMap.prototype.set;
   // Work units (compared characters, visited elements) a native call may do without polling.
   const POLL_WORK = 16384;
   // Longest array-like an unpolled linear Array builtin may scan, whatever the memory limit.
@@ -125,745 +158,114 @@ export default function (natives, maxScan) {
     return value !== null && (typeof value === 'object' || typeof value === 'function');
   }
 
-  // Two descriptors reused by every guard installed below, before any guest code runs (a
-  // hundred guards, three definitions each: a fresh descriptor object per definition was a tenth
-  // of a fresh VM's cost). Each is emptied after use, so it holds no reference.
-  const fixedSlot = { value: undefined, writable: false, enumerable: false, configurable: true };
-  const methodSlot = { value: undefined, writable: true, enumerable: false, configurable: true };
-  // Gives `guarded` the name and length of `original` (built-ins' own are read-only).
-  function mirror(guarded, original) {
-    fixedSlot.value = original.name;
-    defineProperty(guarded, 'name', fixedSlot);
-    fixedSlot.value = original.length;
-    defineProperty(guarded, 'length', fixedSlot);
-    fixedSlot.value = undefined;
-  }
-  // Defines `holder[name]` as a built-in method is: writable, configurable, not enumerable.
-  function installMethod(holder, name, value) {
-    methodSlot.value = value;
-    defineProperty(holder, name, methodSlot);
-    methodSlot.value = undefined;
-  }
-
-  // Replaces `holder[name]` by `makeGuard(original)`, keeping the original's name and length.
-  function guard(holder, name, makeGuard) {
-    const original = holder[name];
-    if (typeof original !== 'function') return;
-    const guarded = makeGuard(original);
-    mirror(guarded, original);
-    installMethod(holder, name, guarded);
-  }
-
-  // A method (not a constructor) that polls before calling the original.
-  function guardPoll(holder, name) {
-    guard(holder, name, (original) => ({
-      method(...args) {
-        pollSoon();
-        return apply(original, this, args);
-      },
-    }).method);
-  }
-
-  // Array builtins whose C loops never poll the interrupt handler would scan a sparse array or an
-  // array-like of length up to 2^53 for hours, beyond any deadline. Before such a builtin runs,
-  // the length it will read is checked: a data property (or the intrinsic typed-array getter)
-  // holding a primitive no larger than `SCAN_MAX`. Proxies and accessor lengths are refused, since
-  // they could answer differently when the builtin reads the length again. Returns the length.
-  function checkScan(value, limit) {
-    if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return 0;
-    for (let holder = value; holder !== null; holder = getPrototypeOf(holder)) {
-      if (hostIsProxy(holder)) throw new TypeErrorCtor('array methods cannot run on a Proxy in code mode');
-      const descriptor = getOwnPropertyDescriptor(holder, 'length');
-      if (descriptor === undefined) continue;
-      let length;
-      if (hasOwn(descriptor, 'value')) {
-        length = descriptor.value;
-      } else if (descriptor.get === typedArrayLength) {
-        if (holder !== value) return 0;
-        length = apply(typedArrayLength, value, []);
-      } else {
-        throw new TypeErrorCtor('array methods need a plain length in code mode');
-      }
-      if (length !== null && (typeof length === 'object' || typeof length === 'function')) {
-        throw new TypeErrorCtor('array methods need a primitive length in code mode');
-      }
-      const scan = +length;
-      if (scan > limit) throw new RangeErrorCtor('array-like too long to scan in code mode: ' + length);
-      return scan > 0 ? scan : 0;
-    }
-    return 0;
-  }
-
-  function guardScan(name, checkArgs) {
-    // push, pop and at touch one end of the array: only absurd lengths are refused.
-    const limit = name === 'push' || name === 'pop' || name === 'at' ? maxScan : SCAN_MAX;
-    guard(ArrayProto, name, (original) => ({
-      method(...args) {
-        let work = checkScan(this, limit);
-        if (checkArgs) for (let i = 0; i < args.length; i++) work += checkScan(args[i], limit);
-        if (checkArgs && work > SCAN_MAX) {
-          throw new RangeErrorCtor('array-likes too long to ' + name + ' in code mode: ' + work + ' elements in all (at most ' + SCAN_MAX + ')');
-        }
-        if (work > POLL_WORK && limit === SCAN_MAX) poll();
-        if (name === 'join' && work > JOIN_MAX) throw new RangeErrorCtor('array too long to join in code mode: ' + work);
-        if ((name === 'sort' || name === 'toSorted') && args[0] === undefined && work > ARRAY_SORT_MAX) {
-          throw new RangeErrorCtor('array too long to sort without a comparator in code mode: ' + work + ' (at most ' + ARRAY_SORT_MAX + '); pass a comparator');
-        }
-        return apply(original, this, args);
-      },
-    }).method);
-  }
-
-  const unpolledScans = ['join', 'toLocaleString', 'reverse', 'toReversed', 'slice', 'splice', 'toSpliced',
-    'copyWithin', 'sort', 'toSorted', 'shift', 'unshift', 'fill', 'with', 'pop', 'push', 'at'];
-  for (let i = 0; i < unpolledScans.length; i++) guardScan(unpolledScans[i], false);
-  guardScan('concat', true);
-
-  // flat / flatMap in JS (ES2024 23.1.3.13 FlattenIntoArray): the native one visits every index of
-  // every nested array without polling; this loop reaches the interrupt handler.
-  const dataDescriptor = create(null);
-  dataDescriptor.value = undefined;
-  dataDescriptor.writable = true;
-  dataDescriptor.enumerable = true;
-  dataDescriptor.configurable = true;
-
-  function createData(target, index, value) {
-    dataDescriptor.value = value;
-    try {
-      defineProperty(target, index, dataDescriptor);
-    } finally {
-      dataDescriptor.value = undefined;
-    }
-  }
-
-  function toLength(value) {
-    let length = +value;
-    if (!(length > 0)) return 0;
-    if (length > 9007199254740991) return 9007199254740991;
-    return length - (length % 1);
-  }
-
-  function toObjectThis(value, name) {
-    if (value === undefined || value === null) {
-      throw new TypeErrorCtor('Array.prototype.' + name + ' called on null or undefined');
-    }
-    return ObjectCtor(value);
-  }
-
-  function arraySpeciesCreate(original) {
-    if (!isArray(original)) return [];
-    let C = original.constructor;
-    if (isObjectValue(C)) {
-      C = C[symbolSpecies];
-      if (C === null) C = undefined;
-    }
-    if (C === undefined) return [];
-    return new C(0);
-  }
-
-  function flattenInto(target, source, sourceLength, start, depth, mapper, thisArg) {
-    let targetIndex = start;
-    for (let sourceIndex = 0; sourceIndex < sourceLength; sourceIndex++) {
-      if (!(sourceIndex in source)) continue;
-      let element = source[sourceIndex];
-      if (mapper !== undefined) element = apply(mapper, thisArg, [element, sourceIndex, source]);
-      if (depth > 0 && isArray(element)) {
-        targetIndex = flattenInto(target, element, toLength(element.length), targetIndex, depth - 1);
-      } else {
-        if (targetIndex >= 9007199254740991) throw new TypeErrorCtor('array too long');
-        createData(target, targetIndex, element);
-        targetIndex++;
-      }
-    }
-    return targetIndex;
-  }
-
-  guard(ArrayProto, 'flat', () => ({
-    method(depth) {
-      const source = toObjectThis(this, 'flat');
-      const sourceLength = toLength(source.length);
-      let depthNumber = 1;
-      if (depth !== undefined) {
-        depthNumber = +depth;
-        if (depthNumber !== depthNumber || depthNumber < 0) depthNumber = 0;
-        else if (depthNumber !== Infinity) depthNumber -= depthNumber % 1;
-      }
-      const target = arraySpeciesCreate(source);
-      flattenInto(target, source, sourceLength, 0, depthNumber);
-      return target;
-    },
-  }).method);
-
-  guard(ArrayProto, 'flatMap', () => ({
-    method(mapper, thisArg) {
-      const source = toObjectThis(this, 'flatMap');
-      const sourceLength = toLength(source.length);
-      if (typeof mapper !== 'function') throw new TypeErrorCtor('flatMap mapper is not a function');
-      const target = arraySpeciesCreate(source);
-      flattenInto(target, source, sourceLength, 0, 1, mapper, thisArg);
-      return target;
-    },
-  }).method);
-
-  // String search: QuickJS compares naively, O(n*m). A search estimated above SEARCH_WORK
-  // compares runs as Knuth-Morris-Pratt in JS (linear and interruptible); smaller ones stay native.
-  function toText(value) {
-    return typeof value === 'string' ? value : `${value}`;
-  }
-
-  function thisText(value, name) {
-    if (value === undefined || value === null) {
-      throw new TypeErrorCtor('String.prototype.' + name + ' called on null or undefined');
-    }
-    return toText(value);
-  }
-
-  // True when the search must run in JS; polls before a native search of more than POLL_WORK.
-  function searchInJs(haystackLength, needleLength) {
-    const work = needleLength < 2 || needleLength > haystackLength
-      ? haystackLength : haystackLength + (haystackLength - needleLength + 1) * needleLength;
-    if (work > POLL_WORK) poll();
-    return needleLength >= 1 && needleLength <= haystackLength && work > SEARCH_WORK;
-  }
-
-  // How a search over budget runs: a short needle (m*m*4 <= SEARCH_WORK) natively over polled
-  // chunks of SEARCH_WORK/m characters (null), a longer one as KMP (its failure table).
-  function planSearch(needle, reverse) {
-    const m = needle.length;
-    return m * m * 4 <= SEARCH_WORK ? null : failureTable(needle, reverse);
-  }
-
-  // First index >= from where needle occurs in haystack, or -1.
-  function findForward(haystack, needle, plan, from) {
-    if (plan !== null) return searchForward(haystack, needle, plan, from);
-    const n = haystack.length;
-    const m = needle.length;
-    const chunk = (SEARCH_WORK / m) | 0;
-    for (let start = from; start + m <= n; start += chunk) {
-      pollSoon();
-      const end = start + chunk + m - 1 < n ? start + chunk + m - 1 : n;
-      const found = apply(stringIndexOf, apply(stringSlice, haystack, [start, end]), [needle]);
-      if (found >= 0) return start + found;
-    }
-    return -1;
-  }
-
-  // Last index <= from where needle occurs in haystack, or -1.
-  function findBackward(haystack, needle, plan, from) {
-    if (plan !== null) return searchBackward(haystack, needle, plan, from);
-    const m = needle.length;
-    const chunk = (SEARCH_WORK / m) | 0;
-    for (let end = from + m; end >= m; end -= chunk) {
-      pollSoon();
-      const start = end - chunk - m + 1 > 0 ? end - chunk - m + 1 : 0;
-      const found = apply(stringLastIndexOf, apply(stringSlice, haystack, [start, end]), [needle]);
-      if (found >= 0) return start + found;
-    }
-    return -1;
-  }
-
-  // KMP failure table of `needle`, read forwards (`reverse` false) or backwards.
-  function failureTable(needle, reverse) {
-    const m = needle.length;
-    const table = new Int32ArrayCtor(m);
-    let k = 0;
-    for (let i = 1; i < m; i++) {
-      const c = reverse ? needle[m - 1 - i] : needle[i];
-      while (k > 0 && (reverse ? needle[m - 1 - k] : needle[k]) !== c) k = table[k - 1];
-      if ((reverse ? needle[m - 1 - k] : needle[k]) === c) k++;
-      table[i] = k;
-    }
-    return table;
-  }
-
-  // First index >= from where needle occurs in haystack, or -1.
-  function searchForward(haystack, needle, table, from) {
-    const n = haystack.length;
-    const m = needle.length;
-    let k = 0;
-    for (let i = from; i < n; i++) {
-      const c = haystack[i];
-      while (k > 0 && needle[k] !== c) k = table[k - 1];
-      if (needle[k] === c && ++k === m) return i - m + 1;
-    }
-    return -1;
-  }
-
-  // Last index <= from where needle occurs in haystack, or -1.
-  function searchBackward(haystack, needle, table, from) {
-    const m = needle.length;
-    let k = 0;
-    for (let i = from + m - 1; i >= 0; i--) {
-      const c = haystack[i];
-      while (k > 0 && needle[m - 1 - k] !== c) k = table[k - 1];
-      if (needle[m - 1 - k] === c && ++k === m) return i;
-    }
-    return -1;
-  }
-
-  function clampPosition(position, length) {
-    const number = +position;
-    if (!(number > 0)) return 0;
-    return number >= length ? length : number - (number % 1);
-  }
-
-  function isRegExpLike(value) {
-    const matcher = value[symbolMatch];
-    if (matcher !== undefined) return !!matcher;
-    try {
-      apply(regExpGlobal, value, []);
-      return value !== RegExpProto;
-    } catch (_) {
-      return false;
-    }
-  }
-
-  // GetSubstitution (ES2024 22.1.3.19.1) for a string pattern: no captures, so `$n` and `$<`
-  // stay literal.
-  function substitute(matched, string, position, template) {
-    const length = template.length;
-    let result = '';
-    let start = 0;
-    for (;;) {
-      const dollar = apply(stringIndexOf, template, ['$', start]);
-      if (dollar < 0 || dollar + 1 >= length) break;
-      const next = template[dollar + 1];
-      let piece;
-      if (next === '$') piece = '$';
-      else if (next === '&') piece = matched;
-      else if (next === '`') piece = apply(stringSlice, string, [0, position]);
-      else if (next === "'") piece = apply(stringSlice, string, [position + matched.length]);
-      else {
-        result += apply(stringSlice, template, [start, dollar + 1]);
-        start = dollar + 1;
-        continue;
-      }
-      result += apply(stringSlice, template, [start, dollar]) + piece;
-      start = dollar + 2;
-    }
-    return result + apply(stringSlice, template, [start]);
-  }
-
-  guard(StringProto, 'indexOf', (original) => ({
-    method(searchString, position) {
-      if (typeof this === 'string' && typeof searchString === 'string' && this.length <= 128) {
-        return apply(original, this, [searchString, position]);
-      }
-      const string = thisText(this, 'indexOf');
-      const needle = toText(searchString);
-      if (!searchInJs(string.length, needle.length)) return apply(original, string, [needle, position]);
-      const from = clampPosition(position, string.length);
-      return findForward(string, needle, planSearch(needle, false), from);
-    },
-  }).method);
-
-  guard(StringProto, 'lastIndexOf', (original) => ({
-    method(searchString, position) {
-      if (typeof this === 'string' && typeof searchString === 'string' && this.length <= 128) {
-        return apply(original, this, [searchString, position]);
-      }
-      const string = thisText(this, 'lastIndexOf');
-      const needle = toText(searchString);
-      if (!searchInJs(string.length, needle.length)) return apply(original, string, [needle, position]);
-      const number = +position;
-      let from = string.length - needle.length;
-      if (number === number) {
-        if (number <= 0) from = 0;
-        else if (number < from) from = number - (number % 1);
-      }
-      if (from < 0) return -1;
-      return findBackward(string, needle, planSearch(needle, true), from);
-    },
-  }).method);
-
-  guard(StringProto, 'includes', (original) => ({
-    method(searchString, position) {
-      if (typeof this === 'string' && typeof searchString === 'string' && this.length <= 128) {
-        return apply(original, this, [searchString, position]);
-      }
-      const string = thisText(this, 'includes');
-      if (isObjectValue(searchString) && isRegExpLike(searchString)) {
-        throw new TypeErrorCtor('regexp not supported');
-      }
-      const needle = toText(searchString);
-      if (!searchInJs(string.length, needle.length)) return apply(original, string, [needle, position]);
-      const from = clampPosition(position, string.length);
-      return findForward(string, needle, planSearch(needle, false), from) >= 0;
-    },
-  }).method);
-
-  guard(StringProto, 'split', (original) => ({
-    method(separator, limit) {
-      if (typeof this === 'string' && typeof separator === 'string' && this.length <= 128) {
-        return apply(original, this, [separator, limit]);
-      }
-      if (this === undefined || this === null) throw new TypeErrorCtor('String.prototype.split called on null or undefined');
-      if (isObjectValue(separator)) {
-        const splitter = separator[symbolSplit];
-        if (splitter !== undefined && splitter !== null) return apply(splitter, separator, [this, limit]);
-      }
-      const string = toText(this);
-      const count = limit === undefined ? 4294967295 : limit >>> 0;
-      const needle = toText(separator);
-      if (separator === undefined || !searchInJs(string.length, needle.length)) {
-        return apply(original, string, [separator === undefined ? undefined : needle, count]);
-      }
-      const parts = [];
-      if (count === 0) return parts;
-      const plan = planSearch(needle, false);
-      let size = 0;
-      let start = 0;
-      for (;;) {
-        const found = findForward(string, needle, plan, start);
-        if (found < 0) break;
-        createData(parts, size++, apply(stringSlice, string, [start, found]));
-        if (size === count) return parts;
-        start = found + needle.length;
-      }
-      createData(parts, size, apply(stringSlice, string, [start]));
-      return parts;
-    },
-  }).method);
-
-  function guardReplace(name, all) {
-    guard(StringProto, name, (original) => ({
-      method(searchValue, replaceValue) {
-        if (typeof this === 'string' && typeof searchValue === 'string' && this.length <= 128) {
-          return apply(original, this, [searchValue, replaceValue]);
-        }
-        if (this === undefined || this === null) throw new TypeErrorCtor('String.prototype.' + name + ' called on null or undefined');
-        if (isObjectValue(searchValue)) {
-          if (all && isRegExpLike(searchValue)) {
-            const flags = searchValue.flags;
-            if (flags === undefined || flags === null) throw new TypeErrorCtor('cannot convert to object');
-            if (apply(stringIndexOf, toText(flags), ['g']) < 0) throw new TypeErrorCtor("regexp must have the 'g' flag");
-          }
-          const replacer = searchValue[symbolReplace];
-          if (replacer !== undefined && replacer !== null) return apply(replacer, searchValue, [this, replaceValue]);
-        }
-        const string = toText(this);
-        const needle = toText(searchValue);
-        const functional = typeof replaceValue === 'function';
-        const template = functional ? replaceValue : toText(replaceValue);
-        if (!searchInJs(string.length, needle.length)) return apply(original, string, [needle, template]);
-        const plan = planSearch(needle, false);
-        let result = '';
-        let end = 0;
-        let found = findForward(string, needle, plan, 0);
-        if (found < 0) return string;
-        while (found >= 0) {
-          const replacement = functional
-            ? toText(apply(template, undefined, [needle, found, string]))
-            : substitute(needle, string, found, template);
-          result += apply(stringSlice, string, [end, found]) + replacement;
-          end = found + needle.length;
-          found = all ? findForward(string, needle, plan, end) : -1;
-        }
-        return result + apply(stringSlice, string, [end]);
-      },
-    }).method);
-  }
-  guardReplace('replace', false);
-  guardReplace('replaceAll', true);
-
-  // Sorting without a comparator never polls (a comparator is guest code, which does).
-  guard(TypedArrayProto, 'sort', (original) => ({
-    method(comparefn) {
-      if (comparefn === undefined) {
-        const length = apply(typedArrayLength, this, []);
-        if (length > SORT_MAX) throw new RangeErrorCtor('typed array too long to sort without a comparator in code mode: ' + length);
-        if (length > POLL_WORK) poll();
-      }
-      return apply(original, this, [comparefn]);
-    },
-  }).method);
-  guard(TypedArrayProto, 'toSorted', (original) => ({
-    method(comparefn) {
-      if (comparefn === undefined) {
-        const length = apply(typedArrayLength, this, []);
-        if (length > SORT_MAX) throw new RangeErrorCtor('typed array too long to sort without a comparator in code mode: ' + length);
-        if (length > POLL_WORK) poll();
-      }
-      return apply(original, this, [comparefn]);
-    },
-  }).method);
-  const typedArrayScans = ['set', 'slice', 'subarray', 'fill', 'copyWithin', 'indexOf', 'lastIndexOf', 'includes',
-    'toLocaleString', 'reverse', 'toReversed', 'with'];
-  for (let i = 0; i < typedArrayScans.length; i++) guardPoll(TypedArrayProto, typedArrayScans[i]);
-  // Joining formats every number natively: capped like Array.prototype.join.
-  guard(TypedArrayProto, 'join', (original) => ({
-    method(...args) {
-      const length = apply(typedArrayLength, this, []);
-      if (length > JOIN_MAX) throw new RangeErrorCtor('typed array too long to join in code mode: ' + length);
-      if (length > POLL_WORK) poll();
-      return apply(original, this, args);
-    },
-  }).method);
-
-  // BigInt needs no guard: the vendored QuickJS caps BigInts at 64 Kbit (the slowest operation,
-  // to text in radix 10, ~10 ms) and counts their quadratic work and the text they parse toward
-  // the interrupt counter (vendor/rquickjs-sys/PATCHES.md).
-
-  // eval and the Function constructors: compile cost grows superlinearly with the source.
-  function checkSource(length) {
-    poll();
-    if (length > SOURCE_MAX) {
-      throw new RangeErrorCtor('source too long to compile in code mode: ' + length + ' characters (at most ' + SOURCE_MAX + ')');
-    }
-  }
-
-  // A replacement for a Function-like constructor: same prototype object, name, length and
-  // [[Prototype]]; `prototype.constructor` points to it, so `instanceof` and `.constructor` work.
-  function guardCompiler(original, parent) {
-    const guarded = function (...args) {
-      let total = 0;
-      for (let i = 0; i < args.length; i++) {
-        args[i] = toText(args[i]);
-        total += args[i].length;
-      }
-      checkSource(total);
-      return new.target === undefined ? apply(original, undefined, args) : construct(original, args, new.target);
-    };
-    mirror(guarded, original);
-    const prototype = original.prototype;
-    defineProperty(guarded, 'prototype', { value: prototype, writable: false, enumerable: false, configurable: false });
-    if (parent !== undefined) setPrototypeOf(guarded, parent);
-    const slot = getOwnPropertyDescriptor(prototype, 'constructor');
-    defineProperty(prototype, 'constructor', {
-      value: guarded, writable: slot.writable, enumerable: slot.enumerable, configurable: slot.configurable,
-    });
-    return guarded;
-  }
-
-  const GuardedFunction = guardCompiler(Function, undefined);
-  installMethod(globalObject, 'Function', GuardedFunction);
-  guardCompiler(AsyncFunction, GuardedFunction);
-  guardCompiler(getPrototypeOf(function* () {}).constructor, GuardedFunction);
-  guardCompiler(getPrototypeOf(async function* () {}).constructor, GuardedFunction);
-  // Replacing the global eval makes a guest's direct `eval(...)` an indirect one (global scope).
-  guard(globalObject, 'eval', (original) => ({
-    eval(source) {
-      if (typeof source !== 'string') return source;
-      checkSource(source.length);
-      return apply(original, undefined, [source]);
-    },
-  }).eval);
-
-  // Linear natives bounded by the memory limit: a poll point, so a loop of calls stops within
-  // one call; JSON.parse also caps its text, JSON.stringify walks through an identity replacer.
-  guard(JSON, 'parse', (original) => ({
-    method(...args) {
-      const source = toText(args[0]);
-      if (source.length > POLL_WORK) poll();
-      if (source.length > JSON_TEXT_MAX) {
-        throw new RangeErrorCtor('JSON text too long to parse in code mode: ' + source.length + ' characters (at most ' + JSON_TEXT_MAX + ')');
-      }
-      args[0] = source;
-      return apply(original, undefined, args);
-    },
-  }).method);
-  // JSON.stringify walks its value natively; through a replacer function it calls JS for every
-  // value, so the walk polls, and each key and string it will escape is measured first. A
-  // property-list (array) replacer keeps the native walk (poll point only).
-  function checkSerialized(text) {
-    if (typeof text === 'string' && text.length > TEXT_MAX) {
-      throw new RangeErrorCtor('string too long to serialize in code mode: ' + text.length + ' characters (at most ' + TEXT_MAX + ')');
-    }
-  }
-  const identity = (key, value) => {
-    checkSerialized(key);
-    checkSerialized(value);
-    return value;
-  };
-  guard(JSON, 'stringify', (original) => ({
-    method(...args) {
-      poll();
-      const replacer = args[1];
-      if (typeof replacer === 'function') {
-        args[1] = function (key, value) {
-          checkSerialized(key);
-          const result = apply(replacer, this, [key, value]);
-          checkSerialized(result);
-          return result;
-        };
-      } else if (!isArray(replacer)) {
-        args[1] = identity;
-      }
-      return apply(original, undefined, args);
-    },
-  }).method);
-  // Building a string costs ~4 ns a character at the largest sizes: results are capped.
-  // A result larger than the whole heap is left to the native, which fails at once allocating it
-  // ("code mode memory limit exceeded").
-  function checkBuilt(length) {
-    if (length > POLL_WORK) pollSoon();
-    if (length > BUILD_MAX && length <= maxScan * 8) {
-      throw new RangeErrorCtor('string result too long in code mode: ' + length + ' characters (at most ' + BUILD_MAX + ')');
-    }
-  }
-  guard(StringProto, 'repeat', (original) => ({
-    method(count) {
-      const string = thisText(this, 'repeat');
-      const times = +count;
-      if (string.length > 0 && times > 0) checkBuilt(string.length * times);
-      return apply(original, string, [times]);
-    },
-  }).method);
-  function guardPad(name) {
-    guard(StringProto, name, (original) => ({
-      method(maxLength, fillString) {
-        const string = thisText(this, name);
-        const length = +maxLength;
-        if (length > string.length) checkBuilt(length);
-        return apply(original, string, [length, fillString]);
-      },
-    }).method);
-  }
-  guardPad('padStart');
-  guardPad('padEnd');
-  guardPoll(StringProto, 'concat');
-  const stringScans = ['normalize', 'localeCompare', 'toLowerCase', 'toUpperCase', 'toLocaleLowerCase',
-    'toLocaleUpperCase', 'trim', 'trimStart', 'trimEnd', 'isWellFormed', 'toWellFormed'];
-  function checkText(text) {
-    if (text.length > POLL_WORK) pollSoon();
-    if (text.length > TEXT_MAX) {
-      throw new RangeErrorCtor('string too long for this operation in code mode: ' + text.length + ' characters (at most ' + TEXT_MAX + ')');
-    }
-  }
-  for (let i = 0; i < stringScans.length; i++) {
-    const name = stringScans[i];
-    guard(StringProto, name, (original) => ({
-      method(...args) {
-        if (typeof this === 'string' && this.length <= POLL_WORK && name !== 'localeCompare') {
-          return apply(original, this, args);
-        }
-        const string = thisText(this, name);
-        checkText(string);
-        if (name === 'localeCompare') {
-          args[0] = toText(args[0]);
-          checkText(args[0]);
-        }
-        return apply(original, string, args);
-      },
-    }).method);
-  }
-  const uriCodings = ['encodeURI', 'encodeURIComponent', 'decodeURI', 'decodeURIComponent', 'escape', 'unescape'];
-  for (let i = 0; i < uriCodings.length; i++) {
-    guard(globalObject, uriCodings[i], (original) => ({
-      method(...args) {
-        const text = toText(args[0]);
-        checkText(text);
-        return apply(original, undefined, [text]);
-      },
-    }).method);
-  }
-
-  // Own-key walks cost ~0.3-0.5 us a property, natively. A plain object's property count is
-  // bounded by the heap only (see the audit); an array's or typed array's indices are capped.
-  function checkIndexed(value) {
-    if (!isObjectValue(value) || hostIsProxy(value)) return;
-    let length = 0;
-    if (isArray(value)) {
-      length = value.length;
-    } else {
-      try {
-        length = apply(typedArrayLength, value, []);
-      } catch (_) {
-        return;
-      }
-    }
-    if (length > KEYS_MAX) {
-      throw new RangeErrorCtor('too many elements to list as properties in code mode: ' + length + ' (at most ' + KEYS_MAX + ')');
-    }
-  }
-  const objectScans = ['keys', 'values', 'entries', 'getOwnPropertyNames', 'assign', 'freeze', 'seal'];
-  for (let i = 0; i < objectScans.length; i++) {
-    guard(Object, objectScans[i], (original) => ({
-      method(...args) {
-        pollSoon();
-        for (let k = 0; k < args.length; k++) checkIndexed(args[k]);
-        return apply(original, this, args);
-      },
-    }).method);
-  }
-  guard(Reflect, 'ownKeys', (original) => ({
-    method(...args) {
-      pollSoon();
-      checkIndexed(args[0]);
-      return apply(original, this, args);
-    },
-  }).method);
-  const objectPolls = ['fromEntries', 'getOwnPropertySymbols', 'isFrozen', 'isSealed'];
-  for (let i = 0; i < objectPolls.length; i++) guardPoll(Object, objectPolls[i]);
-  // From an array-like (no iterator) the native loop never polls: its length is capped.
-  function checkArrayLike(items) {
-    if (isObjectValue(items)) {
-      const iterator = items[symbolIterator];
-      if (iterator === undefined || iterator === null) checkScan(items, SCAN_MAX);
-    }
-  }
-  guard(Array, 'from', (original) => ({
-    method(...args) {
-      pollSoon();
-      checkArrayLike(args[0]);
-      return apply(original, this, args);
-    },
-  }).method);
-  guard(getPrototypeOf(Uint8Array), 'from', (original) => ({
-    method(...args) {
-      pollSoon();
-      checkArrayLike(args[0]);
-      return apply(original, this, args);
-    },
-  }).method);
-  // Typed array constructors read an array-like argument natively, element by element: the
-  // replacement caps its length (an ArrayBuffer, typed array or iterable is bounded otherwise).
+  // The typed array constructors, guarded (see guardedCtors below).
   const typedArrayNames = ['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array',
     'Int32Array', 'Uint32Array', 'Float16Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array'];
-  const TypedArrayCtor = getPrototypeOf(Uint8Array);
   const arrayBufferByteLength = getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength').get;
   const sharedByteLength = typeof SharedArrayBuffer === 'function'
     ? getOwnPropertyDescriptor(SharedArrayBuffer.prototype, 'byteLength').get : undefined;
-  function isBufferLike(value) {
-    try {
-      apply(typedArrayLength, value, []);
-      return true;
-    } catch (_) {}
-    try {
-      apply(arrayBufferByteLength, value, []);
-      return true;
-    } catch (_) {}
-    if (sharedByteLength === undefined) return false;
-    try {
-      apply(sharedByteLength, value, []);
-      return true;
-    } catch (_) {
-      return false;
-    }
-  }
+  // Constructors replaced by guards: the four compilers (Function and its async and generator
+  // kin, reachable only as their prototype's `constructor`) and the typed arrays. Each guard has
+  // the original's prototype object, name, length and [[Prototype]] (a compiler's is Function's
+  // guard), so `instanceof` and `.constructor` work. They are deferred like the methods below,
+  // wherever the original is reachable: as a global and as its prototype's `constructor`.
+  const guardedCtors = [Function, AsyncFunction, getPrototypeOf(function* () {}).constructor,
+    getPrototypeOf(async function* () {}).constructor];
+  const COMPILER_COUNT = guardedCtors.length;
+  const ctorGlobals = ['Function'];
   for (let i = 0; i < typedArrayNames.length; i++) {
     const original = globalObject[typedArrayNames[i]];
     if (typeof original !== 'function') continue;
-    const guarded = function (...args) {
-      if (new.target === undefined) return apply(original, undefined, args);
-      const items = args[0];
-      if (isObjectValue(items) && !isArray(items) && !isBufferLike(items)) {
-        pollSoon();
-        checkArrayLike(items);
-      }
-      return construct(original, args, new.target);
-    };
-    mirror(guarded, original);
-    defineProperty(guarded, 'prototype', { value: original.prototype, writable: false, enumerable: false, configurable: false });
-    defineProperty(guarded, 'BYTES_PER_ELEMENT', getOwnPropertyDescriptor(original, 'BYTES_PER_ELEMENT'));
-    setPrototypeOf(guarded, TypedArrayCtor);
-    const slot = getOwnPropertyDescriptor(original.prototype, 'constructor');
-    defineProperty(original.prototype, 'constructor', {
-      value: guarded, writable: slot.writable, enumerable: slot.enumerable, configurable: slot.configurable,
-    });
-    installMethod(globalObject, typedArrayNames[i], guarded);
+    guardedCtors[guardedCtors.length] = original;
+    ctorGlobals[ctorGlobals.length] = typedArrayNames[i];
   }
-  guardPoll(Array, 'of');
+  // The guarded methods, by holder: each is deferred (deferred.rs, vendored QuickJS patch 5)
+  // rather than replaced now. Its original is captured here, before any guest code, and the
+  // property's first access of any kind sets it to the guard `instantiate` makes, so a fresh VM
+  // builds only the guards its program touches. No path reaches an original: a deferred property
+  // holds no value until its guard is made, and a guard that fails to build (out of memory or
+  // time) leaves the property deferred for the next access.
+  const deferredHolders = [ArrayProto, StringProto, TypedArrayProto, globalObject, JSONObject, ObjectCtor,
+    ReflectObject, ArrayCtor, TypedArrayCtor];
+  const ARRAY_PROTO = 0;
+  const STRING_PROTO = 1;
+  const TYPED_ARRAY_PROTO = 2;
+  const GLOBAL = 3;
+  const JSON_OBJECT = 4;
+  const OBJECT_CTOR = 5;
+  const REFLECT = 6;
+  const ARRAY_CTOR = 7;
+  const TYPED_ARRAY_CTOR = 8;
+  const unpolledScans = ['join', 'toLocaleString', 'reverse', 'toReversed', 'slice', 'splice', 'toSpliced',
+    'copyWithin', 'sort', 'toSorted', 'shift', 'unshift', 'fill', 'with', 'pop', 'push', 'at'];
+  const typedArrayScans = ['set', 'slice', 'subarray', 'fill', 'copyWithin', 'indexOf', 'lastIndexOf', 'includes',
+    'toLocaleString', 'reverse', 'toReversed', 'with'];
+  // trimLeft and trimRight are the very functions trimStart and trimEnd (aliases): guarded too.
+  const stringScans = ['normalize', 'localeCompare', 'toLowerCase', 'toUpperCase', 'toLocaleLowerCase',
+    'toLocaleUpperCase', 'trim', 'trimStart', 'trimEnd', 'trimLeft', 'trimRight', 'isWellFormed', 'toWellFormed'];
+  const uriCodings = ['encodeURI', 'encodeURIComponent', 'decodeURI', 'decodeURIComponent', 'escape', 'unescape'];
+  const objectScans = ['keys', 'values', 'entries', 'getOwnPropertyNames', 'assign', 'freeze', 'seal'];
+  const objectPolls = ['fromEntries', 'getOwnPropertySymbols', 'isFrozen', 'isSealed'];
+  // Pairs of a holder index and lists of the names guarded on it (read by deferred.rs); guards.js
+  // `findMaker` has a case for each.
+  const guardedNames = [
+    ARRAY_PROTO, [unpolledScans, ['concat', 'flat', 'flatMap']],
+    STRING_PROTO, [['indexOf', 'lastIndexOf', 'includes', 'split', 'replace', 'replaceAll', 'repeat', 'padStart',
+      'padEnd', 'concat'], stringScans],
+    TYPED_ARRAY_PROTO, [['sort', 'toSorted', 'join'], typedArrayScans],
+    GLOBAL, [['eval'], uriCodings],
+    JSON_OBJECT, [['parse', 'stringify']],
+    OBJECT_CTOR, [objectScans, objectPolls],
+    REFLECT, [['ownKeys']],
+    ARRAY_CTOR, [['from', 'of']],
+    TYPED_ARRAY_CTOR, [['from']],
+  ];
+  // The guard kit (bootstrap/guards.js), loaded on the first deferred access.
+  let guardKit;
+  // The bootstrap's parts loaded on first use, by index (bytecode.rs `Part`).
+  const GUARDS_PART = 1;
+  const GLOBALS_PART = 2;
+
+  // Makes the guard of `holder[name]` (called by QuickJS on the property's first access with the
+  // original it hid, possibly in the middle of guest code: it reads nothing the guest can reach).
+  function instantiate(holder, name, original) {
+    if (original === runtimeGlobalStub) return runtimeGlobal(name);
+    if (guardKit === undefined) guardKit = buildGuards();
+    for (let i = 0; i < guardedCtors.length; i++) {
+      if (guardedCtors[i] === original) return guardKit.ctor(i);
+    }
+    let holderIndex = 0;
+    while (holderIndex < deferredHolders.length && deferredHolders[holderIndex] !== holder) holderIndex++;
+    return guardKit.method(holderIndex, name, original);
+  }
+  hostDefer(instantiate, deferredHolders, guardedNames);
+  // The constructors' globals and prototypes' `constructor`.
+  const ctorHolders = [globalObject];
+  const ctorNames = [0, [ctorGlobals]];
+  const constructorOnly = [['constructor']];
+  for (let i = 0; i < guardedCtors.length; i++) {
+    ctorHolders[i + 1] = guardedCtors[i].prototype;
+    ctorNames[ctorNames.length] = i + 1;
+    ctorNames[ctorNames.length] = constructorOnly;
+  }
+  hostDefer(instantiate, ctorHolders, ctorNames);
+
+  // The guard kit (bootstrap/guards.js), loaded into this VM on the first deferred access.
+  function buildGuards() {
+    const env = {
+      __proto__: null,
+      apply, ARRAY_CTOR, ARRAY_PROTO, ARRAY_SORT_MAX, arrayBufferByteLength, BUILD_MAX,
+      COMPILER_COUNT, construct, create, defineProperty, getOwnPropertyDescriptor, getPrototypeOf,
+      GLOBAL, guardedCtors, hasOwn, hostIsProxy, Int32ArrayCtor, isArray, isObjectValue, JOIN_MAX,
+      JSON_OBJECT, JSON_TEXT_MAX, KEYS_MAX, maxScan, OBJECT_CTOR, ObjectCtor, objectPolls,
+      objectScans, poll, POLL_WORK, pollSoon, RangeErrorCtor, REFLECT, regExpGlobal, RegExpProto,
+      SCAN_MAX, SEARCH_WORK, setPrototypeOf, sharedByteLength, SORT_MAX, SOURCE_MAX, STRING_PROTO,
+      stringIndexOf, stringLastIndexOf, stringScans, stringSlice, symbolIterator, symbolMatch,
+      symbolReplace, symbolSpecies, symbolSplit, TEXT_MAX, TYPED_ARRAY_CTOR, TYPED_ARRAY_PROTO,
+      TypedArrayCtor, typedArrayLength, typedArrayScans, TypeErrorCtor, unpolledScans, uriCodings,
+    };
+    return hostPart(GUARDS_PART)(env);
+  }
 
   // Promise capabilities of unsettled bridge calls and yields, keyed by request id.
   const resolvers = create(null);
@@ -1069,321 +471,34 @@ export default function (natives, maxScan) {
     emit(true, safeEncode(value, maxOutput));
   }
 
-  // ---- Runtime globals models expect: console, TextEncoder/TextDecoder, structuredClone. ----
-  // Conveniences in the guest's own realm: they never touch the bridge except through emit(),
-  // which counts every console line against the output budget like text().
+  // The runtime globals models expect (bootstrap/globals.js): console, TextEncoder, TextDecoder
+  // and structuredClone. `install` pins each to a stub and defers it, so a VM whose program uses
+  // none of them never loads their code; the first access builds all four and deep-freezes the
+  // one read.
+  const runtimeGlobalNames = ['console', 'TextEncoder', 'TextDecoder', 'structuredClone'];
+  const runtimeGlobalHolders = [globalObject];
+  const runtimeGlobalLists = [0, [runtimeGlobalNames]];
+  const runtimeGlobalStub = freeze(create(null));
+  let runtimeGlobals;
 
-  const NumberCtor = Number;
-  const DateProto = Date.prototype;
-  const dateGetTime = DateProto.getTime;
-  const DateCtor = Date;
-  const MapCtor = Map;
-  const SetCtor = Set;
-  const mapForEach = Map.prototype.forEach;
-  const mapSet = Map.prototype.set;
-  const mapGet = Map.prototype.get;
-  const mapHas = Map.prototype.has;
-  const setForEach = Set.prototype.forEach;
-  const setAdd = Set.prototype.add;
-  const Uint8ArrayCtor = Uint8Array;
-  const isView = ArrayBuffer.isView;
-  const bufferSlice = ArrayBuffer.prototype.slice;
-  const typedArrayProto = getPrototypeOf(Uint8Array.prototype);
-  const typedArrayBuffer = getOwnPropertyDescriptor(typedArrayProto, 'buffer').get;
-  const typedArrayOffset = getOwnPropertyDescriptor(typedArrayProto, 'byteOffset').get;
-  const typedArrayByteLength = getOwnPropertyDescriptor(typedArrayProto, 'byteLength').get;
-  const typedArraySlice = typedArrayProto.slice;
-  const dataViewBuffer = getOwnPropertyDescriptor(DataView.prototype, 'buffer').get;
-  const dataViewOffset = getOwnPropertyDescriptor(DataView.prototype, 'byteOffset').get;
-  const dataViewByteLength = getOwnPropertyDescriptor(DataView.prototype, 'byteLength').get;
-  const fromCharCode = String.fromCharCode;
-  const codePointAt = String.prototype.codePointAt;
-  const charCodeAt = String.prototype.charCodeAt;
-  const parseIntFn = parseInt;
-  const parseFloatFn = parseFloat;
-  const DOMExceptionCtor = typeof DOMException === 'function' ? DOMException : undefined;
-  const INSPECT_DEPTH = 8;
-
-  // One console argument as Node prints it, compactly: strings as they are, objects as compact
-  // JSON through the safe adapter (depth-bounded), OVER when it alone exceeds the budget.
-  function inspect(value) {
-    switch (typeof value) {
-      case 'string': return value;
-      case 'undefined': return 'undefined';
-      case 'function': return '[Function: ' + (typeof value.name === 'string' && value.name !== '' ? value.name : 'anonymous') + ']';
-      case 'symbol': return StringCtor(value);
-      case 'bigint': return apply(bigintToString, value, []) + 'n';
-      case 'number': case 'boolean': return StringCtor(value);
-      default: break;
-    }
-    if (value === null) return 'null';
-    const text = safeEncodeDepth(value, maxOutput, INSPECT_DEPTH);
-    return text;
-  }
-
-  // util.format for the common cases: %s %d %i %f %j %o %O %c %%, the rest appended with spaces.
-  function format(args) {
-    let out = '';
-    let next = 0;
-    const first = args[0];
-    if (typeof first === 'string') {
-      if (first.length > maxOutput) return OVER;
-      next = 1;
-      let last = 0;
-      for (let i = apply(stringIndexOf, first, ['%']); i >= 0 && i < first.length - 1; i = apply(stringIndexOf, first, ['%', i + 1])) {
-        const spec = first[i + 1];
-        let piece;
-        if (spec === '%') {
-          piece = '%';
-        } else if (next < args.length && (spec === 's' || spec === 'd' || spec === 'i' || spec === 'f' || spec === 'j' || spec === 'o' || spec === 'O' || spec === 'c')) {
-          const arg = args[next++];
-          switch (spec) {
-            case 's': piece = typeof arg === 'string' ? arg : inspect(arg); break;
-            case 'd': piece = typeof arg === 'bigint' ? apply(bigintToString, arg, []) + 'n' : typeof arg === 'object' && arg !== null ? 'NaN' : StringCtor(NumberCtor(arg)); break;
-            case 'i': piece = typeof arg === 'bigint' ? apply(bigintToString, arg, []) + 'n' : StringCtor(parseIntFn(arg)); break;
-            case 'f': piece = typeof arg === 'symbol' ? 'NaN' : StringCtor(parseFloatFn(arg)); break;
-            case 'j': piece = inspect(arg === undefined ? null : arg); if (arg === undefined) piece = 'undefined'; break;
-            case 'c': piece = ''; break;
-            default: piece = inspect(arg);
-          }
-        } else {
-          continue;
-        }
-        if (piece === OVER) return OVER;
-        out += apply(stringSlice, first, [last, i]) + piece;
-        if (out.length > maxOutput) return OVER;
-        last = i + 2;
-        i++;
-      }
-      out += apply(stringSlice, first, [last]);
-    }
-    for (; next < args.length; next++) {
-      const arg = args[next];
-      if (typeof arg === 'string' && arg.length > maxOutput) return OVER;
-      const piece = inspect(arg);
-      if (piece === OVER) return OVER;
-      out += (out === '' && next === 0 ? '' : ' ') + piece;
-      if (out.length > maxOutput) return OVER;
-    }
-    return out;
-  }
-
-  function makeConsoleMethod(prefix) {
-    return freeze(function (...args) {
-      poll();
-      const text = format(args);
-      if (text === OVER) return emit(false, OVER);
-      emit(false, wellFormed(prefix + text));
-    });
-  }
-
-  const consoleObject = create(ObjectCtor.prototype);
-  consoleObject.log = makeConsoleMethod('');
-  consoleObject.info = makeConsoleMethod('info: ');
-  consoleObject.warn = makeConsoleMethod('warn: ');
-  consoleObject.error = makeConsoleMethod('error: ');
-  consoleObject.debug = makeConsoleMethod('debug: ');
-
-  // UTF-8 bytes of a string (lone surrogates become U+FFFD first).
-  function utf8Encode(text) {
-    const input = wellFormed(StringCtor(text));
-    const bytes = [];
-    for (let i = 0; i < input.length; i++) {
-      const point = apply(codePointAt, input, [i]);
-      if (point < 0x80) {
-        bytes.push(point);
-      } else if (point < 0x800) {
-        bytes.push(0xc0 | (point >> 6), 0x80 | (point & 0x3f));
-      } else if (point < 0x10000) {
-        bytes.push(0xe0 | (point >> 12), 0x80 | ((point >> 6) & 0x3f), 0x80 | (point & 0x3f));
-      } else {
-        bytes.push(0xf0 | (point >> 18), 0x80 | ((point >> 12) & 0x3f), 0x80 | ((point >> 6) & 0x3f), 0x80 | (point & 0x3f));
-        i++;
-      }
-    }
-    return new Uint8ArrayCtor(bytes);
-  }
-
-  class TextEncoder {
-    get encoding() { return 'utf-8'; }
-    encode(input = '') { return utf8Encode(input); }
-    encodeInto(input, destination) {
-      const text = wellFormed(StringCtor(input));
-      let read = 0;
-      let written = 0;
-      const capacity = destination.length;
-      for (let i = 0; i < text.length; i++) {
-        const point = apply(codePointAt, text, [i]);
-        const units = point >= 0x10000 ? 2 : 1;
-        const encoded = utf8Encode(apply(stringSlice, text, [i, i + units]));
-        if (written + encoded.length > capacity) break;
-        for (let k = 0; k < encoded.length; k++) destination[written + k] = encoded[k];
-        written += encoded.length;
-        read += units;
-        i += units - 1;
-      }
-      return { read, written };
-    }
-  }
-
-  // The bytes of a BufferSource as a Uint8Array view, without copying.
-  function bytesOf(input) {
-    if (input === undefined) return new Uint8ArrayCtor(0);
-    if (isView(input)) {
-      try {
-        return new Uint8ArrayCtor(apply(typedArrayBuffer, input, []), apply(typedArrayOffset, input, []), apply(typedArrayByteLength, input, []));
-      } catch (_) {
-        return new Uint8ArrayCtor(apply(dataViewBuffer, input, []), apply(dataViewOffset, input, []), apply(dataViewByteLength, input, []));
-      }
-    }
-    try {
-      apply(arrayBufferByteLength, input, []);
-      return new Uint8ArrayCtor(input);
-    } catch (_) {
-      throw new TypeErrorCtor('TextDecoder.decode takes an ArrayBuffer or a view of one');
-    }
-  }
-
-  const UTF8_LABELS = ['utf-8', 'utf8', 'unicode-1-1-utf-8'];
-
-  // A decoder's options, by instance (getters read on the prototype itself answer false).
-  const decoderOptions = new WeakMap();
-  const weakGet = WeakMap.prototype.get;
-  const weakSet = WeakMap.prototype.set;
-  function optionsOf(decoder) {
-    return apply(weakGet, decoderOptions, [decoder]) || { fatal: false, ignoreBOM: false };
-  }
-
-  class TextDecoder {
-    constructor(label = 'utf-8', options = {}) {
-      const name = StringCtor(label).trim().toLowerCase();
-      if (!apply(arrayIncludes, UTF8_LABELS, [name])) throw new RangeErrorCtor('TextDecoder supports utf-8 only in code mode, not ' + name);
-      apply(weakSet, decoderOptions, [this, { fatal: !!(options && options.fatal), ignoreBOM: !!(options && options.ignoreBOM) }]);
-    }
-    get encoding() { return 'utf-8'; }
-    get fatal() { return optionsOf(this).fatal; }
-    get ignoreBOM() { return optionsOf(this).ignoreBOM; }
-    decode(input, _options) {
-      const bytes = bytesOf(input);
-      const fatal = optionsOf(this).fatal;
-      let out = '';
-      let units = [];
-      let i = 0;
-      if (!optionsOf(this).ignoreBOM && bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) i = 3;
-      const flush = () => { out += apply(fromCharCode, undefined, units); units = []; };
-      const bad = () => {
-        if (fatal) throw new TypeErrorCtor('The encoded data was not valid utf-8');
-        units.push(0xfffd);
+  function runtimeGlobal(name) {
+    if (runtimeGlobals === undefined) {
+      const env = {
+        __proto__: null,
+        DOMExceptionCtor, DateCtor, DateProto, ErrorCtor, MapCtor, NumberCtor, OVER, ObjectCtor,
+        RangeErrorCtor, SetCtor, StringCtor, TypeErrorCtor, Uint8ArrayCtor, WeakMapCtor, apply,
+        arrayBufferByteLength, arrayIncludes, bigintToString, bufferSlice, codePointAt,
+        dataViewBuffer, dataViewByteLength, dataViewOffset, dateGetTime, define, emit, freeze,
+        fromCharCode, getPrototypeOf, isArray, isError, isView, mapForEach, mapGet, mapHas, mapSet,
+        maxOutput, objectKeys, parseFloatFn, parseIntFn, poll, pollSoon, safeEncodeDepth, setAdd,
+        setForEach, stringIndexOf, stringSlice, typedArrayBuffer, typedArrayByteLength,
+        typedArrayOffset, typedArraySlice, weakGet, weakSet, wellFormed,
       };
-      while (i < bytes.length) {
-        const b = bytes[i];
-        let need = 0;
-        let point = 0;
-        let lower = 0x80;
-        let upper = 0xbf;
-        if (b < 0x80) { units.push(b); i++; if (units.length >= 4096) flush(); continue; }
-        if (b >= 0xc2 && b <= 0xdf) { need = 1; point = b & 0x1f; }
-        else if (b >= 0xe0 && b <= 0xef) { need = 2; point = b & 0x0f; if (b === 0xe0) lower = 0xa0; if (b === 0xed) upper = 0x9f; }
-        else if (b >= 0xf0 && b <= 0xf4) { need = 3; point = b & 0x07; if (b === 0xf0) lower = 0x90; if (b === 0xf4) upper = 0x8f; }
-        else { bad(); i++; continue; }
-        let k = 1;
-        for (; k <= need; k++) {
-          const c = bytes[i + k];
-          if (c === undefined || c < lower || c > upper) break;
-          lower = 0x80;
-          upper = 0xbf;
-          point = (point << 6) | (c & 0x3f);
-        }
-        if (k <= need) { bad(); i += k; continue; }
-        i += need + 1;
-        if (point >= 0x10000) {
-          point -= 0x10000;
-          units.push(0xd800 + (point >> 10), 0xdc00 + (point & 0x3ff));
-        } else {
-          units.push(point);
-        }
-        if (units.length >= 4096) flush();
-      }
-      flush();
-      return out;
+      runtimeGlobals = hostPart(GLOBALS_PART)(env);
     }
-  }
-
-  function dataCloneError(what) {
-    const message = what + ' could not be cloned.';
-    return DOMExceptionCtor !== undefined ? new DOMExceptionCtor(message, 'DataCloneError') : new TypeErrorCtor(message);
-  }
-
-  // structuredClone for JSON-compatible values plus Date, Map, Set, ArrayBuffer, typed arrays,
-  // DataView, Error and boxed primitives; cycles and shared references are preserved.
-  function structuredClone(value) {
-    const seen = new MapCtor();
-    function clone(input) {
-      switch (typeof input) {
-        case 'function': throw dataCloneError('A function');
-        case 'symbol': throw dataCloneError('A symbol');
-        case 'object': break;
-        default: return input;
-      }
-      if (input === null) return null;
-      if (apply(mapHas, seen, [input])) return apply(mapGet, seen, [input]);
-      let out;
-      if (isArray(input)) {
-        out = [];
-        apply(mapSet, seen, [input, out]);
-        const keys = objectKeys(input);
-        for (let i = 0; i < keys.length; i++) out[keys[i]] = clone(input[keys[i]]);
-        out.length = input.length;
-        return out;
-      }
-      if (isView(input)) {
-        try {
-          out = apply(typedArraySlice, input, []);
-        } catch (_) {
-          out = new DataView(apply(bufferSlice, apply(dataViewBuffer, input, []), [apply(dataViewOffset, input, []), apply(dataViewOffset, input, []) + apply(dataViewByteLength, input, [])]));
-        }
-        apply(mapSet, seen, [input, out]);
-        return out;
-      }
-      try {
-        apply(arrayBufferByteLength, input, []);
-        out = apply(bufferSlice, input, [0]);
-        apply(mapSet, seen, [input, out]);
-        return out;
-      } catch (_) {
-        // not an ArrayBuffer
-      }
-      let proto = getPrototypeOf(input);
-      if (proto === DateProto) {
-        out = new DateCtor(apply(dateGetTime, input, []));
-      } else if (input instanceof MapCtor) {
-        out = new MapCtor();
-        apply(mapSet, seen, [input, out]);
-        apply(mapForEach, input, [(v, k) => apply(mapSet, out, [clone(k), clone(v)])]);
-        return out;
-      } else if (input instanceof SetCtor) {
-        out = new SetCtor();
-        apply(mapSet, seen, [input, out]);
-        apply(setForEach, input, [(v) => apply(setAdd, out, [clone(v)])]);
-        return out;
-      } else if (isError(input)) {
-        out = new ErrorCtor(typeof input.message === 'string' ? input.message : '');
-        if (typeof input.name === 'string') out.name = input.name;
-      } else if (input instanceof NumberCtor || input instanceof StringCtor || input instanceof Boolean) {
-        out = ObjectCtor(input.valueOf());
-      } else if (proto === ObjectCtor.prototype || proto === null) {
-        out = {};
-        apply(mapSet, seen, [input, out]);
-        const keys = objectKeys(input);
-        for (let i = 0; i < keys.length; i++) define(out, keys[i], clone(input[keys[i]]), true, true, true);
-        return out;
-      } else {
-        throw dataCloneError('An object of this kind');
-      }
-      apply(mapSet, seen, [input, out]);
-      return out;
-    }
-    return clone(value);
+    const value = runtimeGlobals[name];
+    deepFreeze(value);
+    return value;
   }
 
   // Timers are host-backed: the host keeps each timer's due time and counts it as pending work
@@ -1751,10 +866,8 @@ export default function (natives, maxScan) {
     pin('text', text);
     pin('json', json);
     pin('yield_control', yield_control);
-    pin('console', consoleObject);
-    pin('TextEncoder', TextEncoder);
-    pin('TextDecoder', TextDecoder);
-    pin('structuredClone', structuredClone);
+    for (let i = 0; i < runtimeGlobalNames.length; i++) pin(runtimeGlobalNames[i], runtimeGlobalStub);
+    hostDefer(instantiate, runtimeGlobalHolders, runtimeGlobalLists);
     pin('setTimeout', setTimeout);
     pin('setInterval', setInterval);
     pin('clearTimeout', clearTimeout);

@@ -13,13 +13,53 @@ use std::sync::OnceLock;
 
 use rquickjs::{Context, Ctx, Function, Module, Runtime, WriteOptions};
 
-/// The trusted bootstrap source (see `bootstrap.js`).
-const BOOTSTRAP: &str = include_str!("bootstrap.js");
-/// The module name, shown in stack traces of bootstrap frames.
-const NAME: &str = "<codemode>";
+/// A module of the bootstrap. `Core` loads into every VM before any guest code; the others load
+/// on first use, from the core (its `hostPart` native), so a VM pays only for what its program
+/// touches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// `bootstrap.js`: the bridge, the installer, the deferral of the guarded built-ins.
+    Core,
+    /// `bootstrap/guards.js`: the guard makers of the deferred built-ins.
+    Guards,
+    /// `bootstrap/globals.js`: console, TextEncoder, TextDecoder and structuredClone.
+    Globals,
+}
 
-/// The bootstrap's bytecode, written once per process; `None` if it could not be compiled.
-static BYTECODE: OnceLock<Option<Vec<u8>>> = OnceLock::new();
+impl Part {
+    const ALL: [Part; 3] = [Part::Core, Part::Guards, Part::Globals];
+
+    /// The part the bootstrap's `hostPart(index)` names (`GUARDS_PART` and so on).
+    pub(crate) fn from_index(index: u32) -> Option<Part> {
+        Self::ALL.get(usize::try_from(index).ok()?).copied()
+    }
+
+    /// The trusted source.
+    fn source(self) -> &'static str {
+        match self {
+            Part::Core => include_str!("bootstrap.js"),
+            Part::Guards => include_str!("bootstrap/guards.js"),
+            Part::Globals => include_str!("bootstrap/globals.js"),
+        }
+    }
+
+    /// The module name, shown in stack traces of bootstrap frames.
+    fn name(self) -> &'static str {
+        match self {
+            Part::Core => "<codemode>",
+            Part::Guards => "<codemode guards>",
+            Part::Globals => "<codemode globals>",
+        }
+    }
+
+    /// The part's bytecode, written once per process; `None` if it could not be compiled.
+    fn bytecode(self) -> Option<&'static [u8]> {
+        static BYTECODE: [OnceLock<Option<Vec<u8>>>; 3] = [const { OnceLock::new() }; 3];
+        BYTECODE[self as usize]
+            .get_or_init(|| compile(self))
+            .as_deref()
+    }
+}
 
 /// Without source text and debug information: less to load per VM, guest code that stringifies
 /// a bootstrap function (`text.toString()`) sees no bootstrap source, and bootstrap frames in
@@ -32,26 +72,31 @@ fn write_options() -> WriteOptions {
     }
 }
 
-fn compile() -> Option<Vec<u8>> {
+fn compile(part: Part) -> Option<Vec<u8>> {
     let runtime = Runtime::new().ok()?;
     let context = Context::full(&runtime).ok()?;
     context
-        .with(|ctx| Module::declare(ctx, NAME, BOOTSTRAP)?.write(write_options()))
+        .with(|ctx| Module::declare(ctx, part.name(), part.source())?.write(write_options()))
         .ok()
 }
 
-/// The bootstrap's default export (the function that makes the control object), from the
-/// bootstrap module loaded and evaluated in this VM.
-pub(crate) fn load_bootstrap<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Function<'js>> {
-    let module = match BYTECODE.get_or_init(compile) {
+/// The default export of `part`, loaded and evaluated in this VM (at most once per VM: module
+/// names are unique in a context).
+pub(crate) fn load_part<'js>(ctx: &Ctx<'js>, part: Part) -> rquickjs::Result<Function<'js>> {
+    let module = match part.bytecode() {
         // SAFETY: `bytes` is the unmodified output of `Module::write` (QuickJS `JS_WriteObject`)
-        // for the bootstrap module, made by `compile` above in this process with this very QuickJS
-        // build, so it is well-formed bytecode of the format `JS_ReadObject` expects. Nothing else
-        // can write to it: it is private to this module and immutable once initialized.
+        // for this part, made by `compile` above in this process with this very QuickJS build,
+        // so it is well-formed bytecode of the format `JS_ReadObject` expects. Nothing else can
+        // write to it: it is private to this module and immutable once initialized.
         Some(bytes) => unsafe { Module::load(ctx.clone(), bytes) }?,
-        None => Module::declare(ctx.clone(), NAME, BOOTSTRAP)?,
+        None => Module::declare(ctx.clone(), part.name(), part.source())?,
     };
     default_export(module)
+}
+
+/// The bootstrap's default export (the function that makes the control object).
+pub(crate) fn load_bootstrap<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Function<'js>> {
+    load_part(ctx, Part::Core)
 }
 
 fn default_export<'js>(module: Module<'js>) -> rquickjs::Result<Function<'js>> {
@@ -64,17 +109,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_bootstrap_loads_from_bytecode_and_from_source() {
-        let bytes = BYTECODE.get_or_init(compile);
-        assert!(bytes.as_ref().is_some_and(|bytes| !bytes.is_empty()));
-        let runtime = Runtime::new().unwrap();
-        let context = Context::full(&runtime).unwrap();
-        context.with(|ctx| {
-            let loaded = load_bootstrap(&ctx).unwrap();
-            assert_eq!(loaded.get::<_, u32>("length").unwrap(), 2);
-            let declared = Module::declare(ctx.clone(), NAME, BOOTSTRAP).unwrap();
-            let compiled = default_export(declared).unwrap();
-            assert_eq!(compiled.get::<_, u32>("length").unwrap(), 2);
-        });
+    fn every_part_loads_from_bytecode_and_from_source() {
+        for (part, length) in [(Part::Core, 2), (Part::Guards, 1), (Part::Globals, 1)] {
+            assert!(part.bytecode().is_some_and(|bytes| !bytes.is_empty()));
+            let runtime = Runtime::new().unwrap();
+            let context = Context::full(&runtime).unwrap();
+            context.with(|ctx| {
+                let loaded = load_part(&ctx, part).unwrap();
+                assert_eq!(loaded.get::<_, u32>("length").unwrap(), length);
+            });
+            let runtime = Runtime::new().unwrap();
+            let context = Context::full(&runtime).unwrap();
+            context.with(|ctx| {
+                let declared = Module::declare(ctx.clone(), part.name(), part.source()).unwrap();
+                let compiled = default_export(declared).unwrap();
+                assert_eq!(compiled.get::<_, u32>("length").unwrap(), length);
+            });
+        }
     }
 }

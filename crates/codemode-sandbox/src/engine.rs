@@ -8,7 +8,9 @@
 //! `hostEmit`, `hostYield`, `hostFinish`, `hostIsProxy`, `hostPoll`, ...); those natives are
 //! handed over in one object and never installed as globals, so there is no internal name to
 //! forge. Only `Send` state is captured by natives and the interrupt handler, which reads the
-//! run's stop flags (`engine/flags.rs`).
+//! run's stop flags (`engine/flags.rs`). The guards of built-ins and the runtime globals
+//! (`console`, ...) are not built with the VM: the bootstrap defers them (deferred.rs), and the
+//! first access to one loads its part of the bootstrap (`hostPart`, bytecode.rs `Part`).
 //!
 //! Everything here runs on a VM thread (vm_threads.rs), never on the caller's async workers:
 //! building the VM, compiling the program, running jobs and settling host answers. A step also

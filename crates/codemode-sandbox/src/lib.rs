@@ -19,6 +19,7 @@
 mod bridge;
 mod bytecode;
 mod codec;
+mod deferred;
 mod engine;
 mod error;
 mod heap;

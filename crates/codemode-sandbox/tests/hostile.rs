@@ -297,6 +297,14 @@ const CELLS: &[(&str, &str)] = &[
         "for (;;) { try { ''.padEnd(2 ** 24, 'xy') } catch (e) {} }",
     ),
     (
+        "String trimLeft (an alias of trimStart)",
+        "const s = ' '.repeat(8e6) + 'x'; for (;;) { try { s.trimLeft() } catch (e) {} }",
+    ),
+    (
+        "String trimRight (an alias of trimEnd)",
+        "const s = 'x' + ' '.repeat(8e6); for (;;) { try { s.trimRight() } catch (e) {} }",
+    ),
+    (
         "String normalize",
         "const s = '\\u00e9'.repeat(1e6); for (;;) { try { s.normalize('NFD') } catch (e) {} }",
     ),

@@ -545,6 +545,8 @@ typedef enum {
     JS_AUTOINIT_ID_MODULE_NS,
     JS_AUTOINIT_ID_PROP,
     JS_AUTOINIT_ID_BYTECODE,
+    /* codemode-rs patch 5: a property deferred by JS_CodemodeDeferProperty */
+    JS_AUTOINIT_ID_CODEMODE_DEFERRED,
 } JSAutoInitIDEnum;
 
 enum {
@@ -597,6 +599,9 @@ struct JSContext {
     JSValue array_proto_values;
     JSValue throw_type_error;
     JSValue eval_obj;
+    /* codemode-rs patch 5: makes the value of a deferred property (see
+       JS_CodemodeDeferProperty), or undefined */
+    JSValue codemode_deferred_factory;
 
     JSValue global_obj; /* global object */
     JSValue global_var_obj; /* contains the global let/const definitions */
@@ -1385,6 +1390,7 @@ static JSValue js_compile_regexp(JSContext *ctx, JSValueConst pattern,
 static JSValue js_regexp_constructor_internal(JSContext *ctx, JSValueConst ctor,
                                               JSValue pattern, JSValue bc);
 static void gc_decref(JSRuntime *rt);
+static void gc_free_all(JSRuntime *rt); /* codemode-rs patch 6 */
 static int JS_NewClass1(JSRuntime *rt, JSClassID class_id,
                         const JSClassDef *class_def, JSAtom name);
 static JSValue js_array_push(JSContext *ctx, JSValueConst this_val,
@@ -2660,7 +2666,10 @@ void JS_FreeRuntime(JSRuntime *rt)
     }
     init_list_head(&rt->job_list);
 
-    JS_RunGC(rt);
+    /* codemode-rs patch 6: every object left is garbage now (the assertion on
+       gc_obj_list below says so), so the collection's two marking passes,
+       which only find that out, are skipped: everything is freed as a cycle. */
+    gc_free_all(rt);
 
 #ifdef ENABLE_DUMPS // JS_DUMP_LEAKS
     /* leaking objects */
@@ -2881,6 +2890,7 @@ JSContext *JS_NewContextRaw(JSRuntime *rt)
     ctx->error_back_trace = JS_UNDEFINED;
     ctx->error_prepare_stack = JS_UNDEFINED;
     ctx->error_stack_trace_limit = js_int32(10);
+    ctx->codemode_deferred_factory = JS_UNDEFINED;
     init_list_head(&ctx->loaded_modules);
     // TODO(bnoordhuis) use getrandom() etc.
     ctx->random_state = js__gettimeofday_us();
@@ -3011,6 +3021,7 @@ static void JS_MarkContext(JSRuntime *rt, JSContext *ctx,
     JS_MarkValue(rt, ctx->error_back_trace, mark_func);
     JS_MarkValue(rt, ctx->error_prepare_stack, mark_func);
     JS_MarkValue(rt, ctx->error_stack_trace_limit, mark_func);
+    JS_MarkValue(rt, ctx->codemode_deferred_factory, mark_func);
     for(i = 0; i < rt->class_count; i++) {
         JS_MarkValue(rt, ctx->class_proto[i], mark_func);
     }
@@ -3093,6 +3104,7 @@ void JS_FreeContext(JSContext *ctx)
     JS_FreeValue(ctx, ctx->error_back_trace);
     JS_FreeValue(ctx, ctx->error_prepare_stack);
     JS_FreeValue(ctx, ctx->error_stack_trace_limit);
+    JS_FreeValue(ctx, ctx->codemode_deferred_factory);
     for(i = 0; i < rt->class_count; i++) {
         JS_FreeValue(ctx, ctx->class_proto[i]);
     }
@@ -6678,22 +6690,27 @@ JSValue JS_NewCFunctionData(JSContext *ctx, JSCFunctionData *func,
 
 static JSContext *js_autoinit_get_realm(JSProperty *pr)
 {
-    return (JSContext *)(pr->u.init.realm_and_id & ~3);
+    return (JSContext *)(pr->u.init.realm_and_id & ~7); /* codemode-rs patch 5: 3 bits of id */
 }
 
 static JSAutoInitIDEnum js_autoinit_get_id(JSProperty *pr)
 {
-    return pr->u.init.realm_and_id & 3;
+    return pr->u.init.realm_and_id & 7;
 }
 
 static void js_autoinit_free(JSRuntime *rt, JSProperty *pr)
 {
+    /* codemode-rs patch 5: a deferred property holds its original value */
+    if (js_autoinit_get_id(pr) == JS_AUTOINIT_ID_CODEMODE_DEFERRED)
+        JS_FreeValueRT(rt, JS_MKPTR(JS_TAG_OBJECT, pr->u.init.opaque));
     JS_FreeContext(js_autoinit_get_realm(pr));
 }
 
 static void js_autoinit_mark(JSRuntime *rt, JSProperty *pr,
                              JS_MarkFunc *mark_func)
 {
+    if (js_autoinit_get_id(pr) == JS_AUTOINIT_ID_CODEMODE_DEFERRED)
+        mark_func(rt, &((JSObject *)pr->u.init.opaque)->header);
     mark_func(rt, &js_autoinit_get_realm(pr)->header);
 }
 
@@ -7475,6 +7492,25 @@ static void gc_free_cycles(JSRuntime *rt)
     }
 
     init_list_head(&rt->gc_zero_ref_count_list);
+}
+
+/* codemode-rs patch 6: frees every GC object, as JS_RunGC frees a cycle (see
+   JS_FreeRuntime). The state gc_free_cycles expects is the one gc_decref and
+   gc_scan leave when every object is garbage: all of them in tmp_obj_list,
+   marked, with their reference counts unchanged. */
+static void gc_free_all(JSRuntime *rt)
+{
+    struct list_head *el, *el1;
+    JSGCObjectHeader *p;
+
+    init_list_head(&rt->tmp_obj_list);
+    list_for_each_safe(el, el1, &rt->gc_obj_list) {
+        p = list_entry(el, JSGCObjectHeader, link);
+        JS_GC_MARK(p) = 1;
+        list_del(&p->link);
+        list_add_tail(&p->link, &rt->tmp_obj_list);
+    }
+    gc_free_cycles(rt);
 }
 
 void JS_RunGC(JSRuntime *rt)
@@ -9084,12 +9120,80 @@ static JSValue js_bytecode_autoinit(JSContext *ctx, JSObject *p, JSAtom atom,
 /* return the value associated to the autoinit property or an exception */
 typedef JSValue JSAutoInitFunc(JSContext *ctx, JSObject *p, JSAtom atom, void *opaque);
 
+/* codemode-rs patch 5: the value of a deferred property is what the realm's
+   factory returns for (holder, property name, original value). */
+static JSValue js_codemode_deferred_autoinit(JSContext *ctx, JSObject *p,
+                                             JSAtom atom, void *opaque)
+{
+    JSValue args[3], val;
+    JSValue factory = ctx->codemode_deferred_factory;
+
+    if (!JS_IsFunction(ctx, factory))
+        return JS_ThrowInternalError(ctx, "deferred property without a factory");
+    args[1] = JS_AtomToString(ctx, atom);
+    if (JS_IsException(args[1]))
+        return JS_EXCEPTION;
+    /* the factory runs bootstrap code: hold it, the holder and the original */
+    factory = js_dup(factory);
+    args[0] = js_dup(JS_MKPTR(JS_TAG_OBJECT, p));
+    args[2] = js_dup(JS_MKPTR(JS_TAG_OBJECT, opaque));
+    val = JS_Call(ctx, factory, JS_UNDEFINED, 3, (JSValueConst *)args);
+    JS_FreeValue(ctx, args[0]);
+    JS_FreeValue(ctx, args[1]);
+    JS_FreeValue(ctx, args[2]);
+    JS_FreeValue(ctx, factory);
+    return val;
+}
+
 static JSAutoInitFunc *const js_autoinit_func_table[] = {
     js_instantiate_prototype, /* JS_AUTOINIT_ID_PROTOTYPE */
     js_module_ns_autoinit, /* JS_AUTOINIT_ID_MODULE_NS */
     JS_InstantiateFunctionListItem2, /* JS_AUTOINIT_ID_PROP */
     js_bytecode_autoinit, /* JS_AUTOINIT_ID_BYTECODE */
+    js_codemode_deferred_autoinit, /* JS_AUTOINIT_ID_CODEMODE_DEFERRED */
 };
+
+/* codemode-rs patch 5: initializes a deferred property. Unlike the other
+   autoinit functions, the factory runs JS code, which may touch this very
+   property (initialize or delete it) or add properties to 'p' (moving 'pr'):
+   the property is looked up again afterwards, and if it is no longer the same
+   deferred property the made value is dropped (the caller retries and sees
+   the property as it is now). If the factory throws, the property stays
+   deferred, and the next access tries again. */
+static int js_codemode_init_deferred(JSContext *ctx, JSObject *p, JSAtom prop,
+                                     JSProperty *pr)
+{
+    void *original = pr->u.init.opaque;
+    JSValue holder = js_dup(JS_MKPTR(JS_TAG_OBJECT, p)); /* kept alive throughout */
+    JSShapeProperty *prs;
+    JSValue val;
+    int ret = 0;
+
+    val = js_codemode_deferred_autoinit(js_autoinit_get_realm(pr), p, prop,
+                                        original);
+    if (JS_IsException(val)) {
+        ret = -1;
+        goto done;
+    }
+    prs = find_own_property(&pr, p, prop);
+    if (!prs || (prs->flags & JS_PROP_TMASK) != JS_PROP_AUTOINIT ||
+        js_autoinit_get_id(pr) != JS_AUTOINIT_ID_CODEMODE_DEFERRED ||
+        pr->u.init.opaque != original) {
+        JS_FreeValue(ctx, val);
+        goto done;
+    }
+    if (js_shape_prepare_update(ctx, p, &prs)) {
+        JS_FreeValue(ctx, val);
+        ret = -1;
+        goto done;
+    }
+    js_autoinit_free(ctx->rt, pr);
+    prs->flags &= ~JS_PROP_TMASK;
+    pr->u.value = val;
+ done:
+    JS_FreeValue(ctx, holder);
+    return ret;
+}
 
 /* warning: 'prs' is reallocated after it */
 static int JS_AutoInitProperty(JSContext *ctx, JSObject *p, JSAtom prop,
@@ -9098,6 +9202,9 @@ static int JS_AutoInitProperty(JSContext *ctx, JSObject *p, JSAtom prop,
     JSValue val;
     JSContext *realm;
     JSAutoInitFunc *func;
+
+    if (js_autoinit_get_id(pr) == JS_AUTOINIT_ID_CODEMODE_DEFERRED)
+        return js_codemode_init_deferred(ctx, p, prop, pr); /* codemode-rs patch 5 */
 
     if (js_shape_prepare_update(ctx, p, &prs))
         return -1;
@@ -11516,11 +11623,64 @@ static int JS_DefineAutoInitProperty(JSContext *ctx, JSValueConst this_obj,
     if (unlikely(!pr))
         return -1;
     pr->u.init.realm_and_id = (uintptr_t)JS_DupContext(ctx);
-    assert((pr->u.init.realm_and_id & 3) == 0);
-    assert(id <= 3);
+    assert((pr->u.init.realm_and_id & 7) == 0);
+    assert(id <= 7);
     pr->u.init.realm_and_id |= id;
     pr->u.init.opaque = opaque;
     return true;
+}
+
+/* codemode-rs patch 5: defers the own data property 'prop' of 'obj', whose
+   value must be an object: the property keeps that value hidden, and the first
+   access to it (get, descriptor, redefinition...) sets it to what the realm's
+   deferred factory returns for (obj, prop as a string, the value). Flags and
+   position in the property order are kept. If the factory throws, the
+   property stays deferred. Returns -1 with an exception if 'prop' is not an
+   own data property of 'obj' holding an object. */
+int JS_CodemodeDeferProperty(JSContext *ctx, JSValueConst obj, JSAtom prop)
+{
+    JSObject *p;
+    JSProperty *pr;
+    JSShapeProperty *prs;
+    JSValue original;
+
+    if (JS_VALUE_GET_TAG(obj) != JS_TAG_OBJECT)
+        goto fail;
+    p = JS_VALUE_GET_OBJ(obj);
+ retry:
+    prs = find_own_property(&pr, p, prop);
+    if (prs && (prs->flags & JS_PROP_TMASK) == JS_PROP_AUTOINIT &&
+        js_autoinit_get_id(pr) != JS_AUTOINIT_ID_CODEMODE_DEFERRED) {
+        /* a built-in QuickJS itself instantiates lazily: instantiate it now */
+        if (JS_AutoInitProperty(ctx, p, prop, pr, prs))
+            return -1;
+        goto retry;
+    }
+    if (!prs || (prs->flags & JS_PROP_TMASK) != JS_PROP_NORMAL ||
+        (prs->flags & JS_PROP_LENGTH) ||
+        JS_VALUE_GET_TAG(pr->u.value) != JS_TAG_OBJECT)
+        goto fail;
+    if (js_shape_prepare_update(ctx, p, &prs))
+        return -1;
+    /* the property's reference to the original moves to the opaque field */
+    original = pr->u.value;
+    prs->flags = (prs->flags & ~JS_PROP_TMASK) | JS_PROP_AUTOINIT;
+    pr->u.init.realm_and_id = (uintptr_t)JS_DupContext(ctx);
+    assert((pr->u.init.realm_and_id & 7) == 0);
+    pr->u.init.realm_and_id |= JS_AUTOINIT_ID_CODEMODE_DEFERRED;
+    pr->u.init.opaque = JS_VALUE_GET_OBJ(original);
+    return 0;
+ fail:
+    JS_ThrowTypeErrorAtom(ctx, "'%s' is not an own data property holding an object", prop);
+    return -1;
+}
+
+/* codemode-rs patch 5: sets the factory of this realm's deferred properties */
+void JS_CodemodeSetDeferredFactory(JSContext *ctx, JSValueConst factory)
+{
+    JSValue old = ctx->codemode_deferred_factory;
+    ctx->codemode_deferred_factory = js_dup(factory);
+    JS_FreeValue(ctx, old);
 }
 
 /* Like JS_DefinePropertyValue but borrows val (does not free it) */

@@ -534,6 +534,11 @@ JS_EXTERN bool JS_IsLiveObject(JSRuntime *rt, JSValueConst obj);
 JS_EXTERN JSContext *JS_NewContext(JSRuntime *rt);
 JS_EXTERN void JS_FreeContext(JSContext *s);
 JS_EXTERN JSContext *JS_DupContext(JSContext *ctx);
+/* codemode-rs patch 5: deferred own data properties (see quickjs.c) */
+JS_EXTERN int JS_CodemodeDeferProperty(JSContext *ctx, JSValueConst obj,
+                                       JSAtom prop);
+JS_EXTERN void JS_CodemodeSetDeferredFactory(JSContext *ctx,
+                                             JSValueConst factory);
 JS_EXTERN void *JS_GetContextOpaque(JSContext *ctx);
 JS_EXTERN void JS_SetContextOpaque(JSContext *ctx, void *opaque);
 JS_EXTERN JSRuntime *JS_GetRuntime(JSContext *ctx);

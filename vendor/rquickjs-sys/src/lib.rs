@@ -25,3 +25,16 @@ include!("inlines/ptr_64.rs");
 include!("inlines/ptr_32_nan_boxing.rs");
 
 include!("inlines/common.rs");
+
+// codemode-rs patch 5 (PATCHES.md): deferred own data properties. Declared by hand, since the
+// bundled bindings are generated from upstream's header.
+unsafe extern "C" {
+    /// Defers the own data property `prop` of `obj`, whose value must be an object (see
+    /// `JS_CodemodeDeferProperty` in quickjs.c): the property keeps the value hidden, and its
+    /// first access sets it to what the realm's deferred factory returns for
+    /// `(obj, prop as a string, the value)`. Returns -1 with a pending exception if `prop` is not
+    /// an own data property of `obj` holding an object.
+    pub fn JS_CodemodeDeferProperty(ctx: *mut JSContext, obj: JSValue, prop: JSAtom) -> ::core::ffi::c_int;
+    /// Sets the factory of the realm's deferred properties (held by the context).
+    pub fn JS_CodemodeSetDeferredFactory(ctx: *mut JSContext, factory: JSValue);
+}

@@ -13,7 +13,7 @@ use super::{
     BridgeState, Finish, Flags, HOST_CALL_FAILED, OUTPUT_LIMIT, TIMEOUT, TOO_MANY_PENDING, Timer,
     js_bytes, js_number, lock,
 };
-use crate::bytecode::load_bootstrap;
+use crate::bytecode::{Part, load_bootstrap, load_part};
 use crate::codec::{encode_host_value, json_string_bytes, output_item_bytes, parse_bridge_json};
 use crate::{Limits, OutputItem, ReadingKind, RequestId};
 
@@ -245,6 +245,23 @@ pub(super) fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Resu
         }
     })?;
     natives.set("hostReading", host_reading)?;
+    // Called by the bootstrap, before any guest code, to defer the guarded built-ins and the
+    // runtime globals (deferred.rs).
+    let host_defer = Function::new(
+        ctx.clone(),
+        |ctx: Ctx<'js>,
+         factory: Function<'js>,
+         holders: rquickjs::Array<'js>,
+         names: rquickjs::Array<'js>| crate::deferred::defer(&ctx, factory, holders, names),
+    )?;
+    natives.set("hostDefer", host_defer)?;
+    // Loads a part of the bootstrap into this VM on first use (bytecode.rs `Part`); the bootstrap
+    // keeps what it returns, and calls again only if loading failed (the guest's memory ran out).
+    let host_part = Function::new(ctx.clone(), |ctx: Ctx<'js>, index: u32| {
+        let part = Part::from_index(index).ok_or(rquickjs::Error::Unknown)?;
+        load_part(&ctx, part)
+    })?;
+    natives.set("hostPart", host_part)?;
     natives.set("maxCallArgs", js_bytes(limits.max_call_args_bytes))?;
     natives.set("maxOutput", js_bytes(limits.max_output_bytes))?;
     let control: Object<'js> = make_control.call((natives, max_scan))?;

@@ -1,6 +1,7 @@
 //! Integration tests of codemode-sandbox: one test binary, one module per area.
 
 mod bridge;
+mod deferred;
 mod invariants;
 mod lazy_roots;
 mod lexer;

@@ -1,0 +1,221 @@
+//! Deferred built-ins. The bootstrap replaces about a hundred built-in methods by guards (see
+//! bootstrap.js), and building every guard in every fresh VM was most of the bootstrap's cost,
+//! although a program touches a handful of them. Instead, each guarded property is *deferred* in
+//! place (vendored QuickJS, patch 5 in `vendor/rquickjs-sys/PATCHES.md`): the property hides its
+//! value, the original built-in, and its first access of any kind (a read, a descriptor, a
+//! redefinition, freezing its holder) sets it to what the realm's factory, a bootstrap closure,
+//! returns for `(holder, name, original)`: the guard. Flags and the property's position in the key
+//! order are kept, so only timing tells a deferred property from an installed one, and no path
+//! reaches an original: until its guard exists, a deferred property has no value to read.
+//!
+//! This module holds the unsafe calls into the patched QuickJS (the workspace denies unsafe code;
+//! see the lint table in the root `Cargo.toml`).
+#![allow(unsafe_code)]
+
+use rquickjs::{Array, Ctx, Function, Object, Value, qjs};
+
+/// Makes `factory` the realm's factory for deferred properties, then defers the properties
+/// `names` lists: flat pairs of an index into `holders` and a list of lists of names, as
+/// `guardedNames` in bootstrap.js. Fails (with the exception pending) if a name is not an own
+/// data property of its holder holding an object.
+pub(crate) fn defer<'js>(
+    ctx: &Ctx<'js>,
+    factory: Function<'js>,
+    holders: Array<'js>,
+    names: Array<'js>,
+) -> rquickjs::Result<()> {
+    let ctx_ptr = ctx.as_raw().as_ptr();
+    // SAFETY: `ctx` is a live context, current on this thread (we are inside its `with`), and
+    // `factory` a live value of it; the callee only stores a new reference to the value.
+    unsafe { qjs::JS_CodemodeSetDeferredFactory(ctx_ptr, factory.as_raw()) };
+    for pair in 0..names.len() / 2 {
+        let holder: Object<'js> = holders.get(names.get::<u32>(2 * pair)? as usize)?;
+        let lists: Array<'js> = names.get(2 * pair + 1)?;
+        for list in lists.iter::<Array<'js>>() {
+            for name in list?.iter::<Value<'js>>() {
+                let name = name?;
+                // SAFETY: `ctx` is live and current; `holder` and `name` are live values of it,
+                // held across the calls. The atom made from `name` is freed right after use. The
+                // callee only edits the holder's own property in place, or throws.
+                let status = unsafe {
+                    let atom = qjs::JS_ValueToAtom(ctx_ptr, name.as_raw());
+                    if atom == qjs::JS_ATOM_NULL {
+                        return Err(rquickjs::Error::Exception);
+                    }
+                    let status = qjs::JS_CodemodeDeferProperty(ctx_ptr, holder.as_raw(), atom);
+                    qjs::JS_FreeAtom(ctx_ptr, atom);
+                    status
+                };
+                if status < 0 {
+                    return Err(rquickjs::Error::Exception);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use rquickjs::{Context, Runtime};
+
+    use super::*;
+
+    /// Defers `names` of the object `holder` (a JS expression) with `factory` (a JS function
+    /// expression) in a fresh VM, then evaluates `probe`, answering its JSON text or the error.
+    fn probe(holder: &str, names: &[&str], factory: &str, probe: &str) -> String {
+        let runtime = Runtime::new().unwrap();
+        let context = Context::full(&runtime).unwrap();
+        context.with(|ctx| {
+            let holder: Object<'_> = ctx.eval(format!("globalThis.holder = {holder}")).unwrap();
+            let factory: Function<'_> = ctx.eval(format!("({factory})")).unwrap();
+            let holders = Array::new(ctx.clone()).unwrap();
+            holders.set(0, holder).unwrap();
+            let names_list = Array::new(ctx.clone()).unwrap();
+            for (i, name) in names.iter().enumerate() {
+                names_list.set(i, *name).unwrap();
+            }
+            let lists = Array::new(ctx.clone()).unwrap();
+            lists.set(0, names_list).unwrap();
+            let pairs = Array::new(ctx.clone()).unwrap();
+            pairs.set(0, 0).unwrap();
+            pairs.set(1, lists).unwrap();
+            if defer(&ctx, factory, holders, pairs).is_err() {
+                return format!("defer failed: {:?}", ctx.catch());
+            }
+            match ctx.eval::<rquickjs::Value<'_>, _>(format!("JSON.stringify({probe})")) {
+                Ok(value) => value.as_string().unwrap().to_string().unwrap(),
+                Err(_) => format!("threw {:?}", ctx.catch()),
+            }
+        })
+    }
+
+    #[test]
+    fn a_deferred_property_keeps_its_flags_and_place_and_is_made_once() {
+        let answer = probe(
+            "(() => { const o = {}; Object.defineProperty(o, 'a', { value: 1, enumerable: true }); \
+              o.f = { v: 7 }; o.z = 3; return o })()",
+            &["f"],
+            "(h, name, original) => { globalThis.made = (globalThis.made || 0) + 1; \
+              return { from: name, v: original.v, same: h === holder } }",
+            "[Object.keys(holder), Object.getOwnPropertyDescriptor(holder, 'f'), holder.f === holder.f, made]",
+        );
+        assert_eq!(
+            answer,
+            r#"[["a","f","z"],{"value":{"from":"f","v":7,"same":true},"writable":true,"enumerable":true,"configurable":true},true,1]"#
+        );
+    }
+
+    #[test]
+    fn only_own_data_properties_holding_objects_can_be_deferred() {
+        for (holder, name) in [
+            ("{ n: 1 }", "n"),
+            ("{ get g() { return {} } }", "g"),
+            ("{}", "missing"),
+            ("Object.create({ inherited: {} })", "inherited"),
+        ] {
+            let answer = probe(holder, &[name], "() => 0", "1");
+            assert!(
+                answer.starts_with("defer failed") && answer.contains("not an own data property"),
+                "{holder}: {answer}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_factory_that_throws_leaves_the_property_deferred_for_the_next_access() {
+        let answer = probe(
+            "({ f: { secret: 1 } })",
+            &["f"],
+            "(h, name, original) => { globalThis.tries = (globalThis.tries || 0) + 1; \
+              if (tries < 3) throw new RangeError('not yet'); return 'made' }",
+            "[0, 1, 2].map(() => { try { return holder.f } catch (e) { return e.message } }).concat(tries)",
+        );
+        assert_eq!(answer, r#"["not yet","not yet","made",3]"#);
+    }
+
+    #[test]
+    fn a_factory_may_touch_its_own_property_or_reshape_the_holder() {
+        // Reads the property being made: the inner access makes it, the outer value is dropped.
+        let nested = probe(
+            "({ f: {} })",
+            &["f"],
+            "(h, name) => { if (!globalThis.inner) { globalThis.inner = true; return ['outer', h.f] } return 'inner' }",
+            "[holder.f, holder.f]",
+        );
+        assert_eq!(nested, r#"["inner","inner"]"#);
+        // Deletes it: the access sees no property.
+        let deleted = probe(
+            "({ f: {} })",
+            &["f"],
+            "(h) => { delete h.f; return 'made' }",
+            "[holder.f, 'f' in holder]",
+        );
+        assert_eq!(deleted, "[null,false]");
+        // Adds enough properties to move the holder's property storage.
+        let reshaped = probe(
+            "({ f: {} })",
+            &["f"],
+            "(h) => { for (let i = 0; i < 1000; i++) h['p' + i] = i; return 'made' }",
+            "[holder.f, holder.p999, Object.keys(holder).length]",
+        );
+        assert_eq!(reshaped, r#"["made",999,1001]"#);
+    }
+
+    #[test]
+    fn every_kind_of_access_makes_the_value_and_none_reveals_the_original() {
+        for access in [
+            "holder.f",
+            "Object.getOwnPropertyDescriptor(holder, 'f').value",
+            "Object.values(holder)[0]",
+            "(Object.freeze(holder), holder.f)",
+            "(Object.defineProperty(holder, 'f', { enumerable: true }), holder.f)",
+            "Reflect.get(holder, 'f')",
+            "Function('with (holder) return f')()",
+            "(() => { const { f } = holder; return f })()",
+        ] {
+            let answer = probe(
+                "({ f: { secret: true } })",
+                &["f"],
+                "(h, name, original) => ({ guard: name, wraps: original.secret })",
+                access,
+            );
+            assert_eq!(answer, r#"{"guard":"f","wraps":true}"#, "{access}");
+        }
+        let deleted = probe(
+            "({ f: { secret: true } })",
+            &["f"],
+            "() => 'made'",
+            "[delete holder.f, holder.f, globalThis.made]",
+        );
+        assert_eq!(deleted, "[true,null,null]");
+    }
+
+    #[test]
+    fn tearing_a_vm_down_runs_every_finalizer_with_cycles_left_in_it() {
+        // Patch 6: JS_FreeRuntime frees every object as garbage without marking; a native's
+        // captured state must still be dropped, whatever cycles hold it.
+        let held = Arc::new(());
+        {
+            let runtime = Runtime::new().unwrap();
+            let context = Context::full(&runtime).unwrap();
+            context.with(|ctx| {
+                let captured = Arc::clone(&held);
+                let native =
+                    Function::new(ctx.clone(), move || Arc::strong_count(&captured)).unwrap();
+                ctx.globals().set("native", native).unwrap();
+                let _: rquickjs::Value<'_> = ctx
+                    .eval(
+                        "const a = { native }, b = { a }; a.b = b; a.self = a; \
+                         const p = new Promise(() => {}); p.then(() => a); \
+                         globalThis.keep = [a, p, function () { return b }]",
+                    )
+                    .unwrap();
+            });
+            assert_eq!(Arc::strong_count(&held), 2);
+        }
+        assert_eq!(Arc::strong_count(&held), 1);
+    }
+}

@@ -1,0 +1,152 @@
+//! Deferred built-ins (deferred.rs, vendored QuickJS patch 5): the guarded methods and
+//! constructors, and the runtime globals, are made on first access. To the guest they must look
+//! exactly like installed ones, and nothing the guest does before that first access may change a
+//! guard or see how it is made.
+
+use rquickjs::{Context, Runtime};
+
+use crate::support::check;
+
+/// Every own property of the holders of deferred built-ins, described: key, accessor or not,
+/// flags, type, and a function's name and length. Reading the descriptors makes every guard.
+const DESCRIBE_HOLDERS: &str = "(() => {
+  const TA = Object.getPrototypeOf(Uint8Array);
+  const holders = [Array.prototype, String.prototype, TA.prototype, JSON, Object, Reflect, Array, TA,
+    Function.prototype, Object.getPrototypeOf(async function () {}), Object.getPrototypeOf(function* () {}),
+    Object.getPrototypeOf(async function* () {}), Int8Array.prototype, Uint8Array.prototype,
+    Float64Array.prototype, BigUint64Array.prototype];
+  const describe = (h, k) => {
+    const d = Object.getOwnPropertyDescriptor(h, k);
+    const v = d.value;
+    return [String(k), 'get' in d, d.writable, d.enumerable, d.configurable, typeof v,
+      typeof v === 'function' ? [v.name, v.length, 'prototype' in v] : null];
+  };
+  const globals = ['Function', 'eval', 'encodeURI', 'escape', 'unescape', 'Int8Array', 'Uint8Array',
+    'Float16Array', 'BigUint64Array', 'JSON', 'Object', 'Reflect', 'Array'];
+  return [
+    holders.map((h) => Reflect.ownKeys(h).map((k) => describe(h, k))),
+    Reflect.ownKeys(globalThis).filter((k) => globals.includes(k)),
+    globals.filter((g) => g in globalThis).map((g) => describe(globalThis, g)),
+  ];
+})()";
+
+#[test]
+fn deferred_built_ins_keep_the_keys_order_and_descriptors_of_a_plain_vm() {
+    let runtime = Runtime::new().unwrap();
+    let context = Context::full(&runtime).unwrap();
+    let plain: String = context.with(|ctx| {
+        ctx.eval(format!("JSON.stringify({DESCRIBE_HOLDERS})"))
+            .unwrap()
+    });
+    check(
+        &format!("return {DESCRIBE_HOLDERS}"),
+        &format!("completed {plain}"),
+    );
+}
+
+#[test]
+fn a_guard_is_made_once_and_behaves_as_a_guard() {
+    check(
+        "const a = String.prototype.indexOf, b = 'x'.indexOf; \
+         return [a === b, Object.getOwnPropertyDescriptor(String.prototype, 'indexOf').value === a, \
+                 'a'.repeat(20000).indexOf('a'.repeat(9000) + 'b'), new Uint8Array(2).constructor === Uint8Array, \
+                 (function () {}).constructor === Function, Function('return 7')()]",
+        "completed [true,true,-1,true,true,7]",
+    );
+}
+
+/// trimLeft and trimRight are the very functions trimStart and trimEnd: they were reachable
+/// unguarded before the deferral listed them.
+#[test]
+fn trim_aliases_are_guarded_like_their_originals() {
+    check(
+        "const s = ' '.repeat(9e6); \
+         return ['trimStart', 'trimEnd', 'trimLeft', 'trimRight'].map((m) => { \
+           try { s[m](); return 'native' } catch (e) { return e.name } \
+         }).concat(' x '.trimLeft() + '|' + ' y '.trimRight(), String.prototype.trimLeft.name)",
+        r#"completed ["RangeError","RangeError","RangeError","RangeError","x | y","trimStart"]"#,
+    );
+}
+
+/// Traps on everything a guard, the guard kit or the runtime globals could read or assign while
+/// being made: descriptor fields, function names and lengths, array indices and iteration. The
+/// guest sets them, then reads (but does not call) one deferred value of every kind, removes the
+/// traps and checks that none fired and that every value works.
+#[test]
+fn guest_traps_set_before_first_use_see_nothing_of_the_guards_being_made() {
+    check(
+        "const seen = [];
+         const keys = ['get', 'set', 'value', 'writable', 'enumerable', 'configurable', 'name', 'length',
+           'prototype', 'constructor', 'method', 'BYTES_PER_ELEMENT', 'log', '__proto__', 'then'];
+         for (let i = 0; i < 40; i++) keys.push(String(i));
+         const saved = Object.getOwnPropertyDescriptor(Array.prototype, Symbol.iterator);
+         const traps = [];
+         for (const key of keys) {
+           for (const target of [Object.prototype, Array.prototype, Function.prototype]) {
+             if (Object.hasOwn(target, key)) continue;
+             traps.push([target, key]);
+             const trap = Object.create(null);
+             trap.get = () => { seen.push('get ' + key); return undefined };
+             trap.set = (v) => { seen.push('set ' + key) };
+             trap.configurable = true;
+             Object.defineProperty(target, key, trap);
+           }
+         }
+         const iterate = Object.create(null);
+         iterate.get = () => { seen.push('iterate'); return saved.value };
+         iterate.configurable = true;
+         Object.defineProperty(Array.prototype, Symbol.iterator, iterate);
+         const made = [Array.prototype.join, Array.prototype.push, String.prototype.indexOf,
+           String.prototype.trimLeft, Uint8Array, Float64Array.prototype.constructor, Function,
+           Object.getPrototypeOf(async function () {}).constructor, eval, encodeURI, JSON.stringify,
+           Object.keys, Reflect.ownKeys, Array.from, Object.getPrototypeOf(Int8Array).from,
+           console, TextEncoder, TextDecoder, structuredClone];
+         Object.setPrototypeOf(saved, null);
+         Object.defineProperty(Array.prototype, Symbol.iterator, saved);
+         for (let i = 0; i < traps.length; i++) delete traps[i][0][traps[i][1]];
+         const [join, push, indexOf, trimLeft, U8, F64, F, AF, ev, enc, stringify, keysOf, ownKeys,
+           from, taFrom, con, TE, TD, clone] = made;
+         const a = [1];
+         push.call(a, 2);
+         return [seen, join.call(a, '-'), indexOf.call('abc', 'c'), trimLeft.call(' t'),
+           new U8([3])[0], new F64(1).length, F('return 4')(), typeof AF('return 5'), ev('6'),
+           enc('a b'), stringify({ s: 1 }), keysOf({ k: 1 }), ownKeys([0]), from('ab'),
+           Array.from(taFrom.call(Uint8Array, [7])), typeof con.log, Array.from(new TE().encode('h')),
+           new TD().decode(new Uint8Array([105])), clone({ c: [1] })];",
+        r#"completed [[],"1-2",2,"t",3,1,4,"function",6,"a%20b","{\"s\":1}",["k"],["0","length"],["a","b"],[7],"function",[104],"i",{"c":[1]}]"#,
+    );
+}
+
+#[test]
+fn deleting_redefining_or_freezing_a_holder_before_first_use() {
+    check(
+        "delete Array.prototype.push; \
+         Object.defineProperty(String.prototype, 'repeat', { enumerable: true }); \
+         Object.freeze(String.prototype); \
+         return [typeof [].push, Object.keys(String.prototype), Object.isFrozen(String.prototype), \
+                 (() => { try { 'ab'.repeat(2 ** 25); return 'native' } catch (e) { return 'refused' } })(), \
+                 'abc'.indexOf('c')]",
+        r#"completed ["undefined",["repeat"],true,"refused",2]"#,
+    );
+}
+
+/// Making a guard needs stack: at the edge of the stack its first access may fail with the
+/// stack's error, and then the property stays deferred; it never yields the unguarded original.
+#[test]
+fn a_guard_first_touched_at_the_edge_of_the_stack_is_made_later() {
+    check(
+        "const outcomes = new Set();
+         function dive(n) {
+           try { return dive(n + 1) } catch (e) {
+             try { const f = String.prototype.padEnd; outcomes.add(typeof f) } catch (e2) { outcomes.add('threw') }
+             return n;
+           }
+         }
+         dive(0);
+         const pad = String.prototype.padEnd;
+         return [[...outcomes].every((o) => o === 'function' || o === 'threw'), typeof pad,
+                 (() => { try { ''.padEnd(2 ** 26); return 'native' } catch (e) { return 'refused' } })(),
+                 'a'.padEnd(3, '-')]",
+        r#"completed [true,"function","refused","a--"]"#,
+    );
+}
