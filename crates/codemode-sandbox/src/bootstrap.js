@@ -473,8 +473,7 @@ export default function (natives, maxScan) {
 
   // The runtime globals models expect (bootstrap/globals.js): console, TextEncoder, TextDecoder
   // and structuredClone. `install` pins each to a stub and defers it, so a VM whose program uses
-  // none of them never loads their code; the first access builds all four and deep-freezes the
-  // one read.
+  // none of them never loads their code; the first access builds and deep-freezes all four.
   const runtimeGlobalNames = ['console', 'TextEncoder', 'TextDecoder', 'structuredClone'];
   const runtimeGlobalHolders = [globalObject];
   const runtimeGlobalLists = [0, [runtimeGlobalNames]];
@@ -494,11 +493,13 @@ export default function (natives, maxScan) {
         setForEach, stringIndexOf, stringSlice, typedArrayBuffer, typedArrayByteLength,
         typedArrayOffset, typedArraySlice, weakGet, weakSet, wellFormed,
       };
-      runtimeGlobals = hostPart(GLOBALS_PART)(env);
+      // Kept only once all four are deep-frozen: if freezing throws (the guest's stack or
+      // memory ran out), the next access starts over with fresh objects.
+      const made = hostPart(GLOBALS_PART)(env);
+      for (let i = 0; i < runtimeGlobalNames.length; i++) deepFreeze(made[runtimeGlobalNames[i]]);
+      runtimeGlobals = made;
     }
-    const value = runtimeGlobals[name];
-    deepFreeze(value);
-    return value;
+    return runtimeGlobals[name];
   }
 
   // Timers are host-backed: the host keeps each timer's due time and counts it as pending work

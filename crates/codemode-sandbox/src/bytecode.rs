@@ -11,7 +11,7 @@
 
 use std::sync::OnceLock;
 
-use rquickjs::{Context, Ctx, Function, Module, Runtime, WriteOptions};
+use rquickjs::{Context, Ctx, Function, Module, Runtime, Value, WriteOptions, qjs};
 
 /// A module of the bootstrap. `Core` loads into every VM before any guest code; the others load
 /// on first use, from the core (its `hostPart` native), so a VM pays only for what its program
@@ -52,12 +52,13 @@ impl Part {
         }
     }
 
-    /// The part's bytecode, written once per process; `None` if it could not be compiled.
+    /// The part's bytecode. All parts are compiled together, once per process, when the first VM
+    /// loads the core: never later, on a guest's stack. `None` if compiling failed (it cannot
+    /// for the shipped sources).
     fn bytecode(self) -> Option<&'static [u8]> {
-        static BYTECODE: [OnceLock<Option<Vec<u8>>>; 3] = [const { OnceLock::new() }; 3];
-        BYTECODE[self as usize]
-            .get_or_init(|| compile(self))
-            .as_deref()
+        static BYTECODE: OnceLock<Option<[Vec<u8>; 3]>> = OnceLock::new();
+        let all = BYTECODE.get_or_init(compile_all).as_ref()?;
+        Some(all[self as usize].as_slice())
     }
 }
 
@@ -72,36 +73,77 @@ fn write_options() -> WriteOptions {
     }
 }
 
-fn compile(part: Part) -> Option<Vec<u8>> {
+fn compile_all() -> Option<[Vec<u8>; 3]> {
     let runtime = Runtime::new().ok()?;
     let context = Context::full(&runtime).ok()?;
-    context
-        .with(|ctx| Module::declare(ctx, part.name(), part.source())?.write(write_options()))
-        .ok()
-}
-
-/// The default export of `part`, loaded and evaluated in this VM (at most once per VM: module
-/// names are unique in a context).
-pub(crate) fn load_part<'js>(ctx: &Ctx<'js>, part: Part) -> rquickjs::Result<Function<'js>> {
-    let module = match part.bytecode() {
-        // SAFETY: `bytes` is the unmodified output of `Module::write` (QuickJS `JS_WriteObject`)
-        // for this part, made by `compile` above in this process with this very QuickJS build,
-        // so it is well-formed bytecode of the format `JS_ReadObject` expects. Nothing else can
-        // write to it: it is private to this module and immutable once initialized.
-        Some(bytes) => unsafe { Module::load(ctx.clone(), bytes) }?,
-        None => Module::declare(ctx.clone(), part.name(), part.source())?,
+    let compile = |part: Part| {
+        context
+            .with(|ctx| Module::declare(ctx, part.name(), part.source())?.write(write_options()))
+            .ok()
     };
-    default_export(module)
+    Some([
+        compile(Part::Core)?,
+        compile(Part::Guards)?,
+        compile(Part::Globals)?,
+    ])
 }
 
-/// The bootstrap's default export (the function that makes the control object).
+/// The bootstrap's default export (the function that makes the control object), from the core
+/// loaded and evaluated in this VM as it is built: from bytecode, or from source if compiling
+/// failed.
 pub(crate) fn load_bootstrap<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Function<'js>> {
-    load_part(ctx, Part::Core)
-}
-
-fn default_export<'js>(module: Module<'js>) -> rquickjs::Result<Function<'js>> {
+    let module = match Part::Core.bytecode() {
+        // SAFETY: `bytes` is the unmodified output of `Module::write` (QuickJS `JS_WriteObject`)
+        // for the core, made by `compile_all` above in this process with this very QuickJS
+        // build, so it is well-formed bytecode of the format `JS_ReadObject` expects. Nothing
+        // else can write to it: it is private to this module and immutable once initialized.
+        Some(bytes) => unsafe { Module::load(ctx.clone(), bytes) }?,
+        None => Module::declare(ctx.clone(), Part::Core.name(), Part::Core.source())?,
+    };
     let (module, _evaluated) = module.eval()?;
     module.get("default")
+}
+
+/// The default export of a part loaded on first use (`hostPart`), evaluated in this VM, possibly
+/// deep in guest code. Each call loads a new copy (the bootstrap calls again only after a load
+/// failed). Only from bytecode, and without rquickjs's `Module::eval` or any source evaluation:
+/// with the `parallel` feature those move the runtime's stack top to the current stack pointer,
+/// which, called from deep in guest code, would extend the guest's stack limit by that depth.
+pub(crate) fn load_part<'js>(ctx: &Ctx<'js>, part: Part) -> rquickjs::Result<Function<'js>> {
+    let bytes = part.bytecode().ok_or(rquickjs::Error::Unknown)?;
+    let ctx_ptr = ctx.as_raw().as_ptr();
+    // SAFETY: `bytes` is well-formed bytecode of a module made by this QuickJS build (see
+    // `load_bootstrap`), and `ctx` is live and current on this thread. `JS_EvalFunction` takes
+    // the module value it is given (the module definition stays in the context's list, which
+    // owns it); the promise it answers is released; the namespace is handed to rquickjs, which
+    // releases it.
+    let namespace = unsafe {
+        let module = qjs::JS_ReadObject(
+            ctx_ptr,
+            bytes.as_ptr(),
+            bytes.len() as _,
+            (qjs::JS_READ_OBJ_BYTECODE | qjs::JS_READ_OBJ_ROM_DATA) as i32,
+        );
+        if qjs::JS_IsException(module) || qjs::JS_VALUE_GET_TAG(module) != qjs::JS_TAG_MODULE {
+            qjs::JS_FreeValue(ctx_ptr, module);
+            return Err(rquickjs::Error::Exception);
+        }
+        let definition = qjs::JS_VALUE_GET_PTR(module).cast::<qjs::JSModuleDef>();
+        let evaluated = qjs::JS_EvalFunction(ctx_ptr, module);
+        if qjs::JS_IsException(evaluated) {
+            return Err(rquickjs::Error::Exception);
+        }
+        qjs::JS_FreeValue(ctx_ptr, evaluated);
+        let namespace = qjs::JS_GetModuleNamespace(ctx_ptr, definition);
+        if qjs::JS_IsException(namespace) {
+            return Err(rquickjs::Error::Exception);
+        }
+        Value::from_raw(ctx.clone(), namespace)
+    };
+    namespace
+        .into_object()
+        .ok_or(rquickjs::Error::Unknown)?
+        .get("default")
 }
 
 #[cfg(test)]
@@ -109,20 +151,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_part_loads_from_bytecode_and_from_source() {
+    fn every_part_loads_from_bytecode_and_compiles_from_source() {
         for (part, length) in [(Part::Core, 2), (Part::Guards, 1), (Part::Globals, 1)] {
             assert!(part.bytecode().is_some_and(|bytes| !bytes.is_empty()));
             let runtime = Runtime::new().unwrap();
             let context = Context::full(&runtime).unwrap();
             context.with(|ctx| {
-                let loaded = load_part(&ctx, part).unwrap();
+                let loaded = if part == Part::Core {
+                    load_bootstrap(&ctx).unwrap()
+                } else {
+                    load_part(&ctx, part).unwrap()
+                };
                 assert_eq!(loaded.get::<_, u32>("length").unwrap(), length);
+                // A part loads again (a new copy) after a failed attempt.
+                if part != Part::Core {
+                    let again = load_part(&ctx, part).unwrap();
+                    assert_eq!(again.get::<_, u32>("length").unwrap(), length);
+                }
             });
             let runtime = Runtime::new().unwrap();
             let context = Context::full(&runtime).unwrap();
             context.with(|ctx| {
                 let declared = Module::declare(ctx.clone(), part.name(), part.source()).unwrap();
-                let compiled = default_export(declared).unwrap();
+                let (declared, _evaluated) = declared.eval().unwrap();
+                let compiled: Function<'_> = declared.get("default").unwrap();
                 assert_eq!(compiled.get::<_, u32>("length").unwrap(), length);
             });
         }

@@ -194,6 +194,40 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_assignment_through_a_deferred_prototype_property_keeps_no_value() {
+        // `JS_SetPropertyInternal2` leaked the assigned value when the autoinit of a property on
+        // the prototype chain failed; patch 5 lets that fail again and again.
+        let runtime = Runtime::new().unwrap();
+        let context = Context::full(&runtime).unwrap();
+        context.with(|ctx| {
+            let holder: Object<'_> = ctx.eval("({ f: {} })").unwrap();
+            let factory: Function<'_> = ctx.eval("(() => { throw new Error('never') })").unwrap();
+            let holders = Array::new(ctx.clone()).unwrap();
+            holders.set(0, holder.clone()).unwrap();
+            let names: Array<'_> = ctx.eval("[0, [['f']]]").unwrap();
+            defer(&ctx, factory, holders, names).unwrap();
+            ctx.globals().set("holder", holder).unwrap();
+        });
+        // Outside `with`: the runtime's lock is free.
+        runtime.run_gc();
+        let before = runtime.memory_usage().malloc_size;
+        context.with(|ctx| {
+            let _: rquickjs::Value<'_> = ctx
+                .eval(
+                    "const child = Object.create(holder); \
+                     for (let i = 0; i < 32; i++) { try { child.f = 'x'.repeat(1 << 20) + i } catch (e) {} } 0",
+                )
+                .unwrap();
+        });
+        runtime.run_gc();
+        let leaked = runtime.memory_usage().malloc_size - before;
+        assert!(
+            leaked < 1 << 20,
+            "{leaked} bytes kept after 32 failed assignments of 1 MiB"
+        );
+    }
+
+    #[test]
     fn tearing_a_vm_down_runs_every_finalizer_with_cycles_left_in_it() {
         // Patch 6: JS_FreeRuntime frees every object as garbage without marking; a native's
         // captured state must still be dropped, whatever cycles hold it.

@@ -10835,7 +10835,7 @@ retry:
             } else if ((prs->flags & JS_PROP_TMASK) == JS_PROP_AUTOINIT) {
                 /* Instantiate property and retry (potentially useless) */
                 if (JS_AutoInitProperty(ctx, p1, prop, pr, prs))
-                    return -1;
+                    goto fail; /* codemode-rs patch 5: was `return -1`, which leaked `val` */
                 goto retry2;
             } else if (!(prs->flags & JS_PROP_WRITABLE)) {
                 goto read_only_prop;
@@ -11666,6 +11666,8 @@ int JS_CodemodeDeferProperty(JSContext *ctx, JSValueConst obj, JSAtom prop)
     original = pr->u.value;
     prs->flags = (prs->flags & ~JS_PROP_TMASK) | JS_PROP_AUTOINIT;
     pr->u.init.realm_and_id = (uintptr_t)JS_DupContext(ctx);
+    /* the 3 id bits: every allocation is at least 8-byte aligned */
+    static_assert(JS_ARENA_ALIGN >= 8, "autoinit ids need 3 free pointer bits");
     assert((pr->u.init.realm_and_id & 7) == 0);
     pr->u.init.realm_and_id |= JS_AUTOINIT_ID_CODEMODE_DEFERRED;
     pr->u.init.opaque = JS_VALUE_GET_OBJ(original);

@@ -257,10 +257,13 @@ pub(super) fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Resu
     natives.set("hostDefer", host_defer)?;
     // Loads a part of the bootstrap into this VM on first use (bytecode.rs `Part`); the bootstrap
     // keeps what it returns, and calls again only if loading failed (the guest's memory ran out).
-    let host_part = Function::new(ctx.clone(), |ctx: Ctx<'js>, index: u32| {
-        let part = Part::from_index(index).ok_or(rquickjs::Error::Unknown)?;
-        load_part(&ctx, part)
-    })?;
+    let host_part = Function::new(
+        ctx.clone(),
+        |ctx: Ctx<'js>, index: u32| match Part::from_index(index) {
+            Some(part) if part != Part::Core => load_part(&ctx, part),
+            _ => Err(rquickjs::Error::Unknown),
+        },
+    )?;
     natives.set("hostPart", host_part)?;
     natives.set("maxCallArgs", js_bytes(limits.max_call_args_bytes))?;
     natives.set("maxOutput", js_bytes(limits.max_output_bytes))?;

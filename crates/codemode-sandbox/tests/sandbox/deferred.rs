@@ -150,3 +150,26 @@ fn a_guard_first_touched_at_the_edge_of_the_stack_is_made_later() {
         r#"completed [true,"function","refused","a--"]"#,
     );
 }
+
+/// Loading a part of the bootstrap from deep in guest code leaves the guest's stack limit where
+/// it was (rquickjs's `Module::eval` would move the runtime's stack top to the depth of the call,
+/// extending the limit by that much for the rest of the step).
+#[test]
+fn loading_a_part_deep_in_guest_code_keeps_the_stack_limit() {
+    check(
+        "let frames = 0;
+         function d(k, touch) {
+           if (touch && k === 0) {
+             try { return [String.prototype.padEnd, console, Uint8Array].length } catch (e) { return 'threw' }
+           }
+           frames++;
+           return d(k - 1, touch);
+         }
+         function depth() { frames = 0; try { d(Infinity, false) } catch (e) {} return frames }
+         const before = depth();
+         const touched = d(Math.floor(before * 0.7), true);
+         const after = depth();
+         return [touched, after < before * 1.2 ? 'kept' : 'raised ' + before + ' -> ' + after];",
+        r#"completed [3,"kept"]"#,
+    );
+}
