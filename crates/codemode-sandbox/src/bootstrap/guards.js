@@ -732,16 +732,7 @@ export default function (env) {
         },
       }).method;
     }
-    if (holderIndex === ARRAY_CTOR && name === 'from') {
-      return (original) => ({
-        method(...args) {
-          pollSoon();
-          checkArrayLike(args[0]);
-          return apply(original, this, args);
-        },
-      }).method;
-    }
-    if (holderIndex === TYPED_ARRAY_CTOR && name === 'from') {
+    if ((holderIndex === ARRAY_CTOR || holderIndex === TYPED_ARRAY_CTOR) && name === 'from') {
       return (original) => ({
         method(...args) {
           pollSoon();

@@ -50,8 +50,9 @@ fn a_guard_is_made_once_and_behaves_as_a_guard() {
         "const a = String.prototype.indexOf, b = 'x'.indexOf; \
          return [a === b, Object.getOwnPropertyDescriptor(String.prototype, 'indexOf').value === a, \
                  'a'.repeat(20000).indexOf('a'.repeat(9000) + 'b'), new Uint8Array(2).constructor === Uint8Array, \
-                 (function () {}).constructor === Function, Function('return 7')()]",
-        "completed [true,true,-1,true,true,7]",
+                 (function () {}).constructor === Function, Function('return 7')(), \
+                 'a'.repeat(20000).toUpperCase().length, encodeURIComponent('é'.repeat(20000)).length]",
+        "completed [true,true,-1,true,true,7,20000,120000]",
     );
 }
 
