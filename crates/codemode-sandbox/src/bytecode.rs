@@ -1,12 +1,13 @@
-//! The bootstrap module, compiled once per process to QuickJS bytecode and loaded into each fresh
-//! VM: parsing and compiling the bootstrap source took most of the cost of a fresh VM.
+//! The bootstrap's modules (`Part`), compiled together once per process to QuickJS bytecode:
+//! the core loads into each fresh VM as it is built (parsing and compiling its source took most of
+//! the cost of a fresh VM), the other parts on first use, from guest code (`hostPart`).
 //!
-//! This is the workspace's one exception to its unsafe-code ban (the workspace lints `deny` it
-//! rather than `forbid` it, so that this module alone can allow it): rquickjs offers bytecode loading only as an
-//! `unsafe fn`, since QuickJS trusts bytecode blindly. The bytes loaded here never come from
-//! outside: they are written by the same QuickJS build, in this process, from the bootstrap source
-//! compiled into the crate, and are never modified afterwards. Guest code cannot reach or alter
-//! them. If compiling fails (it cannot for the shipped source), each VM compiles the source itself.
+//! One of the few places allowed unsafe code (the workspace lints `deny` it rather than `forbid`
+//! it; see the root `Cargo.toml`): QuickJS trusts bytecode blindly, so loading it is unsafe. The
+//! bytes loaded here never come from outside: they are written by the same QuickJS build, in this
+//! process, from the sources compiled into the crate, and are never modified afterwards. Guest
+//! code cannot reach or alter them. If compiling fails (it cannot for the shipped sources), each
+//! VM compiles the core from source, and the other parts are unavailable.
 #![allow(unsafe_code)]
 
 use std::sync::OnceLock;

@@ -638,19 +638,7 @@ export default function (env) {
         },
       }).method;
     }
-    if (holderIndex === TYPED_ARRAY_PROTO && name === 'sort') {
-      return (original) => ({
-        method(comparefn) {
-          if (comparefn === undefined) {
-            const length = apply(typedArrayLength, this, []);
-            if (length > SORT_MAX) throw new RangeErrorCtor('typed array too long to sort without a comparator in code mode: ' + length);
-            if (length > POLL_WORK) poll();
-          }
-          return apply(original, this, [comparefn]);
-        },
-      }).method;
-    }
-    if (holderIndex === TYPED_ARRAY_PROTO && name === 'toSorted') {
+    if (holderIndex === TYPED_ARRAY_PROTO && (name === 'sort' || name === 'toSorted')) {
       return (original) => ({
         method(comparefn) {
           if (comparefn === undefined) {
