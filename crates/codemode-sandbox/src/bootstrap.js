@@ -180,7 +180,8 @@ export default function (natives, maxScan) {
     ctorGlobals[ctorGlobals.length] = typedArrayNames[i];
   }
   // The guarded methods, by holder: each is deferred (deferred.rs, vendored QuickJS patch 5)
-  // rather than replaced now. Its original is captured here, before any guest code, and the
+  // rather than replaced now. Its original is captured here, before any guest code (or, if
+  // QuickJS has not made it yet, made from QuickJS's own table on that first access), and the
   // property's first access of any kind sets it to the guard `instantiate` makes, so a fresh VM
   // builds only the guards its program touches. No path reaches an original: a deferred property
   // holds no value until its guard is made, and a guard that fails to build (out of memory or

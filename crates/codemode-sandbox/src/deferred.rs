@@ -6,13 +6,16 @@
 //! redefinition, freezing its holder) sets it to what the realm's factory, a bootstrap closure,
 //! returns for `(holder, name, original)`: the guard. Flags and the property's position in the key
 //! order are kept, so only timing tells a deferred property from an installed one, and no path
-//! reaches an original: until its guard exists, a deferred property has no value to read.
+//! reaches an original: until its guard exists, a deferred property has no value to read. Most
+//! guarded methods are built-ins QuickJS itself makes on first access; such a property keeps
+//! QuickJS's recipe instead of a value, and the original is made only to be handed to the
+//! factory, so a VM whose program touches none of them never makes them at all.
 //!
 //! This module holds the unsafe calls into the patched QuickJS (the workspace denies unsafe code;
 //! see the lint table in the root `Cargo.toml`).
 #![allow(unsafe_code)]
 
-use rquickjs::{Array, Ctx, Function, Object, Value, qjs};
+use rquickjs::{Array, Ctx, Function, Object, qjs};
 
 /// Makes `factory` the realm's factory for deferred properties, then defers the properties
 /// `names` lists: flat pairs of an index into `holders` and a list of lists of names, as
@@ -32,13 +35,18 @@ pub(crate) fn defer<'js>(
         let holder: Object<'js> = holders.get(names.get::<u32>(2 * pair)? as usize)?;
         let lists: Array<'js> = names.get(2 * pair + 1)?;
         for list in lists.iter::<Array<'js>>() {
-            for name in list?.iter::<Value<'js>>() {
-                let name = name?;
-                // SAFETY: `ctx` is live and current; `holder` and `name` are live values of it,
-                // held across the calls. The atom made from `name` is freed right after use. The
-                // callee only edits the holder's own property in place, or throws.
+            let list = list?;
+            // Raw calls per name: about 130 names in every fresh VM, and rquickjs's checked
+            // accessors cost more than the deferral itself.
+            for index in 0..u32::try_from(list.len()).unwrap_or(u32::MAX) {
+                // SAFETY: `ctx` is live and current; `holder` and `list` are live values of it,
+                // held across the calls. The name read from the list and the atom made from it
+                // are freed right after use. The callee only edits the holder's own property in
+                // place, or throws.
                 let status = unsafe {
-                    let atom = qjs::JS_ValueToAtom(ctx_ptr, name.as_raw());
+                    let name = qjs::JS_GetPropertyUint32(ctx_ptr, list.as_raw(), index);
+                    let atom = qjs::JS_ValueToAtom(ctx_ptr, name);
+                    qjs::JS_FreeValue(ctx_ptr, name);
                     if atom == qjs::JS_ATOM_NULL {
                         return Err(rquickjs::Error::Exception);
                     }
@@ -106,6 +114,40 @@ mod tests {
             answer,
             r#"[["a","f","z"],{"value":{"from":"f","v":7,"same":true},"writable":true,"enumerable":true,"configurable":true},true,1]"#
         );
+    }
+
+    #[test]
+    fn a_built_in_quickjs_has_not_made_yet_is_made_only_when_its_property_is() {
+        // `Array.prototype.join` and `String.prototype.padEnd` are lazy in QuickJS (autoinit
+        // function-list entries): deferring keeps them unmade, and the factory gets the very
+        // built-in, made at the property's first access, with its name and length. An entry
+        // made before deferral (read first) is deferred as a value, as any other.
+        let answer = probe(
+            "Array.prototype",
+            &["join", "at"],
+            "(h, name, original) => { globalThis.made = (globalThis.made || []).concat(name); \
+              return function guard(...args) { return 'guarded ' + Reflect.apply(original, this, args) } }",
+            "[globalThis.made, [1, 2].join('-'), made, [Array.prototype.join.name, Array.prototype.join.length], \
+              Object.getOwnPropertyDescriptor(Array.prototype, 'join').enumerable, [1, 2].at(-1), made]",
+        );
+        assert_eq!(
+            answer,
+            r#"[null,"guarded 1-2",["join"],["guard",0],false,"guarded 2",["join","at"]]"#
+        );
+        let touched_first = probe(
+            "(String.prototype.padEnd, String.prototype)",
+            &["padEnd"],
+            "(h, name, original) => [name, original.name, original.length, original.call('a', 3, '.')]",
+            "'x'.padEnd",
+        );
+        assert_eq!(touched_first, r#"["padEnd","padEnd",1,"a.."]"#);
+        let lazy = probe(
+            "String.prototype",
+            &["padEnd"],
+            "(h, name, original) => [name, original.name, original.length, original.call('a', 3, '.')]",
+            "'x'.padEnd",
+        );
+        assert_eq!(lazy, touched_first);
     }
 
     #[test]

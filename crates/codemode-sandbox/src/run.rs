@@ -16,7 +16,7 @@ use tokio::task::{JoinError, JoinSet};
 use crate::engine::{Engine, Flags, HOST_CALL_FAILED, PreparedVm, Progress, StepInput, StepOutput};
 use crate::install::{InstallPlan, PreparedSetup};
 use crate::vm_pool::{Refill, VmPool};
-use crate::vm_threads::{Leftover, run_step_then_drop};
+use crate::vm_threads::{Expected, Leftover, run_step_then_drop};
 use crate::worker::{Placement, WorkerVm, step_in_worker};
 use crate::{BridgeHost, Isolation, Limits, OutputItem, PendingCall, RunError, check_program};
 
@@ -389,6 +389,10 @@ impl Run {
             return answer;
         }
         let phase = std::mem::replace(&mut self.phase, Phase::Dead);
+        let expected = match &phase {
+            Phase::Unbuilt { prepared: None, .. } => Expected::VmBuild,
+            _ => Expected::Brief,
+        };
         let flags = Arc::clone(&self.flags);
         let host = Arc::clone(&self.host);
         let limits = self.limits.clone();
@@ -419,7 +423,8 @@ impl Run {
         let give_up = deadline.checked_add(DEADLINE_GRACE).unwrap_or(deadline);
         // If this future is dropped mid-step (the caller gave up), the VM stops at its next poll.
         let abandon = StopOnDrop(Some(Arc::clone(&self.flags)));
-        let answer = tokio::time::timeout_at(give_up.into(), run_step_then_drop(job)).await;
+        let answer =
+            tokio::time::timeout_at(give_up.into(), run_step_then_drop(job, expected)).await;
         abandon.defuse();
         match answer {
             Ok(Ok((engine, answer))) => {

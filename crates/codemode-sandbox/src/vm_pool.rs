@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 
 use crate::Limits;
 use crate::engine::{Flags, PreparedVm};
-use crate::vm_threads::run_step_then_drop;
+use crate::vm_threads::{Expected, run_step_then_drop};
 
 /// Largest pool: more ready VMs than this would hold memory for little gain.
 pub const MAX_POOLED_VMS: usize = 64;
@@ -196,9 +196,12 @@ impl Inner {
 
 /// Builds one VM under `limits` on a VM thread; `None` if it could not be built.
 async fn build(limits: Limits) -> Option<PreparedVm> {
-    let built =
-        run_step_then_drop(move || (PreparedVm::build(&limits, Arc::new(Flags::new())), None))
-            .await;
+    // A background refill: its caller has nothing better to do than wait, so it never spins long.
+    let built = run_step_then_drop(
+        move || (PreparedVm::build(&limits, Arc::new(Flags::new())), None),
+        Expected::Brief,
+    )
+    .await;
     built.ok().and_then(Result::ok)
 }
 

@@ -3,8 +3,9 @@
 //! Guest code never runs on the caller's async worker threads. Every piece of VM work (building
 //! the VM, compiling, running jobs, settling host answers) is one synchronous *step* sent here;
 //! the caller's task awaits its answer without blocking its worker (it looks for the answer for
-//! at most [`CALLER_SPIN`] first: a trivial step answers sooner than a parked thread wakes up on a
-//! virtual machine, and the wait is bounded whatever the step does). A CPU-bound cell therefore
+//! at most [`CALLER_SPIN`] first, [`BUILD_SPIN`] for a step that builds a VM while a core is
+//! free for the caller: a short step answers sooner than a parked thread wakes up on a virtual
+//! machine, and the wait is bounded whatever the step does). A CPU-bound cell therefore
 //! occupies one VM thread until its deadline, never a tokio worker, and the operating system's
 //! scheduler time-slices the VM threads, so a trivial cell beside CPU-bound neighbours still gets
 //! the CPU within a scheduler slice.
@@ -43,6 +44,23 @@ pub(crate) const MAX_GUEST_STACK_BYTES: usize = VM_THREAD_STACK_BYTES / 2;
 /// [`run_step_then_drop`]).
 const CALLER_SPIN: std::time::Duration = std::time::Duration::from_micros(60);
 
+/// How long a caller looks for the answer of a step that builds a VM ([`Expected::VmBuild`])
+/// before its task parks, while a core is left for it. Building a fresh VM and running a short
+/// program takes ~200 µs on the reference machine (2 cores, virtualized), and waking a parked
+/// caller there costs another 20-30 µs; the caller's worker is held no longer than running the
+/// build itself would hold it.
+const BUILD_SPIN: std::time::Duration = std::time::Duration::from_micros(300);
+
+/// What a step is expected to cost, which bounds how long its caller looks for the answer
+/// before parking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Expected {
+    /// Settling answers, running jobs: tens of microseconds unless guest code computes.
+    Brief,
+    /// Building a fresh VM, then the program's first leg: hundreds of microseconds.
+    VmBuild,
+}
+
 /// Steps that may wait for a free VM thread before callers wait for a slot.
 pub const MAX_QUEUED_STEPS: usize = 4096;
 
@@ -61,6 +79,9 @@ struct Pool {
     cores: usize,
     /// Steps that have computed for more than [`LONG_STEP`] and are still running.
     long_steps: AtomicUsize,
+    /// Steps submitted whose step function has not returned yet (what a VM leaves to tear down
+    /// after answering is not counted).
+    computing: AtomicUsize,
 }
 
 /// VM threads of this process: four per available core, at least 4 and at most 64.
@@ -92,6 +113,7 @@ fn pool() -> &'static Pool {
             threads,
             cores,
             long_steps: AtomicUsize::new(0),
+            computing: AtomicUsize::new(0),
         }
     })
 }
@@ -112,15 +134,16 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    run_step_then_drop(move || (step(), None)).await
+    run_step_then_drop(move || (step(), None), Expected::Brief).await
 }
 
 /// What a step leaves behind for its thread to drop once the answer is on its way (a finished
 /// VM: tearing it down is off the caller's path).
 pub(crate) type Leftover = Option<Box<dyn Send>>;
 
-/// Like [`run_step`], for a step that also leaves something to drop after it answered.
-pub(crate) async fn run_step_then_drop<T, F>(step: F) -> Result<T, StepLost>
+/// Like [`run_step`], for a step that also leaves something to drop after it answered, and is
+/// `expected` to take that long.
+pub(crate) async fn run_step_then_drop<T, F>(step: F, expected: Expected) -> Result<T, StepLost>
 where
     F: FnOnce() -> (T, Leftover) + Send + 'static,
     T: Send + 'static,
@@ -131,8 +154,10 @@ where
         .await
         .map_err(|_| StepLost::Failed)?;
     let (answer, receiver) = oneshot::channel();
+    pool.computing.fetch_add(1, Ordering::SeqCst);
     let job: Job = Box::new(move || {
         let outcome = catch_unwind(AssertUnwindSafe(step));
+        pool.computing.fetch_sub(1, Ordering::SeqCst);
         // Before the answer goes out, so that the caller (below) starts the replacement.
         leave_if_demoted();
         if let Ok((value, leftover)) = outcome {
@@ -143,11 +168,20 @@ where
         drop(permit);
     });
     ensure_thread(pool);
-    pool.jobs.send(job).map_err(|_| StepLost::Failed)?;
-    // A trivial step answers within tens of microseconds, sooner than a parked caller thread
-    // can be woken on a virtual machine: look for the answer for a moment before parking.
+    if pool.jobs.send(job).is_err() {
+        pool.computing.fetch_sub(1, Ordering::SeqCst);
+        return Err(StepLost::Failed);
+    }
+    // A short step answers sooner than a parked caller thread can be woken on a virtual machine:
+    // look for the answer for a moment before parking. Longer for a VM build, but only while
+    // the steps computing (this one included) leave a core for the caller: spinning beside
+    // steps that want every core would slow them down.
+    let spin = match expected {
+        Expected::VmBuild if pool.computing.load(Ordering::SeqCst) < pool.cores => BUILD_SPIN,
+        Expected::Brief | Expected::VmBuild => CALLER_SPIN,
+    };
     let mut receiver = receiver;
-    let spin_until = std::time::Instant::now() + CALLER_SPIN;
+    let spin_until = std::time::Instant::now() + spin;
     while std::time::Instant::now() < spin_until {
         match receiver.try_recv() {
             Ok(value) => {

@@ -545,8 +545,13 @@ typedef enum {
     JS_AUTOINIT_ID_MODULE_NS,
     JS_AUTOINIT_ID_PROP,
     JS_AUTOINIT_ID_BYTECODE,
-    /* codemode-rs patch 5: a property deferred by JS_CodemodeDeferProperty */
+    /* codemode-rs patch 5: a property deferred by JS_CodemodeDeferProperty,
+       hiding its original value in 'opaque' */
     JS_AUTOINIT_ID_CODEMODE_DEFERRED,
+    /* codemode-rs patch 5: the same, for a built-in function QuickJS had not
+       made yet: 'opaque' is its JSCFunctionListEntry, and the original is made
+       only when the property is initialized */
+    JS_AUTOINIT_ID_CODEMODE_DEFERRED_ENTRY,
 } JSAutoInitIDEnum;
 
 enum {
@@ -1561,6 +1566,8 @@ static JSValue js_module_ns_autoinit(JSContext *ctx, JSObject *p, JSAtom atom,
                                  void *opaque);
 static JSValue JS_InstantiateFunctionListItem2(JSContext *ctx, JSObject *p,
                                                JSAtom atom, void *opaque);
+static int js_make_getset(JSContext *ctx, const JSCFunctionListEntry *e,
+                          JSValue *pgetter, JSValue *psetter);
 static JSValue JS_NewObjectProtoList(JSContext *ctx, JSValueConst proto,
                                      const JSCFunctionListEntry *fields, int n_fields);
 
@@ -6698,6 +6705,14 @@ static JSAutoInitIDEnum js_autoinit_get_id(JSProperty *pr)
     return pr->u.init.realm_and_id & 7;
 }
 
+/* codemode-rs patch 5: whether 'pr' is a deferred property (of either kind) */
+static bool js_autoinit_is_deferred(JSProperty *pr)
+{
+    JSAutoInitIDEnum id = js_autoinit_get_id(pr);
+    return id == JS_AUTOINIT_ID_CODEMODE_DEFERRED ||
+        id == JS_AUTOINIT_ID_CODEMODE_DEFERRED_ENTRY;
+}
+
 static void js_autoinit_free(JSRuntime *rt, JSProperty *pr)
 {
     /* codemode-rs patch 5: a deferred property holds its original value */
@@ -9123,7 +9138,7 @@ typedef JSValue JSAutoInitFunc(JSContext *ctx, JSObject *p, JSAtom atom, void *o
 /* codemode-rs patch 5: the value of a deferred property is what the realm's
    factory returns for (holder, property name, original value). */
 static JSValue js_codemode_deferred_autoinit(JSContext *ctx, JSObject *p,
-                                             JSAtom atom, void *opaque)
+                                             JSAtom atom, JSValueConst original)
 {
     JSValue args[3], val;
     JSValue factory = ctx->codemode_deferred_factory;
@@ -9136,7 +9151,7 @@ static JSValue js_codemode_deferred_autoinit(JSContext *ctx, JSObject *p,
     /* the factory runs bootstrap code: hold it, the holder and the original */
     factory = js_dup(factory);
     args[0] = js_dup(JS_MKPTR(JS_TAG_OBJECT, p));
-    args[2] = js_dup(JS_MKPTR(JS_TAG_OBJECT, opaque));
+    args[2] = js_dup(original);
     val = JS_Call(ctx, factory, JS_UNDEFINED, 3, (JSValueConst *)args);
     JS_FreeValue(ctx, args[0]);
     JS_FreeValue(ctx, args[1]);
@@ -9150,8 +9165,45 @@ static JSAutoInitFunc *const js_autoinit_func_table[] = {
     js_module_ns_autoinit, /* JS_AUTOINIT_ID_MODULE_NS */
     JS_InstantiateFunctionListItem2, /* JS_AUTOINIT_ID_PROP */
     js_bytecode_autoinit, /* JS_AUTOINIT_ID_BYTECODE */
-    js_codemode_deferred_autoinit, /* JS_AUTOINIT_ID_CODEMODE_DEFERRED */
+    /* codemode-rs patch 5: the deferred kinds are initialized by
+       js_codemode_init_deferred, never through this table */
 };
+
+/* codemode-rs patch 7: whether 'pr' is an accessor of a function list not
+   made yet */
+static bool js_autoinit_is_getset(JSProperty *pr)
+{
+    const JSCFunctionListEntry *e;
+
+    if (js_autoinit_get_id(pr) != JS_AUTOINIT_ID_PROP)
+        return false;
+    e = pr->u.init.opaque;
+    return e->def_type == JS_DEF_CGETSET || e->def_type == JS_DEF_CGETSET_MAGIC;
+}
+
+/* codemode-rs patch 7: makes an accessor of a function list on its first
+   access: the property becomes the accessor it would have been made as, with
+   the same flags. If a function cannot be made (out of memory), the property
+   stays as it was, and the next access tries again. */
+static int js_autoinit_getset(JSContext *ctx, JSObject *p, JSProperty *pr,
+                              JSShapeProperty *prs)
+{
+    JSValue getter, setter;
+
+    if (js_make_getset(js_autoinit_get_realm(pr), pr->u.init.opaque,
+                       &getter, &setter))
+        return -1;
+    if (js_shape_prepare_update(ctx, p, &prs)) {
+        JS_FreeValue(ctx, getter);
+        JS_FreeValue(ctx, setter);
+        return -1;
+    }
+    js_autoinit_free(ctx->rt, pr);
+    prs->flags = (prs->flags & ~JS_PROP_TMASK) | JS_PROP_GETSET;
+    pr->u.getset.getter = JS_IsUndefined(getter) ? NULL : JS_VALUE_GET_OBJ(getter);
+    pr->u.getset.setter = JS_IsUndefined(setter) ? NULL : JS_VALUE_GET_OBJ(setter);
+    return 0;
+}
 
 /* codemode-rs patch 5: initializes a deferred property. Unlike the other
    autoinit functions, the factory runs JS code, which may touch this very
@@ -9159,26 +9211,37 @@ static JSAutoInitFunc *const js_autoinit_func_table[] = {
    the property is looked up again afterwards, and if it is no longer the same
    deferred property the made value is dropped (the caller retries and sees
    the property as it is now). If the factory throws, the property stays
-   deferred, and the next access tries again. */
+   deferred, and the next access tries again. A deferred built-in function
+   QuickJS had not made yet (JS_AUTOINIT_ID_CODEMODE_DEFERRED_ENTRY) is made
+   here, just before the factory gets it: an original that fails to build
+   (out of memory) also leaves the property deferred. */
 static int js_codemode_init_deferred(JSContext *ctx, JSObject *p, JSAtom prop,
                                      JSProperty *pr)
 {
-    void *original = pr->u.init.opaque;
+    void *opaque = pr->u.init.opaque;
+    JSContext *realm = js_autoinit_get_realm(pr);
     JSValue holder = js_dup(JS_MKPTR(JS_TAG_OBJECT, p)); /* kept alive throughout */
     JSShapeProperty *prs;
-    JSValue val;
+    JSValue original, val;
     int ret = 0;
 
-    val = js_codemode_deferred_autoinit(js_autoinit_get_realm(pr), p, prop,
-                                        original);
+    if (js_autoinit_get_id(pr) == JS_AUTOINIT_ID_CODEMODE_DEFERRED_ENTRY)
+        original = JS_InstantiateFunctionListItem2(realm, p, prop, opaque);
+    else
+        original = js_dup(JS_MKPTR(JS_TAG_OBJECT, opaque));
+    if (JS_IsException(original)) {
+        ret = -1;
+        goto done;
+    }
+    val = js_codemode_deferred_autoinit(realm, p, prop, original);
+    JS_FreeValue(ctx, original);
     if (JS_IsException(val)) {
         ret = -1;
         goto done;
     }
     prs = find_own_property(&pr, p, prop);
     if (!prs || (prs->flags & JS_PROP_TMASK) != JS_PROP_AUTOINIT ||
-        js_autoinit_get_id(pr) != JS_AUTOINIT_ID_CODEMODE_DEFERRED ||
-        pr->u.init.opaque != original) {
+        !js_autoinit_is_deferred(pr) || pr->u.init.opaque != opaque) {
         JS_FreeValue(ctx, val);
         goto done;
     }
@@ -9203,8 +9266,10 @@ static int JS_AutoInitProperty(JSContext *ctx, JSObject *p, JSAtom prop,
     JSContext *realm;
     JSAutoInitFunc *func;
 
-    if (js_autoinit_get_id(pr) == JS_AUTOINIT_ID_CODEMODE_DEFERRED)
+    if (js_autoinit_is_deferred(pr))
         return js_codemode_init_deferred(ctx, p, prop, pr); /* codemode-rs patch 5 */
+    if (js_autoinit_is_getset(pr))
+        return js_autoinit_getset(ctx, p, pr, prs); /* codemode-rs patch 7 */
 
     if (js_shape_prepare_update(ctx, p, &prs))
         return -1;
@@ -9872,6 +9937,10 @@ retry:
             if (pflags) {
                 *pflags = prs->flags & JS_PROP_C_W_E;
                 if ((prs->flags & JS_PROP_TMASK) == JS_PROP_GETSET)
+                    *pflags |= JS_PROP_GETSET;
+                /* codemode-rs patch 7: an accessor not made yet is one */
+                if ((prs->flags & JS_PROP_TMASK) == JS_PROP_AUTOINIT &&
+                    js_autoinit_is_getset(pr))
                     *pflags |= JS_PROP_GETSET;
             }
             /* for consistency, send the exception even if desc is NULL */
@@ -11650,8 +11719,21 @@ int JS_CodemodeDeferProperty(JSContext *ctx, JSValueConst obj, JSAtom prop)
  retry:
     prs = find_own_property(&pr, p, prop);
     if (prs && (prs->flags & JS_PROP_TMASK) == JS_PROP_AUTOINIT &&
-        js_autoinit_get_id(pr) != JS_AUTOINIT_ID_CODEMODE_DEFERRED) {
-        /* a built-in QuickJS itself instantiates lazily: instantiate it now */
+        js_autoinit_get_id(pr) == JS_AUTOINIT_ID_PROP &&
+        js_autoinit_get_realm(pr) == ctx &&
+        ((const JSCFunctionListEntry *)pr->u.init.opaque)->def_type == JS_DEF_CFUNC) {
+        /* a built-in function of this realm QuickJS has not made yet: it stays
+           unmade, and is made when the deferred property is initialized. The
+           autoinit keeps its reference to the realm and its entry. */
+        if (js_shape_prepare_update(ctx, p, &prs))
+            return -1;
+        pr->u.init.realm_and_id = (pr->u.init.realm_and_id & ~7) |
+            JS_AUTOINIT_ID_CODEMODE_DEFERRED_ENTRY;
+        return 0;
+    }
+    if (prs && (prs->flags & JS_PROP_TMASK) == JS_PROP_AUTOINIT &&
+        !js_autoinit_is_deferred(pr)) {
+        /* another built-in QuickJS itself instantiates lazily: instantiate it now */
         if (JS_AutoInitProperty(ctx, p, prop, pr, prs))
             return -1;
         goto retry;
@@ -40834,6 +40916,40 @@ static JSAtom find_atom(JSContext *ctx, const char *name)
     return atom;
 }
 
+/* codemode-rs patch 7: the getter and setter functions of an accessor entry
+   (JS_UNDEFINED for a missing one). Returns -1 with an exception, and nothing
+   made, if one could not be made. */
+static int js_make_getset(JSContext *ctx, const JSCFunctionListEntry *e,
+                          JSValue *pgetter, JSValue *psetter)
+{
+    JSValue getter, setter;
+    char buf[64];
+
+    getter = JS_UNDEFINED;
+    if (e->u.getset.get.generic) {
+        snprintf(buf, sizeof(buf), "get %s", e->name);
+        getter = JS_NewCFunction2(ctx, e->u.getset.get.generic,
+                                  buf, 0, e->def_type == JS_DEF_CGETSET_MAGIC ? JS_CFUNC_getter_magic : JS_CFUNC_getter,
+                                  e->magic);
+        if (JS_IsException(getter))
+            return -1;
+    }
+    setter = JS_UNDEFINED;
+    if (e->u.getset.set.generic) {
+        snprintf(buf, sizeof(buf), "set %s", e->name);
+        setter = JS_NewCFunction2(ctx, e->u.getset.set.generic,
+                                  buf, 1, e->def_type == JS_DEF_CGETSET_MAGIC ? JS_CFUNC_setter_magic : JS_CFUNC_setter,
+                                  e->magic);
+        if (JS_IsException(setter)) {
+            JS_FreeValue(ctx, getter);
+            return -1;
+        }
+    }
+    *pgetter = getter;
+    *psetter = setter;
+    return 0;
+}
+
 static JSValue JS_InstantiateFunctionListItem2(JSContext *ctx, JSObject *p,
                                                JSAtom atom, void *opaque)
 {
@@ -40908,26 +41024,20 @@ static int JS_InstantiateFunctionListItem(JSContext *ctx, JSValueConst obj,
         JS_DefineAutoInitProperty(ctx, obj, atom, JS_AUTOINIT_ID_PROP,
                                   (void *)e, prop_flags);
         return 0;
-    case JS_DEF_CGETSET: /* XXX: use autoinit again ? */
+    case JS_DEF_CGETSET:
     case JS_DEF_CGETSET_MAGIC:
         {
             JSValue getter, setter;
-            char buf[64];
 
-            getter = JS_UNDEFINED;
-            if (e->u.getset.get.generic) {
-                snprintf(buf, sizeof(buf), "get %s", e->name);
-                getter = JS_NewCFunction2(ctx, e->u.getset.get.generic,
-                                          buf, 0, e->def_type == JS_DEF_CGETSET_MAGIC ? JS_CFUNC_getter_magic : JS_CFUNC_getter,
-                                          e->magic);
+            /* codemode-rs patch 7: a configurable accessor is made on first
+               access, like the functions above (see js_autoinit_getset) */
+            if (prop_flags & JS_PROP_CONFIGURABLE) {
+                JS_DefineAutoInitProperty(ctx, obj, atom, JS_AUTOINIT_ID_PROP,
+                                          (void *)e, prop_flags);
+                return 0;
             }
-            setter = JS_UNDEFINED;
-            if (e->u.getset.set.generic) {
-                snprintf(buf, sizeof(buf), "set %s", e->name);
-                setter = JS_NewCFunction2(ctx, e->u.getset.set.generic,
-                                          buf, 1, e->def_type == JS_DEF_CGETSET_MAGIC ? JS_CFUNC_setter_magic : JS_CFUNC_setter,
-                                          e->magic);
-            }
+            if (js_make_getset(ctx, e, &getter, &setter))
+                return -1;
             JS_DefinePropertyGetSet(ctx, obj, atom, getter, setter, prop_flags);
             return 0;
         }

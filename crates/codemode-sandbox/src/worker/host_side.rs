@@ -29,7 +29,7 @@ use super::{WorkerCommand, WorkerPoolConfig};
 use crate::codec::{encode_host_value, output_bytes};
 use crate::engine::{HOST_CALL_FAILED, HostFuture, Progress, StepInput, StepOutput};
 use crate::install::InstallPlan;
-use crate::vm_threads::run_step_then_drop;
+use crate::vm_threads::{Expected, run_step_then_drop};
 use crate::{
     BridgeHost, DEADLINE_GRACE, Limits, MAX_JSON_DEPTH, PendingCall, ReadingKind, RequestId,
     RunError, Tape,
@@ -530,7 +530,9 @@ pub(crate) async fn step_in_worker(
     };
     let give_up = deadline.checked_add(DEADLINE_GRACE).unwrap_or(deadline);
     let guard = KillOnDrop(Some(Arc::clone(&killer)));
-    let answer = tokio::time::timeout_at(give_up.into(), run_step_then_drop(job)).await;
+    // The VM is in the worker process; this thread only relays.
+    let answer =
+        tokio::time::timeout_at(give_up.into(), run_step_then_drop(job, Expected::Brief)).await;
     guard.defuse();
     match answer {
         Ok(Ok(answer)) => answer,
