@@ -281,7 +281,11 @@ export default function (natives, maxScan) {
       case 'bigint': throw new TypeErrorCtor('a BigInt cannot cross the code mode bridge');
       case 'string':
         // Refused before it is flattened and copied: one string can exceed the whole budget.
-        if (value.length > maxCallArgs) throw new RangeErrorCtor('code mode call arguments exceed ' + maxCallArgs + ' bytes');
+        // Every refusal polls: a guest may retry refused calls in a loop (see makeBridge).
+        if (value.length > maxCallArgs) {
+          poll();
+          throw new RangeErrorCtor('code mode call arguments exceed ' + maxCallArgs + ' bytes');
+        }
         return wellFormed(value);
       default: return value;
     }
@@ -295,7 +299,10 @@ export default function (natives, maxScan) {
   // JSON text of the guest's arguments, refused by size before the host copies it.
   function encodeCall(args) {
     const text = encodeArgs(args);
-    if (text.length > maxCallArgs) throw new RangeErrorCtor('code mode call arguments exceed ' + maxCallArgs + ' bytes');
+    if (text.length > maxCallArgs) {
+      poll();
+      throw new RangeErrorCtor('code mode call arguments exceed ' + maxCallArgs + ' bytes');
+    }
     return text;
   }
 
@@ -432,11 +439,18 @@ export default function (natives, maxScan) {
     return text + ']';
   }
 
+  // A bridge call polls through its native, which checks the deadline first and refuses once
+  // the run must stop; every refusal (by the native, or of oversized arguments while encoding)
+  // goes through `poll()`, which stops the run for good once it must stop, so a guest that
+  // catches refusals in a loop encodes at most one more call past the deadline. No poll of its
+  // own before encoding: a second native call per bridge call cost ~5% of a round trip.
   function makeBridge(index) {
     return freeze((...args) => new PromiseCtor((resolve, reject) => {
-      poll();
       const id = hostCall(index, encodeCall(args));
-      if (typeof id === 'string') throw new ErrorCtor(id);
+      if (typeof id === 'string') {
+        poll();
+        throw new ErrorCtor(id);
+      }
       resolvers[id] = resolve;
       rejecters[id] = reject;
     }));
@@ -445,9 +459,11 @@ export default function (natives, maxScan) {
   function makeLocal(index) {
     return freeze((...args) => new PromiseCtor((resolve) => {
       // `[value]` on success, the refusal message as a JSON string otherwise.
-      poll();
       const answer = parse(hostLocal(index, encodeCall(args)));
-      if (typeof answer === 'string') throw new ErrorCtor(answer);
+      if (typeof answer === 'string') {
+        poll();
+        throw new ErrorCtor(answer);
+      }
       resolve(answer[0]);
     }));
   }

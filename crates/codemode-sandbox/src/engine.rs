@@ -648,7 +648,13 @@ impl Engine {
 
     /// Settles one bridge call or yield in the VM; `Ok(false)` when the VM knows no such id.
     pub(crate) fn settle(&self, id: u64, ok: bool, payload: &str) -> Result<bool, RunError> {
-        self.call_control("settle", (js_number(id), ok, payload))
+        let result = self.vm.context.with(|ctx| {
+            settle_function(&ctx)
+                .and_then(|settle| settle.call::<_, JsValue<'_>>((js_number(id), ok, payload)))
+                .map(|value| value.as_bool() == Some(true))
+                .map_err(|error| caught(&ctx, &error))
+        });
+        result.map_err(|caught| self.classify(caught))
     }
 
     fn settle_outcome(&self, id: u64, outcome: Result<Value, String>) -> Result<(), RunError> {
@@ -715,6 +721,15 @@ fn js_bytes(bytes: usize) -> f64 {
 fn control<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Object<'js>> {
     let guard = ctx
         .userdata::<Object<'js>>()
+        .ok_or(rquickjs::Error::Unknown)?;
+    Ok(guard.clone())
+}
+
+/// The control object's `settle`, kept as the runtime's `Function` userdata by the bootstrap
+/// (natives.rs).
+fn settle_function<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Function<'js>> {
+    let guard = ctx
+        .userdata::<Function<'js>>()
         .ok_or(rquickjs::Error::Unknown)?;
     Ok(guard.clone())
 }

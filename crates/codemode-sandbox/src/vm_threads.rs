@@ -269,12 +269,13 @@ thread_local! {
 /// Called by a VM's interrupt handler while guest code runs: once the current step has kept its
 /// VM thread busy past [`LONG_STEP`], counts it as a long step, and lowers the thread's priority
 /// (once) while long steps occupy every core and another step wants one. A no-op on threads that
-/// are not VM threads, and the priority is left alone on systems other than Linux.
-pub(crate) fn note_guest_progress() {
+/// are not VM threads, and the priority is left alone on systems other than Linux. `now` is the
+/// caller's reading of the clock (one reading serves the deadline check too).
+pub(crate) fn note_guest_progress(now: std::time::Instant) {
     let Some(began) = STEP_BEGAN.get() else {
         return;
     };
-    if DEMOTED.get() || began.elapsed() < LONG_STEP {
+    if DEMOTED.get() || now.saturating_duration_since(began) < LONG_STEP {
         return;
     }
     let pool = pool();
@@ -414,7 +415,7 @@ mod tests {
                     let counted = counted.clone();
                     tokio::spawn(run_step(move || {
                         std::thread::sleep(LONG_STEP + std::time::Duration::from_millis(5));
-                        note_guest_progress();
+                        note_guest_progress(std::time::Instant::now());
                         counted.send(()).unwrap();
                         released.recv().is_err()
                     }))
@@ -425,8 +426,8 @@ mod tests {
                     long.recv().unwrap();
                 }
                 std::thread::sleep(LONG_STEP + std::time::Duration::from_millis(5));
-                note_guest_progress();
-                note_guest_progress();
+                note_guest_progress(std::time::Instant::now());
+                note_guest_progress(std::time::Instant::now());
                 (own_nice(), std::thread::current().id())
             })
             .await

@@ -38758,6 +38758,9 @@ typedef struct BCWriterState {
     bool allow_reference;
     bool allow_source;
     bool allow_debug;
+    /* codemode-rs patch 8: write every local and closure variable name as ""
+       (JS_WRITE_OBJ_CODEMODE_STRIP_NAMES) */
+    bool strip_names;
     uint32_t first_atom;
     uint32_t *atom_to_idx;
     int atom_to_idx_size;
@@ -39064,7 +39067,8 @@ static int JS_WriteFunctionTag(BCWriterState *s, JSValueConst obj)
         bc_put_leb128(s, b->arg_count + b->var_count);
         for(i = 0; i < b->arg_count + b->var_count; i++) {
             JSVarDef *vd = &b->vardefs[i];
-            bc_put_atom(s, vd->var_name);
+            /* codemode-rs patch 8 */
+            bc_put_atom(s, s->strip_names ? JS_ATOM_empty_string : vd->var_name);
             bc_put_leb128(s, vd->scope_level);
             bc_put_leb128(s, vd->scope_next + 1);
             flags = idx = 0;
@@ -39083,7 +39087,8 @@ static int JS_WriteFunctionTag(BCWriterState *s, JSValueConst obj)
 
     for(i = 0; i < b->closure_var_count; i++) {
         JSClosureVar *cv = &b->closure_var[i];
-        bc_put_atom(s, cv->var_name);
+        /* codemode-rs patch 8 */
+        bc_put_atom(s, s->strip_names ? JS_ATOM_empty_string : cv->var_name);
         bc_put_leb128(s, cv->var_idx);
         flags = idx = 0;
         bc_set_flags(&flags, &idx, cv->closure_type, 3);
@@ -39539,6 +39544,7 @@ uint8_t *JS_WriteObject2(JSContext *ctx, size_t *psize, JSValueConst obj,
     s->allow_reference = ((flags & JS_WRITE_OBJ_REFERENCE) != 0);
     s->allow_source = ((flags & JS_WRITE_OBJ_STRIP_SOURCE) == 0);
     s->allow_debug = ((flags & JS_WRITE_OBJ_STRIP_DEBUG) == 0);
+    s->strip_names = ((flags & JS_WRITE_OBJ_CODEMODE_STRIP_NAMES) != 0); /* codemode-rs patch 8 */
     /* XXX: could use a different version when bytecode is included */
     if (s->allow_bytecode)
         s->first_atom = JS_ATOM_END;

@@ -39,11 +39,14 @@ impl Flags {
 
     /// The interrupt handler: `true` stops guest code with an uncatchable exception.
     pub(crate) fn interrupt(&self) -> bool {
-        crate::vm_threads::note_guest_progress();
+        // One clock reading per poll: the bridge polls on every call.
+        let now = Instant::now();
+        crate::vm_threads::note_guest_progress(now);
         if self.output_exceeded.load(Ordering::Relaxed) || self.timed_out.load(Ordering::Relaxed) {
             return true;
         }
-        let elapsed = u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let elapsed = now.saturating_duration_since(self.origin).as_nanos();
+        let elapsed = u64::try_from(elapsed).unwrap_or(u64::MAX);
         if elapsed >= self.deadline_nanos.load(Ordering::Relaxed) {
             self.timed_out.store(true, Ordering::SeqCst);
             return true;

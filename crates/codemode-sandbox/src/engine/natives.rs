@@ -268,6 +268,11 @@ pub(super) fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Resu
     natives.set("maxCallArgs", js_bytes(limits.max_call_args_bytes))?;
     natives.set("maxOutput", js_bytes(limits.max_output_bytes))?;
     let control: Object<'js> = make_control.call((natives, max_scan))?;
+    // `settle` runs once per host answer: kept apart (the runtime's only `Function` userdata,
+    // read by engine.rs `settle_function`), so settling looks no property up.
+    let settle: Function<'js> = control.get("settle")?;
+    ctx.store_userdata(settle)
+        .map_err(|_| rquickjs::Error::Unknown)?;
     ctx.store_userdata(control.clone())
         .map_err(|_| rquickjs::Error::Unknown)?;
     Ok(control)

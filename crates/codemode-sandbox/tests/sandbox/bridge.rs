@@ -2,7 +2,7 @@
 //! forged internals and floods of calls.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::support::{TestHost, check, limits, render, run_with, runtime};
 use codemode_sandbox::{OutputItem, Run, Step};
@@ -421,4 +421,34 @@ fn huge_values_leaving_the_vm_are_refused_without_copying() {
          try { await host.echo(s) } catch (e) { return e.name + ': ' + e.message }",
         r#"completed "RangeError: code mode call arguments exceed 8388608 bytes""#,
     );
+}
+
+/// Bridge calls a guest retries in a loop, catching every refusal, end the run at its deadline
+/// within the grace, whatever refuses them: the size bound while encoding (one argument, or all
+/// of them together), the pending-call bounds, or the native once the run must stop. Every
+/// refusal polls the deadline (the bridge polls nothing else before encoding).
+#[test]
+fn refused_bridge_calls_retried_in_a_loop_stop_at_the_deadline() {
+    let limits = limits()
+        .with_timeout(Duration::from_millis(100))
+        .with_memory_bytes(256 << 20);
+    for program in [
+        "const s = 'x'.repeat(9e6); for (;;) { try { host.echo(s) } catch (e) {} }",
+        "const s = 'x'.repeat(3e6); for (;;) { try { host.echo(s, s, s) } catch (e) {} }",
+        "const s = 'x'.repeat(1e6); for (;;) { try { host.never(s) } catch (e) {} }",
+        "for (;;) { try { local.fail('x') } catch (e) {} }",
+    ] {
+        let started = Instant::now();
+        let step = runtime().block_on(run_with(program, limits.clone(), TestHost::new().0));
+        let took = started.elapsed();
+        assert!(
+            render(&step).contains("code mode timeout exceeded"),
+            "{program}: {}",
+            render(&step)
+        );
+        assert!(
+            took < limits.timeout + Duration::from_secs(1),
+            "{program}: ended after {took:?}"
+        );
+    }
 }
