@@ -226,6 +226,7 @@ export default function (natives, maxScan) {
   // The bootstrap's parts loaded on first use, by index (bytecode.rs `Part`).
   const GUARDS_PART = 1;
   const GLOBALS_PART = 2;
+  const READINGS_PART = 3;
 
   // Makes the guard of `holder[name]` (called by QuickJS on the property's first access with the
   // original it hid, possibly in the middle of guest code: it reads nothing the guest can reach).
@@ -488,10 +489,12 @@ export default function (natives, maxScan) {
     emit(true, safeEncode(value, maxOutput));
   }
 
-  // The runtime globals models expect (bootstrap/globals.js): console, TextEncoder, TextDecoder
-  // and structuredClone. `install` pins each to a stub and defers it, so a VM whose program uses
-  // none of them never loads their code; the first access builds and deep-freezes all four.
-  const runtimeGlobalNames = ['console', 'TextEncoder', 'TextDecoder', 'structuredClone'];
+  // The runtime globals models expect (bootstrap/globals.js): console, TextEncoder, TextDecoder,
+  // structuredClone and the timers. `install` pins each to a stub and defers it, so a VM whose
+  // program uses none of them never loads their code; the first access builds and deep-freezes
+  // them all.
+  const runtimeGlobalNames = ['console', 'TextEncoder', 'TextDecoder', 'structuredClone', 'setTimeout',
+    'setInterval', 'clearTimeout', 'clearInterval'];
   const runtimeGlobalHolders = [globalObject];
   const runtimeGlobalLists = [0, [runtimeGlobalNames]];
   const runtimeGlobalStub = freeze(create(null));
@@ -503,15 +506,16 @@ export default function (natives, maxScan) {
         __proto__: null,
         DOMExceptionCtor, DateCtor, DateProto, ErrorCtor, MapCtor, NumberCtor, OVER, ObjectCtor,
         RangeErrorCtor, SetCtor, StringCtor, TypeErrorCtor, Uint8ArrayCtor, WeakMapCtor, apply,
-        arrayBufferByteLength, arrayIncludes, bigintToString, bufferSlice, codePointAt,
-        dataViewBuffer, dataViewByteLength, dataViewOffset, dateGetTime, define, emit, freeze,
-        fromCharCode, getPrototypeOf, isArray, isError, isView, mapForEach, mapGet, mapHas, mapSet,
-        maxOutput, objectKeys, parseFloatFn, parseIntFn, poll, pollSoon, safeEncodeDepth, setAdd,
-        setForEach, stringIndexOf, stringSlice, typedArrayBuffer, typedArrayByteLength,
-        typedArrayOffset, typedArraySlice, weakGet, weakSet, wellFormed,
+        arrayBufferByteLength, arrayIncludes, bigintToString, bufferSlice, codePointAt, create,
+        dataViewBuffer, dataViewByteLength, dataViewOffset, dateGetTime, define, emit, fail, freeze,
+        fromCharCode, getPrototypeOf, hostClearTimer, hostTimer, isArray, isError, isView,
+        mapForEach, mapGet, mapHas, mapSet, maxOutput, objectKeys, parseFloatFn, parseIntFn, poll,
+        pollSoon, safeEncodeDepth, setAdd, setForEach, stringIndexOf, stringSlice,
+        typedArrayBuffer, typedArrayByteLength, typedArrayOffset, typedArraySlice, weakGet, weakSet,
+        wellFormed,
       };
-      // Kept only once all four are deep-frozen: if freezing throws (the guest's stack or
-      // memory ran out), the next access starts over with fresh objects.
+      // Kept only once all are deep-frozen: if freezing throws (the guest's stack or memory ran
+      // out), the next access starts over with fresh objects.
       const made = hostPart(GLOBALS_PART)(env);
       for (let i = 0; i < runtimeGlobalNames.length; i++) deepFreeze(made[runtimeGlobalNames[i]]);
       runtimeGlobals = made;
@@ -519,59 +523,10 @@ export default function (natives, maxScan) {
     return runtimeGlobals[name];
   }
 
-  // Timers are host-backed: the host keeps each timer's due time and counts it as pending work
-  // (a run with a timer pending does not complete, and parks at its deadline like a pending
-  // call); the callbacks stay here and run only inside the run's own exec/wait legs, after the
-  // microtasks, in due-time order.
-  const timerCallbacks = create(null);
-  const MAX_TIMER_DELAY = 2147483647;
-
-  function addTimer(callback, delay, args, repeat) {
-    poll();
-    if (typeof callback !== 'function') throw new TypeErrorCtor('the timer callback must be a function');
-    let ms = NumberCtor(delay);
-    if (!(ms > 0)) ms = 0;
-    if (ms > MAX_TIMER_DELAY) ms = MAX_TIMER_DELAY;
-    const id = hostTimer(ms, repeat);
-    if (typeof id === 'string') throw new RangeErrorCtor(id);
-    timerCallbacks[id] = { callback, args, repeat };
-    return id;
-  }
-
-  function setTimeout(callback, delay, ...args) {
-    return addTimer(callback, delay, args, false);
-  }
-
-  function setInterval(callback, delay, ...args) {
-    return addTimer(callback, delay, args, true);
-  }
-
-  function clearTimer(id) {
-    const key = NumberCtor(id);
-    if (!(key > 0) || timerCallbacks[key] === undefined) return;
-    delete timerCallbacks[key];
-    hostClearTimer(key);
-  }
-
-  function clearTimeout(id) {
-    clearTimer(id);
-  }
-
-  function clearInterval(id) {
-    clearTimer(id);
-  }
-
-  // Runs one due timer (from the host); an uncaught error in its callback fails the run.
+  // Runs one due timer (from the host; timers live in bootstrap/globals.js, so a timer exists
+  // only once the runtime globals are built). False for an unknown timer.
   function fireTimer(id) {
-    const timer = timerCallbacks[id];
-    if (timer === undefined) return false;
-    if (!timer.repeat) delete timerCallbacks[id];
-    try {
-      apply(timer.callback, undefined, timer.args);
-    } catch (error) {
-      fail(error);
-    }
-    return true;
+    return runtimeGlobals !== undefined && runtimeGlobals.fireTimer(id);
   }
 
   function yield_control() {
@@ -886,10 +841,6 @@ export default function (natives, maxScan) {
     pin('yield_control', yield_control);
     for (let i = 0; i < runtimeGlobalNames.length; i++) pin(runtimeGlobalNames[i], runtimeGlobalStub);
     hostDefer(instantiate, runtimeGlobalHolders, runtimeGlobalLists);
-    pin('setTimeout', setTimeout);
-    pin('setInterval', setInterval);
-    pin('clearTimeout', clearTimeout);
-    pin('clearInterval', clearInterval);
   }
 
   // Compiles the program as the body of an async function. Returns undefined, 'E' + failure text,
@@ -939,48 +890,13 @@ export default function (natives, maxScan) {
     return true;
   }
 
-  // Nondeterministic readings, when the host records or replays the run (a tape, see
-  // tape.rs): the clock of `Date.now()`, `new Date()` and `Date()`, `Math.random()` and
-  // `performance.now()` are read through `hostReading(kind, live)`, which answers the value the
-  // guest sees (the live one, or the one a replay must see again). Kinds: 0 clock, 1 random,
-  // 2 monotonic. Everything else of `Date` is the original's (same prototype, parse, UTC).
-  // Installed by `install` for such a run only, before any guest code; a run without a tape keeps
-  // the engine's own `Date`, `Math.random` and `performance`.
+  // Nondeterministic readings, when the host records or replays the run (a tape, see tape.rs):
+  // `install` loads bootstrap/readings.js for such a run only, before any guest code, and it
+  // routes the guest's clock and randomness through `hostReading`.
   const hostReading = natives.hostReading;
   function installReadings() {
-    const OriginalDate = Date;
-    const originalRandom = Math.random;
-    const dateToString = OriginalDate.prototype.toString;
-    const clockNow = () => hostReading(0, apply(dateNow, OriginalDate, []));
-    const ReadDate = function Date(...args) {
-      if (new.target === undefined) return apply(dateToString, new OriginalDate(clockNow()), []);
-      if (args.length === 0) return construct(OriginalDate, [clockNow()], new.target);
-      return construct(OriginalDate, args, new.target);
-    };
-    defineProperty(ReadDate, 'prototype', { value: OriginalDate.prototype, writable: false, enumerable: false, configurable: false });
-    defineProperty(ReadDate, 'length', { value: 7, writable: false, enumerable: false, configurable: true });
-    defineProperty(ReadDate, 'now', { value: function now() { return clockNow(); }, writable: true, enumerable: false, configurable: true });
-    defineProperty(ReadDate, 'parse', { value: OriginalDate.parse, writable: true, enumerable: false, configurable: true });
-    defineProperty(ReadDate, 'UTC', { value: OriginalDate.UTC, writable: true, enumerable: false, configurable: true });
-    defineProperty(OriginalDate.prototype, 'constructor', { value: ReadDate, writable: true, enumerable: false, configurable: true });
-    defineProperty(globalObject, 'Date', { value: ReadDate, writable: true, enumerable: false, configurable: true });
-    defineProperty(Math, 'random', {
-      value: function random() { return hostReading(1, apply(originalRandom, Math, [])); },
-      writable: true, enumerable: false, configurable: true,
-    });
-    // `performance.now` itself is not configurable: the global becomes an object that
-    // inherits the original's members and reads `now` through the tape.
-    const perf = globalObject.performance;
-    if (perf !== null && typeof perf === 'object' && typeof perf.now === 'function') {
-      const originalPerfNow = perf.now;
-      const readPerf = create(perf, {
-        now: {
-          value: function now() { return hostReading(2, apply(originalPerfNow, perf, [])); },
-          writable: true, enumerable: true, configurable: true,
-        },
-      });
-      defineProperty(globalObject, 'performance', { value: readPerf, writable: true, enumerable: false, configurable: true });
-    }
+    const env = { __proto__: null, apply, construct, create, dateNow, defineProperty, globalObject, hostReading };
+    hostPart(READINGS_PART)(env);
   }
 
   return freeze({ __proto__: null, install, compile, begin, settle, fireTimer });

@@ -24,12 +24,14 @@ pub(crate) enum Part {
     Core,
     /// `bootstrap/guards.js`: the guard makers of the deferred built-ins.
     Guards,
-    /// `bootstrap/globals.js`: console, TextEncoder, TextDecoder and structuredClone.
+    /// `bootstrap/globals.js`: console, TextEncoder, TextDecoder, structuredClone and the timers.
     Globals,
+    /// `bootstrap/readings.js`: the clock and randomness read through a run's tape.
+    Readings,
 }
 
 impl Part {
-    const ALL: [Part; 3] = [Part::Core, Part::Guards, Part::Globals];
+    const ALL: [Part; 4] = [Part::Core, Part::Guards, Part::Globals, Part::Readings];
 
     /// The part the bootstrap's `hostPart(index)` names (`GUARDS_PART` and so on).
     pub(crate) fn from_index(index: u32) -> Option<Part> {
@@ -42,6 +44,7 @@ impl Part {
             Part::Core => include_str!("bootstrap.js"),
             Part::Guards => include_str!("bootstrap/guards.js"),
             Part::Globals => include_str!("bootstrap/globals.js"),
+            Part::Readings => include_str!("bootstrap/readings.js"),
         }
     }
 
@@ -51,6 +54,7 @@ impl Part {
             Part::Core => "<codemode>",
             Part::Guards => "<codemode guards>",
             Part::Globals => "<codemode globals>",
+            Part::Readings => "<codemode readings>",
         }
     }
 
@@ -58,7 +62,7 @@ impl Part {
     /// loads the core: never later, on a guest's stack. `None` if compiling failed (it cannot
     /// for the shipped sources).
     fn bytecode(self) -> Option<&'static [u8]> {
-        static BYTECODE: OnceLock<Option<[Vec<u8>; 3]>> = OnceLock::new();
+        static BYTECODE: OnceLock<Option<[Vec<u8>; 4]>> = OnceLock::new();
         let all = BYTECODE.get_or_init(compile_all).as_ref()?;
         Some(all[self as usize].as_slice())
     }
@@ -111,7 +115,7 @@ fn compile(ctx: &Ctx<'_>, part: Part) -> Option<Vec<u8>> {
     }
 }
 
-fn compile_all() -> Option<[Vec<u8>; 3]> {
+fn compile_all() -> Option<[Vec<u8>; 4]> {
     let runtime = Runtime::new().ok()?;
     let context = Context::full(&runtime).ok()?;
     let compile = |part: Part| {
@@ -123,6 +127,7 @@ fn compile_all() -> Option<[Vec<u8>; 3]> {
         compile(Part::Core)?,
         compile(Part::Guards)?,
         compile(Part::Globals)?,
+        compile(Part::Readings)?,
     ])
 }
 
@@ -215,7 +220,12 @@ mod tests {
 
     #[test]
     fn every_part_loads_from_bytecode_and_compiles_from_source() {
-        for (part, length) in [(Part::Core, 2), (Part::Guards, 1), (Part::Globals, 1)] {
+        for (part, length) in [
+            (Part::Core, 2),
+            (Part::Guards, 1),
+            (Part::Globals, 1),
+            (Part::Readings, 1),
+        ] {
             assert!(part.bytecode().is_some_and(|bytes| !bytes.is_empty()));
             let runtime = Runtime::new().unwrap();
             let context = Context::full(&runtime).unwrap();

@@ -24,11 +24,10 @@
 //! for a slot — back-pressure, never an unbounded queue and never a thread per cell.
 
 use std::cell::Cell;
+use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
-
-use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 
 use tokio::sync::{Semaphore, oneshot};
 
@@ -64,13 +63,88 @@ pub(crate) enum Expected {
 /// Steps that may wait for a free VM thread before callers wait for a slot.
 pub const MAX_QUEUED_STEPS: usize = 4096;
 
-type Job = Box<dyn FnOnce() + Send>;
+/// A submitted step. It answers its caller itself, and returns what is left to drop after that
+/// (a finished VM, the step's slot), which its thread drops before it takes another step.
+type Job = Box<dyn FnOnce() -> Box<dyn Send> + Send>;
+
+/// The steps waiting for a VM thread. Unlike a channel, submitting a step wakes a sleeping thread
+/// only when no thread is *looking* for work (see [`worker`]): on a VM, waking a thread costs more
+/// than a trivial step, and a woken thread that finds its step taken still takes a core the
+/// busy ones want.
+struct StepQueue {
+    jobs: Mutex<VecDeque<Job>>,
+    ready: Condvar,
+    /// Held by the one thread, if any, that is looking for the next step (spinning, or tearing
+    /// down what its last step left, after which it looks): it will take what is submitted.
+    looking: AtomicBool,
+}
+
+impl StepQueue {
+    fn jobs(&self) -> MutexGuard<'_, VecDeque<Job>> {
+        // A job never runs under this lock, so a poisoned queue is still consistent.
+        self.jobs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn push(&self, job: Job) {
+        self.jobs().push_back(job);
+        // After the push: a thread that stops looking checks the queue after it lets go (see
+        // `stop_looking`), so a step is never left waiting with every thread asleep.
+        if !self.looking.load(Ordering::SeqCst) {
+            self.ready.notify_one();
+        }
+    }
+
+    /// Claims the looking role; `false` if another thread holds it.
+    fn start_looking(&self) -> bool {
+        !self.looking.swap(true, Ordering::SeqCst)
+    }
+
+    /// Lets the looking role go, and wakes a sleeping thread for any step submitted while it was
+    /// held (its submitter woke nobody).
+    fn stop_looking(&self) {
+        self.looking.store(false, Ordering::SeqCst);
+        if !self.jobs().is_empty() {
+            self.ready.notify_one();
+        }
+    }
+
+    /// For a thread holding the looking role: the next step, looked for until `until`. The role
+    /// is let go either way.
+    fn look_until(&self, until: std::time::Instant) -> Option<Job> {
+        loop {
+            // Popped before `stop_looking` locks the queue again.
+            let found = self.jobs().pop_front();
+            if let Some(job) = found {
+                self.stop_looking();
+                return Some(job);
+            }
+            if std::time::Instant::now() >= until {
+                self.stop_looking();
+                return None;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    /// The next step, sleeping until one is submitted.
+    fn wait(&self) -> Job {
+        let mut jobs = self.jobs();
+        loop {
+            if let Some(job) = jobs.pop_front() {
+                return job;
+            }
+            jobs = self
+                .ready
+                .wait(jobs)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+}
 
 struct Pool {
-    jobs: Sender<Job>,
-    receiver: Receiver<Job>,
-    /// One idle thread at a time looks for the next step before it sleeps (see [`worker`]).
-    spinning: Arc<AtomicBool>,
+    queue: StepQueue,
     /// Permits = threads + queued steps; a step holds one from submission to completion.
     slots: Arc<Semaphore>,
     started: AtomicUsize,
@@ -101,13 +175,14 @@ pub fn threads_started() -> usize {
 fn pool() -> &'static Pool {
     static POOL: OnceLock<Pool> = OnceLock::new();
     POOL.get_or_init(|| {
-        let (jobs, receiver) = unbounded::<Job>();
         let threads = thread_count();
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         Pool {
-            jobs,
-            receiver,
-            spinning: Arc::new(AtomicBool::new(false)),
+            queue: StepQueue {
+                jobs: Mutex::new(VecDeque::new()),
+                ready: Condvar::new(),
+                looking: AtomicBool::new(false),
+            },
             slots: Arc::new(Semaphore::new(threads + MAX_QUEUED_STEPS)),
             started: AtomicUsize::new(0),
             threads,
@@ -155,27 +230,32 @@ where
         .map_err(|_| StepLost::Failed)?;
     let (answer, receiver) = oneshot::channel();
     pool.computing.fetch_add(1, Ordering::SeqCst);
-    let job: Job = Box::new(move || {
+    // The core the step runs on, once it runs (see the caller's spin below).
+    let step_cpu = Arc::new(AtomicUsize::new(NO_CPU));
+    let job_cpu = Arc::clone(&step_cpu);
+    let job: Job = Box::new(move || -> Box<dyn Send> {
+        job_cpu.store(current_cpu(), Ordering::Relaxed);
         let outcome = catch_unwind(AssertUnwindSafe(step));
         pool.computing.fetch_sub(1, Ordering::SeqCst);
         // Before the answer goes out, so that the caller (below) starts the replacement.
         leave_if_demoted();
-        if let Ok((value, leftover)) = outcome {
-            // The caller may be gone (its future was dropped); the answer is dropped here then.
-            let _ = answer.send(value);
-            drop(catch_unwind(AssertUnwindSafe(move || drop(leftover))));
+        match outcome {
+            Ok((value, leftover)) => {
+                // The caller may be gone (its future was dropped); the answer is dropped with
+                // the rest then. The slot is held until the leftover is gone.
+                let _ = answer.send(value);
+                Box::new((leftover, permit))
+            }
+            Err(_) => Box::new(permit),
         }
-        drop(permit);
     });
     ensure_thread(pool);
-    if pool.jobs.send(job).is_err() {
-        pool.computing.fetch_sub(1, Ordering::SeqCst);
-        return Err(StepLost::Failed);
-    }
+    pool.queue.push(job);
     // A short step answers sooner than a parked caller thread can be woken on a virtual machine:
     // look for the answer for a moment before parking. Longer for a VM build, but only while
     // the steps computing (this one included) leave a core for the caller: spinning beside
-    // steps that want every core would slow them down.
+    // steps that want every core would slow them down. And never on the core the step runs on
+    // (the scheduler placed both threads there): the spin would take half the step's time.
     let spin = match expected {
         Expected::VmBuild if pool.computing.load(Ordering::SeqCst) < pool.cores => BUILD_SPIN,
         Expected::Brief | Expected::VmBuild => CALLER_SPIN,
@@ -183,6 +263,10 @@ where
     let mut receiver = receiver;
     let spin_until = std::time::Instant::now() + spin;
     while std::time::Instant::now() < spin_until {
+        let cpu = step_cpu.load(Ordering::Relaxed);
+        if cpu != NO_CPU && cpu == current_cpu() {
+            break;
+        }
         match receiver.try_recv() {
             Ok(value) => {
                 ensure_thread(pool);
@@ -223,12 +307,10 @@ fn ensure_thread(pool: &'static Pool) {
             Ordering::SeqCst,
         ) {
             Ok(_) => {
-                let receiver = pool.receiver.clone();
-                let spinning = Arc::clone(&pool.spinning);
                 let spawned = std::thread::Builder::new()
                     .name(format!("codemode-vm-{started}"))
                     .stack_size(VM_THREAD_STACK_BYTES)
-                    .spawn(move || worker(&receiver, &spinning));
+                    .spawn(move || worker(&pool.queue));
                 if spawned.is_err() {
                     pool.started.fetch_sub(1, Ordering::SeqCst);
                     tracing::warn!(target: "codemode_sandbox", "could not start a VM thread");
@@ -314,39 +396,58 @@ fn demote_this_thread() {
 #[cfg(not(target_os = "linux"))]
 fn demote_this_thread() {}
 
-/// A VM thread's loop. After each step, the thread that wins `spinning` looks for the next step
-/// for [`SPIN_BEFORE_SLEEP`] before it sleeps; the others sleep at once. So an idle pool burns at
-/// most one thread's spin per step, never a core per thread.
-fn worker(receiver: &Receiver<Job>, spinning: &AtomicBool) {
+/// What [`current_cpu`] answers when it does not know.
+const NO_CPU: usize = usize::MAX;
+
+/// The core the calling thread runs on (it may move at any time: a hint), or [`NO_CPU`].
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn current_cpu() -> usize {
+    // SAFETY: `sched_getcpu` takes no arguments and only reads the calling thread's state.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).unwrap_or(NO_CPU)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn current_cpu() -> usize {
+    NO_CPU
+}
+
+/// A VM thread's loop. After each step, the thread that wins the queue's looking role looks for
+/// the next step for [`SPIN_BEFORE_SLEEP`] before it sleeps; the others sleep at once. So an idle
+/// pool burns at most one thread's spin per step, never a core per thread. A thread takes the
+/// role before it drops what its step left (a finished VM): a step submitted meanwhile waits the
+/// teardown out (tens of microseconds for a VM of a trivial program) instead of waking a
+/// sleeping thread, which on a virtual machine costs as much and competes for the same cores.
+fn worker(queue: &StepQueue) {
+    let mut looking = false;
     while !DEMOTED.get() {
-        let mut job = None;
-        if !spinning.swap(true, Ordering::AcqRel) {
-            let spin_until = std::time::Instant::now() + SPIN_BEFORE_SLEEP;
-            while job.is_none() && std::time::Instant::now() < spin_until {
-                match receiver.try_recv() {
-                    Ok(found) => job = Some(found),
-                    Err(TryRecvError::Empty) => std::hint::spin_loop(),
-                    Err(TryRecvError::Disconnected) => {
-                        spinning.store(false, Ordering::Release);
-                        return;
-                    }
-                }
-            }
-            spinning.store(false, Ordering::Release);
+        if !looking {
+            looking = queue.start_looking();
         }
-        let job = match job {
-            Some(job) => job,
-            None => match receiver.recv() {
-                Ok(job) => job,
-                Err(_) => return,
-            },
+        let job = if looking {
+            looking = false;
+            let until = std::time::Instant::now() + SPIN_BEFORE_SLEEP;
+            match queue.look_until(until) {
+                Some(job) => job,
+                None => queue.wait(),
+            }
+        } else {
+            queue.wait()
         };
         STEP_BEGAN.set(Some(std::time::Instant::now()));
-        job();
+        let rest = job();
         STEP_BEGAN.set(None);
         if COUNTED_LONG.replace(false) {
             pool().long_steps.fetch_sub(1, Ordering::SeqCst);
         }
+        if !DEMOTED.get() {
+            looking = queue.start_looking();
+        }
+        drop(catch_unwind(AssertUnwindSafe(move || drop(rest))));
+    }
+    if looking {
+        queue.stop_looking();
     }
 }
 

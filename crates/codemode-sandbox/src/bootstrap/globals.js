@@ -1,25 +1,27 @@
 // The runtime globals models expect of a JavaScript runtime, for the code mode bootstrap
-// (bootstrap.js): console, TextEncoder, TextDecoder and structuredClone. Conveniences in the
-// guest's own realm: they never touch the bridge except through emit(), which counts every
-// console line against the output budget like text(). Loaded into a VM on the first access to one
+// (bootstrap.js): console, TextEncoder, TextDecoder, structuredClone and the host-backed timers
+// (setTimeout, setInterval, clearTimeout, clearInterval). Conveniences in the guest's own realm:
+// they never touch the bridge except through emit(), which counts every console line against the
+// output budget like text(), and the timer natives. Loaded into a VM on the first access to one
 // of these globals (deferred like the guarded built-ins, see `instantiate` there and
 // deferred.rs), so a VM whose program uses none never loads this code. Compiled once per process
 // to bytecode, like the bootstrap.
 //
 // The default export receives what it uses of the bootstrap's captures (`env`, a null-prototype
-// object) and returns the four globals. It runs after guest code may have run: at load it uses
+// object) and returns the globals, and `fireTimer` for the host. It runs after guest code may have
+// run: at load it uses
 // `env` only, never a global or a property of a built-in, and it assigns no property an object
 // could inherit a setter for.
 export default function (env) {
   const {
     DOMExceptionCtor, DateCtor, DateProto, ErrorCtor, MapCtor, NumberCtor, OVER, ObjectCtor,
     RangeErrorCtor, SetCtor, StringCtor, TypeErrorCtor, Uint8ArrayCtor, WeakMapCtor, apply,
-    arrayBufferByteLength, arrayIncludes, bigintToString, bufferSlice, codePointAt, dataViewBuffer,
-    dataViewByteLength, dataViewOffset, dateGetTime, define, emit, freeze, fromCharCode,
-    getPrototypeOf, isArray, isError, isView, mapForEach, mapGet, mapHas, mapSet, maxOutput,
-    objectKeys, parseFloatFn, parseIntFn, poll, pollSoon, safeEncodeDepth, setAdd, setForEach,
-    stringIndexOf, stringSlice, typedArrayBuffer, typedArrayByteLength, typedArrayOffset,
-    typedArraySlice, weakGet, weakSet, wellFormed,
+    arrayBufferByteLength, arrayIncludes, bigintToString, bufferSlice, codePointAt, create,
+    dataViewBuffer, dataViewByteLength, dataViewOffset, dateGetTime, define, emit, fail, freeze,
+    fromCharCode, getPrototypeOf, hostClearTimer, hostTimer, isArray, isError, isView, mapForEach,
+    mapGet, mapHas, mapSet, maxOutput, objectKeys, parseFloatFn, parseIntFn, poll, pollSoon,
+    safeEncodeDepth, setAdd, setForEach, stringIndexOf, stringSlice, typedArrayBuffer,
+    typedArrayByteLength, typedArrayOffset, typedArraySlice, weakGet, weakSet, wellFormed,
   } = env;
 
   const INSPECT_DEPTH = 8;
@@ -307,5 +309,64 @@ export default function (env) {
     return clone(value);
   }
 
-  return { __proto__: null, console: consoleObject, TextEncoder, TextDecoder, structuredClone };
+  // Timers are host-backed: the host keeps each timer's due time and counts it as pending work
+  // (a run with a timer pending does not complete, and parks at its deadline like a pending
+  // call); the callbacks stay here and run only inside the run's own exec/wait legs, after the
+  // microtasks, in due-time order.
+  const timerCallbacks = create(null);
+  const MAX_TIMER_DELAY = 2147483647;
+
+  function addTimer(callback, delay, args, repeat) {
+    poll();
+    if (typeof callback !== 'function') throw new TypeErrorCtor('the timer callback must be a function');
+    let ms = NumberCtor(delay);
+    if (!(ms > 0)) ms = 0;
+    if (ms > MAX_TIMER_DELAY) ms = MAX_TIMER_DELAY;
+    const id = hostTimer(ms, repeat);
+    if (typeof id === 'string') throw new RangeErrorCtor(id);
+    timerCallbacks[id] = { callback, args, repeat };
+    return id;
+  }
+
+  function setTimeout(callback, delay, ...args) {
+    return addTimer(callback, delay, args, false);
+  }
+
+  function setInterval(callback, delay, ...args) {
+    return addTimer(callback, delay, args, true);
+  }
+
+  function clearTimer(id) {
+    const key = NumberCtor(id);
+    if (!(key > 0) || timerCallbacks[key] === undefined) return;
+    delete timerCallbacks[key];
+    hostClearTimer(key);
+  }
+
+  function clearTimeout(id) {
+    clearTimer(id);
+  }
+
+  function clearInterval(id) {
+    clearTimer(id);
+  }
+
+  // Runs one due timer (from the host, through the bootstrap's control object); an uncaught
+  // error in its callback fails the run. False for an unknown timer.
+  function fireTimer(id) {
+    const timer = timerCallbacks[id];
+    if (timer === undefined) return false;
+    if (!timer.repeat) delete timerCallbacks[id];
+    try {
+      apply(timer.callback, undefined, timer.args);
+    } catch (error) {
+      fail(error);
+    }
+    return true;
+  }
+
+  return {
+    __proto__: null, console: consoleObject, TextEncoder, TextDecoder, structuredClone, setTimeout,
+    setInterval, clearTimeout, clearInterval, fireTimer,
+  };
 }
