@@ -34,7 +34,7 @@ pub(crate) use flags::Flags;
 use natives::{Natives, bootstrap};
 
 use crate::codec::{encode_host_value, output_bytes, parse_bridge_json, syntax_message, truncate};
-use crate::heap::{HeapAllocator, HeapRefusals};
+use crate::heap::{HeapAllocator, HeapGauge};
 use crate::install::InstallPlan;
 use crate::{
     BridgeHost, BridgeRequest, Limits, OutputItem, PendingCall, RequestId, RunError, Tape,
@@ -184,7 +184,7 @@ pub(crate) struct Engine {
     limits: Limits,
     /// Allocations the VM's allocator refused, and how many it had refused when the current step
     /// (or the build) began.
-    refusals: Arc<HeapRefusals>,
+    gauge: Arc<HeapGauge>,
     refusals_before_step: u64,
     /// Records or replays the run's nondeterministic inputs (see tape.rs).
     tape: Option<Arc<dyn Tape>>,
@@ -200,7 +200,7 @@ pub(crate) struct PreparedVm {
     vm: Vm,
     state: Arc<Mutex<BridgeState>>,
     flags: Arc<Flags>,
-    refusals: Arc<HeapRefusals>,
+    gauge: Arc<HeapGauge>,
 }
 
 impl PreparedVm {
@@ -226,12 +226,10 @@ impl PreparedVm {
         let unavailable = |error: rquickjs::Error| RunError::RuntimeUnavailable(error.to_string());
         // The allocator enforces the memory limit (QuickJS's own limit stays unset, see heap.rs)
         // and records refusals, the one sign of exhausted memory a guest cannot forge.
-        let refusals = Arc::new(HeapRefusals::default());
-        let runtime = Runtime::new_with_alloc(HeapAllocator::new(
-            limits.memory_bytes,
-            Arc::clone(&refusals),
-        ))
-        .map_err(unavailable)?;
+        let gauge = Arc::new(HeapGauge::default());
+        let runtime =
+            Runtime::new_with_alloc(HeapAllocator::new(limits.memory_bytes, Arc::clone(&gauge)))
+                .map_err(unavailable)?;
         runtime.set_max_stack_size(
             limits
                 .stack_bytes
@@ -264,7 +262,7 @@ impl PreparedVm {
             vm: Vm { context, runtime },
             state,
             flags,
-            refusals,
+            gauge,
         })
     }
 
@@ -303,7 +301,7 @@ impl Engine {
             flags,
             host,
             limits,
-            refusals: prepared.refusals,
+            gauge: prepared.gauge,
             refusals_before_step: 0,
             tape,
             started: false,
@@ -373,7 +371,7 @@ impl Engine {
             handle,
         } = input;
         self.flags.set_deadline(deadline);
-        self.refusals_before_step = self.refusals.count();
+        self.refusals_before_step = self.gauge.refusals();
         let _entered = handle.as_ref().map(tokio::runtime::Handle::enter);
         let mut spawn = Vec::new();
         let progress = match self.advance(settlements, resume_yields, deadline, &mut spawn) {
@@ -571,6 +569,11 @@ impl Engine {
 
     /// Bytes the parked run holds: the VM's measured heap (`malloc_size`) plus what the host side
     /// buffers for it (output of the current leg, arguments of calls not settled yet).
+    /// Bytes the VM's heap holds now (cheap: the allocator keeps the count).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.gauge.held_bytes()
+    }
+
     pub(crate) fn memory_bytes(&self) -> usize {
         let heap = usize::try_from(self.vm.runtime.memory_usage().malloc_size).unwrap_or(0);
         let state = lock(&self.state);
@@ -622,7 +625,7 @@ impl Engine {
     /// Whether the VM's allocator refused an allocation since the current step (or the build)
     /// began.
     fn allocation_refused(&self) -> bool {
-        let refused = self.refusals.count() > self.refusals_before_step;
+        let refused = self.gauge.refusals() > self.refusals_before_step;
         if refused {
             tracing::debug!(target: "codemode_sandbox", limit = self.limits.memory_bytes, "allocation refused");
         }

@@ -6,7 +6,7 @@
 //! reports exhausted memory to the guest as an ordinary exception, often `null` (when even the
 //! `InternalError` could not be allocated), which a guest can also throw itself. Classifying a
 //! failure as the memory limit therefore needs a fact the guest cannot forge: that this allocator
-//! refused an allocation during the step ([`HeapRefusals`]). The engine sets no QuickJS limit, so
+//! refused an allocation during the step ([`HeapGauge`]). The engine sets no QuickJS limit, so
 //! this allocator is the only place the budget is enforced.
 //!
 //! The budget counts the bytes this allocator hands out plus a small header each: QuickJS's
@@ -25,7 +25,7 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use rquickjs::allocator::Allocator;
 
@@ -34,19 +34,27 @@ const HEADER: usize = 16;
 /// Alignment of every block (and of its header).
 const ALIGN: usize = 16;
 
-/// How many allocations the VM's allocator refused, shared with the engine. Never reset: the
-/// engine compares counts taken at the start and end of a step.
+/// What the VM's allocator tells the engine: how many allocations it refused (never reset: the
+/// engine compares counts taken at the start and end of a step) and how many bytes it holds.
 #[derive(Debug, Default)]
-pub(crate) struct HeapRefusals(AtomicU64);
+pub(crate) struct HeapGauge {
+    refused: AtomicU64,
+    held: AtomicUsize,
+}
 
-impl HeapRefusals {
+impl HeapGauge {
     /// Allocations refused so far (over the budget, or the system allocator failed).
-    pub(crate) fn count(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
+    pub(crate) fn refusals(&self) -> u64 {
+        self.refused.load(Ordering::SeqCst)
     }
 
-    fn record(&self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
+    /// Bytes the allocator holds now, headers included.
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
+    }
+
+    fn record_refusal(&self) {
+        self.refused.fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -54,16 +62,22 @@ impl HeapRefusals {
 pub(crate) struct HeapAllocator {
     limit: usize,
     used: usize,
-    refusals: Arc<HeapRefusals>,
+    gauge: Arc<HeapGauge>,
 }
 
 impl HeapAllocator {
-    pub(crate) fn new(limit: usize, refusals: Arc<HeapRefusals>) -> Self {
+    pub(crate) fn new(limit: usize, gauge: Arc<HeapGauge>) -> Self {
         Self {
             limit,
             used: 0,
-            refusals,
+            gauge,
         }
+    }
+
+    /// Records a new total of held bytes (read by the engine; one relaxed store).
+    fn set_used(&mut self, used: usize) {
+        self.used = used;
+        self.gauge.held.store(used, Ordering::Relaxed);
     }
 
     /// The layout of a block of `size` caller bytes, if it fits the remaining budget (`extra` is
@@ -79,7 +93,7 @@ impl HeapAllocator {
     /// Allocates a block of `size` caller bytes, zeroed or not.
     fn allocate(&mut self, size: usize, zeroed: bool) -> *mut u8 {
         let Some(layout) = self.admit(size, size.saturating_add(HEADER)) else {
-            self.refusals.record();
+            self.gauge.record_refusal();
             return std::ptr::null_mut();
         };
         // SAFETY: `layout` has a non-zero size (at least `HEADER`) and a valid power-of-two
@@ -92,10 +106,10 @@ impl HeapAllocator {
             }
         };
         if base.is_null() {
-            self.refusals.record();
+            self.gauge.record_refusal();
             return base;
         }
-        self.used += layout.size();
+        self.set_used(self.used + layout.size());
         // SAFETY: `base` is a fresh, `ALIGN`-aligned block of `HEADER + size` bytes, so the
         // header fits at its start (aligned for `usize`) and `base + HEADER` is inside it.
         unsafe {
@@ -134,7 +148,7 @@ unsafe impl Allocator for HeapAllocator {
         match count.checked_mul(size) {
             Some(total) => self.allocate(total, true),
             None => {
-                self.refusals.record();
+                self.gauge.record_refusal();
                 std::ptr::null_mut()
             }
         }
@@ -147,7 +161,7 @@ unsafe impl Allocator for HeapAllocator {
         // SAFETY: rquickjs only frees pointers this allocator returned, once.
         let size = unsafe { stored_size(ptr) };
         let layout = layout_of(size);
-        self.used = self.used.saturating_sub(layout.size());
+        self.set_used(self.used.saturating_sub(layout.size()));
         // SAFETY: `ptr - HEADER` is the start of that block, allocated by `System` with exactly
         // `layout` (same size and alignment).
         unsafe { System.dealloc(ptr.sub(HEADER), layout) }
@@ -162,7 +176,7 @@ unsafe impl Allocator for HeapAllocator {
         let old_layout = layout_of(old_size);
         let Some(new_layout) = self.admit(new_size, new_size.saturating_sub(old_size)) else {
             // Refused: the old block stays valid and unchanged, as `realloc` requires.
-            self.refusals.record();
+            self.gauge.record_refusal();
             return std::ptr::null_mut();
         };
         // SAFETY: `ptr - HEADER` is a live block allocated by `System` with `old_layout`; the
@@ -170,10 +184,10 @@ unsafe impl Allocator for HeapAllocator {
         // `Layout::from_size_align` in `admit`).
         let base = unsafe { System.realloc(ptr.sub(HEADER), old_layout, new_layout.size()) };
         if base.is_null() {
-            self.refusals.record();
+            self.gauge.record_refusal();
             return base;
         }
-        self.used = self.used.saturating_sub(old_layout.size()) + new_layout.size();
+        self.set_used(self.used.saturating_sub(old_layout.size()) + new_layout.size());
         // SAFETY: `base` is the (possibly moved) block of `HEADER + new_size` bytes, aligned as
         // before; its header is rewritten with the new size.
         unsafe {
@@ -193,27 +207,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_budget_is_enforced_and_refusals_counted() {
-        let refusals = Arc::new(HeapRefusals::default());
-        let mut heap = HeapAllocator::new(1040, Arc::clone(&refusals));
+    fn the_budget_is_enforced_and_refusals_and_held_bytes_counted() {
+        let gauge = Arc::new(HeapGauge::default());
+        let mut heap = HeapAllocator::new(1040, Arc::clone(&gauge));
         let a = heap.alloc(500);
         assert!(!a.is_null());
         // SAFETY: `a` came from `heap` and is live.
         assert_eq!(unsafe { HeapAllocator::usable_size(a) }, 500);
         let b = heap.calloc(10, 50);
         assert!(!b.is_null());
-        assert_eq!(refusals.count(), 0);
+        assert_eq!(gauge.refusals(), 0);
+        assert_eq!(gauge.held_bytes(), 1032);
         // 516 + 516 of 1040 bytes are used (16 of each are the header): nothing more fits.
         assert!(heap.alloc(1).is_null());
         assert!(heap.calloc(usize::MAX, 2).is_null());
-        assert_eq!(refusals.count(), 2);
+        assert_eq!(gauge.refusals(), 2);
         // SAFETY: `b` came from `heap` and is live; growing it past the budget is refused and
         // leaves it valid, so it can still be freed.
         unsafe {
             assert!(heap.realloc(b, 600).is_null());
             heap.dealloc(b);
         }
-        assert_eq!(refusals.count(), 3);
+        assert_eq!(gauge.refusals(), 3);
         // SAFETY: `a` is live; after freeing `b` it can grow into the room.
         let a = unsafe { heap.realloc(a, 900) };
         assert!(!a.is_null());
@@ -223,7 +238,8 @@ mod tests {
             heap.dealloc(a);
         }
         assert_eq!(heap.used, 0);
+        assert_eq!(gauge.held_bytes(), 0);
         assert!(heap.alloc(usize::MAX).is_null());
-        assert_eq!(refusals.count(), 4);
+        assert_eq!(gauge.refusals(), 4);
     }
 }

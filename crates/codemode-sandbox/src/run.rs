@@ -405,19 +405,23 @@ impl Run {
                     prepared,
                 } => match Engine::build(&program, plan, limits, host, flags, prepared) {
                     Ok(engine) => Box::new(engine),
-                    Err(error) => return ((None, StepOutput::failed(error)), None),
+                    Err(error) => return ((None, StepOutput::failed(error)), Leftover::none()),
                 },
                 Phase::InWorker(_) | Phase::Dead => {
-                    return ((None, StepOutput::failed(RunError::Finished)), None);
+                    return (
+                        (None, StepOutput::failed(RunError::Finished)),
+                        Leftover::none(),
+                    );
                 }
             };
             let answer = engine.step(input);
             match answer.progress {
                 // The finished VM is torn down after the answer went out.
                 Progress::Completed(..) | Progress::Failed(_) => {
-                    ((None, answer), Some(engine as Box<dyn Send>))
+                    let heap_bytes = engine.heap_bytes();
+                    ((None, answer), Leftover::vm(engine, heap_bytes))
                 }
-                Progress::Yielded | Progress::Idle => ((Some(engine), answer), None),
+                Progress::Yielded | Progress::Idle => ((Some(engine), answer), Leftover::none()),
             }
         };
         let give_up = deadline.checked_add(DEADLINE_GRACE).unwrap_or(deadline);

@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 
 use crate::Limits;
 use crate::engine::{Flags, PreparedVm};
-use crate::vm_threads::{Expected, run_step_then_drop};
+use crate::vm_threads::{Expected, Leftover, run_step_then_drop};
 
 /// Largest pool: more ready VMs than this would hold memory for little gain.
 pub const MAX_POOLED_VMS: usize = 64;
@@ -198,7 +198,10 @@ impl Inner {
 async fn build(limits: Limits) -> Option<PreparedVm> {
     // A background refill: its caller has nothing better to do than wait, so it never spins long.
     let built = run_step_then_drop(
-        move || (PreparedVm::build(&limits, Arc::new(Flags::new())), None),
+        move || {
+            let built = PreparedVm::build(&limits, Arc::new(Flags::new()));
+            (built, Leftover::none())
+        },
         Expected::Brief,
     )
     .await;

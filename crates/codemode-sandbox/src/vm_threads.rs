@@ -65,7 +65,7 @@ pub const MAX_QUEUED_STEPS: usize = 4096;
 
 /// A submitted step. It answers its caller itself, and returns what is left to drop after that
 /// (a finished VM, the step's slot), which its thread drops before it takes another step.
-type Job = Box<dyn FnOnce() -> Box<dyn Send> + Send>;
+type Job = Box<dyn FnOnce() -> Rest + Send>;
 
 /// The steps waiting for a VM thread. Unlike a channel, submitting a step wakes a sleeping thread
 /// only when no thread is *looking* for work (see [`worker`]): on a VM, waking a thread costs more
@@ -209,12 +209,45 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    run_step_then_drop(move || (step(), None), Expected::Brief).await
+    run_step_then_drop(move || (step(), Leftover::none()), Expected::Brief).await
 }
 
 /// What a step leaves behind for its thread to drop once the answer is on its way (a finished
 /// VM: tearing it down is off the caller's path).
-pub(crate) type Leftover = Option<Box<dyn Send>>;
+pub(crate) struct Leftover {
+    value: Option<Box<dyn Send>>,
+    /// Dropping it takes well under a millisecond: the thread may keep the queue's looking role
+    /// meanwhile (see [`worker`]).
+    brief: bool,
+}
+
+/// A VM whose heap holds at most this much tears down in well under a millisecond (a trivial
+/// program's VM, ~180 KiB, in ~25 µs on the reference machine).
+const BRIEF_TEARDOWN_BYTES: usize = 1 << 20;
+
+impl Leftover {
+    /// Nothing to drop.
+    pub(crate) fn none() -> Self {
+        Self {
+            value: None,
+            brief: true,
+        }
+    }
+
+    /// A finished VM whose heap holds `heap_bytes`.
+    pub(crate) fn vm(vm: Box<dyn Send>, heap_bytes: usize) -> Self {
+        Self {
+            value: Some(vm),
+            brief: heap_bytes <= BRIEF_TEARDOWN_BYTES,
+        }
+    }
+}
+
+/// What a step's thread drops after the step answered.
+struct Rest {
+    value: Box<dyn Send>,
+    brief: bool,
+}
 
 /// Like [`run_step`], for a step that also leaves something to drop after it answered, and is
 /// `expected` to take that long.
@@ -233,7 +266,7 @@ where
     // The core the step runs on, once it runs (see the caller's spin below).
     let step_cpu = Arc::new(AtomicUsize::new(NO_CPU));
     let job_cpu = Arc::clone(&step_cpu);
-    let job: Job = Box::new(move || -> Box<dyn Send> {
+    let job: Job = Box::new(move || -> Rest {
         job_cpu.store(current_cpu(), Ordering::Relaxed);
         let outcome = catch_unwind(AssertUnwindSafe(step));
         pool.computing.fetch_sub(1, Ordering::SeqCst);
@@ -244,9 +277,15 @@ where
                 // The caller may be gone (its future was dropped); the answer is dropped with
                 // the rest then. The slot is held until the leftover is gone.
                 let _ = answer.send(value);
-                Box::new((leftover, permit))
+                Rest {
+                    value: Box::new((leftover.value, permit)),
+                    brief: leftover.brief,
+                }
             }
-            Err(_) => Box::new(permit),
+            Err(_) => Rest {
+                value: Box::new(permit),
+                brief: true,
+            },
         }
     });
     ensure_thread(pool);
@@ -416,9 +455,11 @@ fn current_cpu() -> usize {
 /// A VM thread's loop. After each step, the thread that wins the queue's looking role looks for
 /// the next step for [`SPIN_BEFORE_SLEEP`] before it sleeps; the others sleep at once. So an idle
 /// pool burns at most one thread's spin per step, never a core per thread. A thread takes the
-/// role before it drops what its step left (a finished VM): a step submitted meanwhile waits the
-/// teardown out (tens of microseconds for a VM of a trivial program) instead of waking a
-/// sleeping thread, which on a virtual machine costs as much and competes for the same cores.
+/// role before it drops what its step left when that is brief (a small VM, see
+/// [`BRIEF_TEARDOWN_BYTES`]): a step submitted meanwhile waits the teardown out (tens of
+/// microseconds) instead of waking a sleeping thread, which on a virtual machine costs as much
+/// and competes for the same cores. A long teardown never holds the role, so another session's
+/// step never waits for it.
 fn worker(queue: &StepQueue) {
     let mut looking = false;
     while !DEMOTED.get() {
@@ -441,10 +482,11 @@ fn worker(queue: &StepQueue) {
         if COUNTED_LONG.replace(false) {
             pool().long_steps.fetch_sub(1, Ordering::SeqCst);
         }
-        if !DEMOTED.get() {
+        if rest.brief && !DEMOTED.get() {
             looking = queue.start_looking();
         }
-        drop(catch_unwind(AssertUnwindSafe(move || drop(rest))));
+        let value = rest.value;
+        drop(catch_unwind(AssertUnwindSafe(move || drop(value))));
     }
     if looking {
         queue.stop_looking();
@@ -571,6 +613,52 @@ mod tests {
             let lost = run_step(|| -> u8 { panic!("a defect") }).await;
             assert_eq!(lost, Err(StepLost::Failed));
             assert_eq!(run_step(|| 7).await, Ok(7));
+        });
+    }
+
+    /// A VM that takes long to tear down keeps no other step waiting: its thread does not keep
+    /// the queue's looking role meanwhile, so the next step wakes (or starts) another thread.
+    #[test]
+    fn a_long_teardown_keeps_no_other_step_waiting() {
+        struct HeldUntilReleased(crossbeam_channel::Receiver<()>);
+        impl Drop for HeldUntilReleased {
+            fn drop(&mut self) {
+                let _ = self.0.recv_timeout(std::time::Duration::from_secs(30));
+            }
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            // Threads enough for both steps, idle and asleep by the time the steps come: the
+            // second step must then wake one (a thread started for it would find it anyway).
+            let barrier = Arc::new(std::sync::Barrier::new(3));
+            let warm: Vec<_> = (0..3)
+                .map(|_| {
+                    let barrier = Arc::clone(&barrier);
+                    tokio::spawn(run_step(move || {
+                        barrier.wait();
+                    }))
+                })
+                .collect();
+            for step in warm {
+                assert_eq!(step.await.unwrap(), Ok(()));
+            }
+            tokio::time::sleep(SPIN_BEFORE_SLEEP * 20).await;
+            let (release, released) = crossbeam_channel::bounded::<()>(0);
+            let leftover = HeldUntilReleased(released);
+            let first = run_step_then_drop(
+                move || ((), Leftover::vm(Box::new(leftover), usize::MAX)),
+                Expected::Brief,
+            )
+            .await;
+            assert_eq!(first, Ok(()));
+            // The first thread is now stuck in its teardown until released, after this step.
+            let second =
+                tokio::time::timeout(std::time::Duration::from_secs(10), run_step(|| 7)).await;
+            assert_eq!(second, Ok(Ok(7)));
+            let _ = release.send(());
         });
     }
 

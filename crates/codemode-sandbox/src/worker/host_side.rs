@@ -29,7 +29,7 @@ use super::{WorkerCommand, WorkerPoolConfig};
 use crate::codec::{encode_host_value, output_bytes};
 use crate::engine::{HOST_CALL_FAILED, HostFuture, Progress, StepInput, StepOutput};
 use crate::install::InstallPlan;
-use crate::vm_threads::{Expected, run_step_then_drop};
+use crate::vm_threads::{Expected, Leftover, run_step_then_drop};
 use crate::{
     BridgeHost, DEADLINE_GRACE, Limits, MAX_JSON_DEPTH, PendingCall, ReadingKind, RequestId,
     RunError, Tape,
@@ -526,7 +526,7 @@ pub(crate) async fn step_in_worker(
     let pool_inner = Arc::clone(&pool.inner);
     let job = move || {
         let answer = step_on_this_thread(&pool_inner, slot, run, build, input, parked, &job_killer);
-        (answer, None)
+        (answer, Leftover::none())
     };
     let give_up = deadline.checked_add(DEADLINE_GRACE).unwrap_or(deadline);
     let guard = KillOnDrop(Some(Arc::clone(&killer)));
