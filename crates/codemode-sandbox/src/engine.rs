@@ -182,8 +182,8 @@ pub(crate) struct Engine {
     flags: Arc<Flags>,
     host: Arc<dyn BridgeHost>,
     limits: Limits,
-    /// Allocations the VM's allocator refused, and how many it had refused when the current step
-    /// (or the build) began.
+    /// What the VM's allocator counts (allocations refused, bytes held), and how many it had
+    /// refused when the current step (or the build) began.
     gauge: Arc<HeapGauge>,
     refusals_before_step: u64,
     /// Records or replays the run's nondeterministic inputs (see tape.rs).
@@ -567,13 +567,13 @@ impl Engine {
         started
     }
 
-    /// Bytes the parked run holds: the VM's measured heap (`malloc_size`) plus what the host side
-    /// buffers for it (output of the current leg, arguments of calls not settled yet).
     /// Bytes the VM's heap holds now (cheap: the allocator keeps the count).
     pub(crate) fn heap_bytes(&self) -> usize {
         self.gauge.held_bytes()
     }
 
+    /// Bytes the parked run holds: the VM's measured heap (`malloc_size`) plus what the host side
+    /// buffers for it (output of the current leg, arguments of calls not settled yet).
     pub(crate) fn memory_bytes(&self) -> usize {
         let heap = usize::try_from(self.vm.runtime.memory_usage().malloc_size).unwrap_or(0);
         let state = lock(&self.state);

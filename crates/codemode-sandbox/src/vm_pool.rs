@@ -196,7 +196,7 @@ impl Inner {
 
 /// Builds one VM under `limits` on a VM thread; `None` if it could not be built.
 async fn build(limits: Limits) -> Option<PreparedVm> {
-    // A background refill: its caller has nothing better to do than wait, so it never spins long.
+    // A background refill: nobody waits for it, so its caller never spins long for the answer.
     let built = run_step_then_drop(
         move || {
             let built = PreparedVm::build(&limits, Arc::new(Flags::new()));
