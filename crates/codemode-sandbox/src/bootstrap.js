@@ -1,13 +1,15 @@
-// Trusted bootstrap of one code mode run (see run.rs and bytecode.rs). A module compiled once
-// per process to bytecode and loaded into each fresh VM before any guest code; its default
-// export receives the host's native functions and returns the control object only Rust can
-// reach. Every built-in the bridge relies on is captured here, so later guest tampering with
+// Trusted bootstrap of one code mode run (see run.rs and bytecode.rs). A script compiled once
+// per process to bytecode and loaded into each fresh VM before any guest code; its value, the
+// function below, receives the host's native functions and returns the control object only Rust
+// can reach. Every built-in the bridge relies on is captured here, so later guest tampering with
 // JSON, Promise, Object.prototype or the installed globals cannot change what the bridge does.
 // Nothing defined here is reachable from guest code except the functions installed as globals,
-// which are frozen.
-export default function (natives, maxScan) {
+// which are frozen. Each part of the bootstrap is one parenthesized function, strict within.
+(function (natives, maxScan) {
+  'use strict';
   const { hostCall, hostLocal, hostText, hostEmit, hostYield, hostFinish, hostIsProxy, hostPoll } = natives;
-  const { hostTimer, hostClearTimer, hostOutputRemaining, hostDefer, hostPart } = natives;
+  const { hostTimer, hostClearTimer, hostOutputRemaining, hostDefer, hostDeferGuarded, hostPart } = natives;
+  const { hostDeferConstructors, hostGuardFamily } = natives;
   const maxCallArgs = natives.maxCallArgs;
   const maxOutput = natives.maxOutput;
   const globalObject = globalThis;
@@ -179,13 +181,14 @@ export default function (natives, maxScan) {
     guardedCtors[guardedCtors.length] = original;
     ctorGlobals[ctorGlobals.length] = typedArrayNames[i];
   }
-  // The guarded methods, by holder: each is deferred (deferred.rs, vendored QuickJS patch 5)
-  // rather than replaced now. Its original is captured here, before any guest code (or, if
-  // QuickJS has not made it yet, made from QuickJS's own table on that first access), and the
-  // property's first access of any kind sets it to the guard `instantiate` makes, so a fresh VM
-  // builds only the guards its program touches. No path reaches an original: a deferred property
-  // holds no value until its guard is made, and a guard that fails to build (out of memory or
-  // time) leaves the property deferred for the next access.
+  // The guarded methods (deferred.rs `GUARDED_METHODS` lists them, by holder) are deferred
+  // (deferred.rs, vendored QuickJS patch 5) rather than replaced now. Each original is captured
+  // here, before any guest code (or, if QuickJS has not made it yet, made from QuickJS's own
+  // table on that first access), and the property's first access of any kind sets it to the
+  // guard `instantiate` makes, so a fresh VM builds only the guards its program touches. No path
+  // reaches an original: a deferred property holds no value until its guard is made, and a guard
+  // that fails to build (out of memory or time) leaves the property deferred for the next access.
+  // The holders, by the index deferred.rs `Holder` and guards.js name them with.
   const deferredHolders = [ArrayProto, StringProto, TypedArrayProto, globalObject, JSONObject, ObjectCtor,
     ReflectObject, ArrayCtor, TypedArrayCtor];
   const ARRAY_PROTO = 0;
@@ -197,36 +200,13 @@ export default function (natives, maxScan) {
   const REFLECT = 6;
   const ARRAY_CTOR = 7;
   const TYPED_ARRAY_CTOR = 8;
-  const unpolledScans = ['join', 'toLocaleString', 'reverse', 'toReversed', 'slice', 'splice', 'toSpliced',
-    'copyWithin', 'sort', 'toSorted', 'shift', 'unshift', 'fill', 'with', 'pop', 'push', 'at'];
-  const typedArrayScans = ['set', 'slice', 'subarray', 'fill', 'copyWithin', 'indexOf', 'lastIndexOf', 'includes',
-    'toLocaleString', 'reverse', 'toReversed', 'with'];
-  // trimLeft and trimRight are the very functions trimStart and trimEnd (aliases): guarded too.
-  const stringScans = ['normalize', 'localeCompare', 'toLowerCase', 'toUpperCase', 'toLocaleLowerCase',
-    'toLocaleUpperCase', 'trim', 'trimStart', 'trimEnd', 'trimLeft', 'trimRight', 'isWellFormed', 'toWellFormed'];
-  const uriCodings = ['encodeURI', 'encodeURIComponent', 'decodeURI', 'decodeURIComponent', 'escape', 'unescape'];
-  const objectScans = ['keys', 'values', 'entries', 'getOwnPropertyNames', 'assign', 'freeze', 'seal'];
-  const objectPolls = ['fromEntries', 'getOwnPropertySymbols', 'isFrozen', 'isSealed'];
-  // Pairs of a holder index and lists of the names guarded on it (read by deferred.rs); guards.js
-  // `findMaker` has a case for each.
-  const guardedNames = [
-    ARRAY_PROTO, [unpolledScans, ['concat', 'flat', 'flatMap']],
-    STRING_PROTO, [['indexOf', 'lastIndexOf', 'includes', 'split', 'replace', 'replaceAll', 'repeat', 'padStart',
-      'padEnd', 'concat'], stringScans],
-    TYPED_ARRAY_PROTO, [['sort', 'toSorted', 'join'], typedArrayScans],
-    GLOBAL, [['eval'], uriCodings],
-    JSON_OBJECT, [['parse', 'stringify']],
-    OBJECT_CTOR, [objectScans, objectPolls],
-    REFLECT, [['ownKeys']],
-    ARRAY_CTOR, [['from', 'of']],
-    TYPED_ARRAY_CTOR, [['from']],
-  ];
   // The guard kit (bootstrap/guards.js), loaded on the first deferred access.
   let guardKit;
   // The bootstrap's parts loaded on first use, by index (bytecode.rs `Part`).
   const GUARDS_PART = 1;
   const GLOBALS_PART = 2;
   const READINGS_PART = 3;
+  const CUT_PART = 4;
 
   // Makes the guard of `holder[name]` (called by QuickJS on the property's first access with the
   // original it hid, possibly in the middle of guest code: it reads nothing the guest can reach).
@@ -240,33 +220,14 @@ export default function (natives, maxScan) {
     while (holderIndex < deferredHolders.length && deferredHolders[holderIndex] !== holder) holderIndex++;
     return guardKit.method(holderIndex, name, original);
   }
-  hostDefer(instantiate, deferredHolders, guardedNames);
+  hostDeferGuarded(instantiate, deferredHolders);
   // The constructors' globals and prototypes' `constructor`.
-  const ctorHolders = [globalObject];
-  const ctorNames = [0, [ctorGlobals]];
-  const constructorOnly = [['constructor']];
-  for (let i = 0; i < guardedCtors.length; i++) {
-    ctorHolders[i + 1] = guardedCtors[i].prototype;
-    ctorNames[ctorNames.length] = i + 1;
-    ctorNames[ctorNames.length] = constructorOnly;
-  }
-  hostDefer(instantiate, ctorHolders, ctorNames);
+  hostDefer(instantiate, globalObject, ctorGlobals);
+  hostDeferConstructors(instantiate, guardedCtors);
 
   // The guard kit (bootstrap/guards.js), loaded into this VM on the first deferred access.
   function buildGuards() {
-    const env = {
-      __proto__: null,
-      apply, ARRAY_CTOR, ARRAY_PROTO, ARRAY_SORT_MAX, arrayBufferByteLength, BUILD_MAX,
-      COMPILER_COUNT, construct, create, defineProperty, getOwnPropertyDescriptor, getPrototypeOf,
-      GLOBAL, guardedCtors, hasOwn, hostIsProxy, Int32ArrayCtor, isArray, isObjectValue, JOIN_MAX,
-      JSON_OBJECT, JSON_TEXT_MAX, KEYS_MAX, maxScan, OBJECT_CTOR, ObjectCtor, objectPolls,
-      objectScans, poll, POLL_WORK, pollSoon, RangeErrorCtor, REFLECT, regExpGlobal, RegExpProto,
-      SCAN_MAX, SEARCH_WORK, setPrototypeOf, sharedByteLength, SORT_MAX, SOURCE_MAX, STRING_PROTO,
-      stringIndexOf, stringLastIndexOf, stringScans, stringSlice, symbolIterator, symbolMatch,
-      symbolReplace, symbolSpecies, symbolSplit, TEXT_MAX, TYPED_ARRAY_CTOR, TYPED_ARRAY_PROTO,
-      TypedArrayCtor, typedArrayLength, typedArrayScans, TypeErrorCtor, unpolledScans, uriCodings,
-    };
-    return hostPart(GUARDS_PART)(env);
+    return hostPart(GUARDS_PART)(partEnv());
   }
 
   // Promise capabilities of unsettled bridge calls and yields, keyed by request id.
@@ -495,28 +456,14 @@ export default function (natives, maxScan) {
   // them all.
   const runtimeGlobalNames = ['console', 'TextEncoder', 'TextDecoder', 'structuredClone', 'setTimeout',
     'setInterval', 'clearTimeout', 'clearInterval'];
-  const runtimeGlobalHolders = [globalObject];
-  const runtimeGlobalLists = [0, [runtimeGlobalNames]];
   const runtimeGlobalStub = freeze(create(null));
   let runtimeGlobals;
 
   function runtimeGlobal(name) {
     if (runtimeGlobals === undefined) {
-      const env = {
-        __proto__: null,
-        DOMExceptionCtor, DateCtor, DateProto, ErrorCtor, MapCtor, NumberCtor, OVER, ObjectCtor,
-        RangeErrorCtor, SetCtor, StringCtor, TypeErrorCtor, Uint8ArrayCtor, WeakMapCtor, apply,
-        arrayBufferByteLength, arrayIncludes, bigintToString, bufferSlice, codePointAt, create,
-        dataViewBuffer, dataViewByteLength, dataViewOffset, dateGetTime, define, emit, fail, freeze,
-        fromCharCode, getPrototypeOf, hostClearTimer, hostTimer, isArray, isError, isView,
-        mapForEach, mapGet, mapHas, mapSet, maxOutput, objectKeys, parseFloatFn, parseIntFn, poll,
-        pollSoon, safeEncodeDepth, setAdd, setForEach, stringIndexOf, stringSlice,
-        typedArrayBuffer, typedArrayByteLength, typedArrayOffset, typedArraySlice, weakGet, weakSet,
-        wellFormed,
-      };
       // Kept only once all are deep-frozen: if freezing throws (the guest's stack or memory ran
       // out), the next access starts over with fresh objects.
-      const made = hostPart(GLOBALS_PART)(env);
+      const made = hostPart(GLOBALS_PART)(partEnv());
       for (let i = 0; i < runtimeGlobalNames.length; i++) deepFreeze(made[runtimeGlobalNames[i]]);
       runtimeGlobals = made;
     }
@@ -579,52 +526,6 @@ export default function (natives, maxScan) {
     return bytes;
   }
 
-  // Bytes a marker takes; leaves room for the markers a cut adds.
-  const CUT_SLACK = 48;
-
-  // The largest prefix of a safe value (plain data made by safeValue) whose JSON fits in
-  // `budget` bytes: arrays keep their first items and end with a "[… N more items]" string,
-  // objects keep their first keys and gain a "…" key counting the rest, long strings are cut on
-  // a character boundary with a "…[N more characters]" marker.
-  function cut(value, budget) {
-    if (typeof value === 'string') {
-      if (utf8Bytes(value) + 2 <= budget) return value;
-      let keep = (budget - CUT_SLACK) / 3 | 0;
-      if (keep < 0) keep = 0;
-      const last = apply(charCodeAt, value, [keep - 1]);
-      if (keep > 0 && last >= 0xd800 && last <= 0xdbff) keep--;
-      return apply(stringSlice, value, [0, keep]) + '…[' + (value.length - keep) + ' more characters]';
-    }
-    if (value === null || typeof value !== 'object') return value;
-    const arrayLike = isArray(value);
-    const keys = arrayLike ? undefined : objectKeys(value);
-    const count = arrayLike ? value.length : keys.length;
-    const out = arrayLike ? [] : create(null);
-    let used = 2;
-    for (let i = 0; i < count; i++) {
-      const key = arrayLike ? i : keys[i];
-      const item = value[key];
-      const size = utf8Bytes(stringify(item)) + 1 + (arrayLike ? 0 : utf8Bytes(stringify(key)) + 1);
-      if (used + size + CUT_SLACK <= budget) {
-        define(out, key, item, true, true, true);
-        used += size;
-        continue;
-      }
-      let dropped = count - i;
-      const room = budget - used - CUT_SLACK * 2;
-      if (room > CUT_SLACK) {
-        define(out, key, cut(item, room), true, true, true);
-        dropped--;
-      }
-      if (dropped > 0) {
-        if (arrayLike) define(out, out.length, '[… ' + dropped + ' more items]', true, true, true);
-        else define(out, '…', dropped + ' more keys', true, true, true);
-      }
-      break;
-    }
-    return out;
-  }
-
   // The program's value goes through the safe adapter: a finished program never fails on it.
   // A value too big for what is left of the output budget is cut to fit (`hostFinish` gets the
   // original size); one too big even to measure within the VM's memory ends as over the limit.
@@ -654,7 +555,7 @@ export default function (natives, maxScan) {
     if (bytes <= remaining) return hostFinish(true, text, false, 0);
     let kept;
     try {
-      kept = stringify(cut(safe, remaining));
+      kept = stringify(hostPart(CUT_PART)(partEnv())(safe, remaining));
     } catch (_) {
       return hostFinish(true, '', true, 0);
     }
@@ -840,7 +741,7 @@ export default function (natives, maxScan) {
     pin('json', json);
     pin('yield_control', yield_control);
     for (let i = 0; i < runtimeGlobalNames.length; i++) pin(runtimeGlobalNames[i], runtimeGlobalStub);
-    hostDefer(instantiate, runtimeGlobalHolders, runtimeGlobalLists);
+    hostDefer(instantiate, globalObject, runtimeGlobalNames);
   }
 
   // Compiles the program as the body of an async function. Returns undefined, 'E' + failure text,
@@ -895,9 +796,33 @@ export default function (natives, maxScan) {
   // routes the guest's clock and randomness through `hostReading`.
   const hostReading = natives.hostReading;
   function installReadings() {
-    const env = { __proto__: null, apply, construct, create, dateNow, defineProperty, globalObject, hostReading };
-    hostPart(READINGS_PART)(env);
+    hostPart(READINGS_PART)(partEnv());
+  }
+
+  // What the parts loaded later use of the captures above (each part takes what it needs): a
+  // fresh null-prototype object for each part loaded, so no part sees another's changes. One
+  // function for every part, so the core's closures capture each value once.
+  function partEnv() {
+    return {
+      __proto__: null,
+      apply, ARRAY_CTOR, ARRAY_PROTO, ARRAY_SORT_MAX, arrayBufferByteLength, arrayIncludes,
+      bigintToString, BUILD_MAX, bufferSlice, charCodeAt, codePointAt, COMPILER_COUNT, construct,
+      create, dataViewBuffer, dataViewByteLength, dataViewOffset, DateCtor, dateGetTime, dateNow,
+      DateProto, define, defineProperty, DOMExceptionCtor, emit, ErrorCtor, fail, freeze,
+      fromCharCode, getOwnPropertyDescriptor, getPrototypeOf, GLOBAL, globalObject, guardedCtors,
+      hasOwn, hostClearTimer, hostGuardFamily, hostIsProxy, hostReading, hostTimer, Int32ArrayCtor,
+      isArray, isError, isObjectValue, isView, JOIN_MAX, JSON_OBJECT, JSON_TEXT_MAX, KEYS_MAX,
+      MapCtor, mapForEach, mapGet, mapHas, mapSet, maxOutput, maxScan, NumberCtor, OBJECT_CTOR,
+      ObjectCtor, objectKeys, OVER, parseFloatFn, parseIntFn, poll, POLL_WORK, pollSoon,
+      RangeErrorCtor, REFLECT, regExpGlobal, RegExpProto, safeEncodeDepth, SCAN_MAX, SEARCH_WORK,
+      setAdd, SetCtor, setForEach, setPrototypeOf, sharedByteLength, SORT_MAX, SOURCE_MAX,
+      STRING_PROTO, StringCtor, stringify, stringIndexOf, stringLastIndexOf, stringSlice,
+      symbolIterator, symbolMatch, symbolReplace, symbolSpecies, symbolSplit, TEXT_MAX,
+      TYPED_ARRAY_CTOR, TYPED_ARRAY_PROTO, typedArrayBuffer, typedArrayByteLength, TypedArrayCtor,
+      typedArrayLength, typedArrayOffset, typedArraySlice, TypeErrorCtor, Uint8ArrayCtor,
+      utf8Bytes, WeakMapCtor, weakGet, weakSet, wellFormed,
+    };
   }
 
   return freeze({ __proto__: null, install, compile, begin, settle, fireTimer });
-}
+})

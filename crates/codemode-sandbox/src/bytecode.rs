@@ -1,4 +1,4 @@
-//! The bootstrap's modules (`Part`), compiled together once per process to QuickJS bytecode:
+//! The bootstrap's scripts (`Part`), compiled together once per process to QuickJS bytecode:
 //! the core loads into each fresh VM as it is built (parsing and compiling its source took most of
 //! the cost of a fresh VM), the other parts on first use, from guest code (`hostPart`).
 //!
@@ -13,9 +13,9 @@
 use std::ffi::CString;
 use std::sync::OnceLock;
 
-use rquickjs::{Context, Ctx, Function, Module, Runtime, Value, qjs};
+use rquickjs::{Context, Ctx, Function, Runtime, Value, qjs};
 
-/// A module of the bootstrap. `Core` loads into every VM before any guest code; the others load
+/// A script of the bootstrap. `Core` loads into every VM before any guest code; the others load
 /// on first use, from the core (its `hostPart` native), so a VM pays only for what its program
 /// touches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,10 +28,18 @@ pub(crate) enum Part {
     Globals,
     /// `bootstrap/readings.js`: the clock and randomness read through a run's tape.
     Readings,
+    /// `bootstrap/cut.js`: the cut of a value too large for what is left of the output budget.
+    Cut,
 }
 
 impl Part {
-    const ALL: [Part; 4] = [Part::Core, Part::Guards, Part::Globals, Part::Readings];
+    const ALL: [Part; 5] = [
+        Part::Core,
+        Part::Guards,
+        Part::Globals,
+        Part::Readings,
+        Part::Cut,
+    ];
 
     /// The part the bootstrap's `hostPart(index)` names (`GUARDS_PART` and so on).
     pub(crate) fn from_index(index: u32) -> Option<Part> {
@@ -45,16 +53,18 @@ impl Part {
             Part::Guards => include_str!("bootstrap/guards.js"),
             Part::Globals => include_str!("bootstrap/globals.js"),
             Part::Readings => include_str!("bootstrap/readings.js"),
+            Part::Cut => include_str!("bootstrap/cut.js"),
         }
     }
 
-    /// The module name, shown in stack traces of bootstrap frames.
+    /// The script's name (bootstrap frames in stack traces show none: see `WRITE_FLAGS`).
     fn name(self) -> &'static str {
         match self {
             Part::Core => "<codemode>",
             Part::Guards => "<codemode guards>",
             Part::Globals => "<codemode globals>",
             Part::Readings => "<codemode readings>",
+            Part::Cut => "<codemode cut>",
         }
     }
 
@@ -62,7 +72,7 @@ impl Part {
     /// loads the core: never later, on a guest's stack. `None` if compiling failed (it cannot
     /// for the shipped sources).
     fn bytecode(self) -> Option<&'static [u8]> {
-        static BYTECODE: OnceLock<Option<[Vec<u8>; 4]>> = OnceLock::new();
+        static BYTECODE: OnceLock<Option<[Vec<u8>; 5]>> = OnceLock::new();
         let all = BYTECODE.get_or_init(compile_all).as_ref()?;
         Some(all[self as usize].as_slice())
     }
@@ -80,31 +90,31 @@ const WRITE_FLAGS: u32 = qjs::JS_WRITE_OBJ_BYTECODE
     | qjs::JS_WRITE_OBJ_STRIP_DEBUG
     | qjs::JS_WRITE_OBJ_CODEMODE_STRIP_NAMES;
 
-/// The bytecode of `part`'s module, compiled in `ctx` (the module definition stays in the
-/// context, which frees it).
+/// The bytecode of `part`'s script, compiled in `ctx`.
 fn compile(ctx: &Ctx<'_>, part: Part) -> Option<Vec<u8>> {
     let source = CString::new(part.source()).ok()?;
     let name = CString::new(part.name()).ok()?;
     let ctx_ptr = ctx.as_raw().as_ptr();
     // SAFETY: `ctx` is live and current on this thread; `source` and `name` are NUL-terminated
     // and outlive the calls (`JS_Eval` reads `source.len()` bytes and needs the NUL after
-    // them). A compiled module is a `JS_TAG_MODULE` value owned by the context's module list
-    // (as rquickjs's `Module::declare` keeps it), so it is not freed here; the buffer
-    // `JS_WriteObject` answers is copied, then freed with the context's allocator.
+    // them). The compiled script (a function bytecode value) is ours and freed after it is
+    // written; the buffer `JS_WriteObject` answers is copied, then freed with the context's
+    // allocator.
     unsafe {
-        let module = qjs::JS_Eval(
+        let script = qjs::JS_Eval(
             ctx_ptr,
             source.as_ptr(),
             part.source().len() as _,
             name.as_ptr(),
-            (qjs::JS_EVAL_TYPE_MODULE | qjs::JS_EVAL_FLAG_COMPILE_ONLY) as i32,
+            (qjs::JS_EVAL_TYPE_GLOBAL | qjs::JS_EVAL_FLAG_COMPILE_ONLY) as i32,
         );
-        if qjs::JS_IsException(module) {
+        if qjs::JS_IsException(script) {
             drop(ctx.catch());
             return None;
         }
         let mut length = 0;
-        let written = qjs::JS_WriteObject(ctx_ptr, &mut length, module, WRITE_FLAGS as i32);
+        let written = qjs::JS_WriteObject(ctx_ptr, &mut length, script, WRITE_FLAGS as i32);
+        qjs::JS_FreeValue(ctx_ptr, script);
         if written.is_null() {
             drop(ctx.catch());
             return None;
@@ -115,7 +125,7 @@ fn compile(ctx: &Ctx<'_>, part: Part) -> Option<Vec<u8>> {
     }
 }
 
-fn compile_all() -> Option<[Vec<u8>; 4]> {
+fn compile_all() -> Option<[Vec<u8>; 5]> {
     let runtime = Runtime::new().ok()?;
     let context = Context::full(&runtime).ok()?;
     let compile = |part: Part| {
@@ -128,6 +138,7 @@ fn compile_all() -> Option<[Vec<u8>; 4]> {
         compile(Part::Guards)?,
         compile(Part::Globals)?,
         compile(Part::Readings)?,
+        compile(Part::Cut)?,
     ])
 }
 
@@ -141,62 +152,55 @@ fn skip_checksum(bytes: &mut [u8]) -> Option<()> {
     Some(())
 }
 
-/// The bootstrap's default export (the function that makes the control object), from the core
-/// loaded and evaluated in this VM as it is built: from bytecode, or from source if compiling
-/// failed.
+/// The bootstrap's function (the one that makes the control object), from the core loaded and
+/// run in this VM as it is built: from bytecode, or from source if compiling failed.
 pub(crate) fn load_bootstrap<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Function<'js>> {
-    let module = match Part::Core.bytecode() {
-        // SAFETY: `bytes` is the unmodified output of `Module::write` (QuickJS `JS_WriteObject`)
-        // for the core, made by `compile_all` above in this process with this very QuickJS
-        // build, so it is well-formed bytecode of the format `JS_ReadObject` expects. Nothing
-        // else can write to it: it is private to this module and immutable once initialized.
-        Some(bytes) => unsafe { Module::load(ctx.clone(), bytes) }?,
-        None => Module::declare(ctx.clone(), Part::Core.name(), Part::Core.source())?,
-    };
-    let (module, _evaluated) = module.eval()?;
-    module.get("default")
+    match Part::Core.bytecode() {
+        Some(bytes) => run_bytecode(ctx, bytes),
+        None => ctx.eval(Part::Core.source()),
+    }
 }
 
-/// The default export of a part loaded on first use (`hostPart`), evaluated in this VM, possibly
-/// deep in guest code. Each call loads a new copy (the bootstrap calls again only after a load
-/// failed). Only from bytecode, and without rquickjs's `Module::eval` or any source evaluation:
-/// with the `parallel` feature those move the runtime's stack top to the current stack pointer,
-/// which, called from deep in guest code, would extend the guest's stack limit by that depth.
+/// The function of a part loaded on first use (`hostPart`), run in this VM, possibly deep in
+/// guest code. Each call loads a new copy (the bootstrap calls again only after a load failed).
+/// Only from bytecode, and never through rquickjs's `eval`: with the `parallel` feature that
+/// moves the runtime's stack top to the current stack pointer, which, called from deep in guest
+/// code, would extend the guest's stack limit by that depth.
 pub(crate) fn load_part<'js>(ctx: &Ctx<'js>, part: Part) -> rquickjs::Result<Function<'js>> {
-    let bytes = part.bytecode().ok_or(rquickjs::Error::Unknown)?;
+    run_bytecode(ctx, part.bytecode().ok_or(rquickjs::Error::Unknown)?)
+}
+
+/// Reads a part's script from `bytes` and runs it: its value is the part's function. A script
+/// rather than a module: no module record, namespace or evaluation promise to make per load.
+fn run_bytecode<'js>(ctx: &Ctx<'js>, bytes: &'static [u8]) -> rquickjs::Result<Function<'js>> {
     let ctx_ptr = ctx.as_raw().as_ptr();
-    // SAFETY: `bytes` is well-formed bytecode of a module made by this QuickJS build (see
-    // `load_bootstrap`), and `ctx` is live and current on this thread. `JS_EvalFunction` takes
-    // the module value it is given (the module definition stays in the context's list, which
-    // owns it); the promise it answers is released; the namespace is handed to rquickjs, which
-    // releases it.
-    let namespace = unsafe {
-        let module = qjs::JS_ReadObject(
+    // SAFETY: `bytes` is the unmodified output of `JS_WriteObject` for a part's script, made by
+    // `compile_all` above in this process with this very QuickJS build, so it is well-formed
+    // bytecode of the format `JS_ReadObject` expects. Nothing else can write to it: it is private
+    // to this module and immutable once initialized. `ctx` is live and current on this thread.
+    // `JS_EvalFunction` takes the function bytecode it is given (and frees it); the value it
+    // answers is handed to rquickjs, which releases it.
+    let value = unsafe {
+        let script = qjs::JS_ReadObject(
             ctx_ptr,
             bytes.as_ptr(),
             bytes.len() as _,
-            (qjs::JS_READ_OBJ_BYTECODE | qjs::JS_READ_OBJ_ROM_DATA) as i32,
+            qjs::JS_READ_OBJ_BYTECODE as i32,
         );
-        if qjs::JS_IsException(module) || qjs::JS_VALUE_GET_TAG(module) != qjs::JS_TAG_MODULE {
-            qjs::JS_FreeValue(ctx_ptr, module);
+        if qjs::JS_IsException(script) {
             return Err(rquickjs::Error::Exception);
         }
-        let definition = qjs::JS_VALUE_GET_PTR(module).cast::<qjs::JSModuleDef>();
-        let evaluated = qjs::JS_EvalFunction(ctx_ptr, module);
-        if qjs::JS_IsException(evaluated) {
+        if qjs::JS_VALUE_GET_TAG(script) != qjs::JS_TAG_FUNCTION_BYTECODE {
+            qjs::JS_FreeValue(ctx_ptr, script);
+            return Err(rquickjs::Error::Unknown);
+        }
+        let value = qjs::JS_EvalFunction(ctx_ptr, script);
+        if qjs::JS_IsException(value) {
             return Err(rquickjs::Error::Exception);
         }
-        qjs::JS_FreeValue(ctx_ptr, evaluated);
-        let namespace = qjs::JS_GetModuleNamespace(ctx_ptr, definition);
-        if qjs::JS_IsException(namespace) {
-            return Err(rquickjs::Error::Exception);
-        }
-        Value::from_raw(ctx.clone(), namespace)
+        Value::from_raw(ctx.clone(), value)
     };
-    namespace
-        .into_object()
-        .ok_or(rquickjs::Error::Unknown)?
-        .get("default")
+    value.into_function().ok_or(rquickjs::Error::Unknown)
 }
 
 #[cfg(test)]
@@ -225,6 +229,7 @@ mod tests {
             (Part::Guards, 1),
             (Part::Globals, 1),
             (Part::Readings, 1),
+            (Part::Cut, 1),
         ] {
             assert!(part.bytecode().is_some_and(|bytes| !bytes.is_empty()));
             let runtime = Runtime::new().unwrap();
@@ -245,9 +250,7 @@ mod tests {
             let runtime = Runtime::new().unwrap();
             let context = Context::full(&runtime).unwrap();
             context.with(|ctx| {
-                let declared = Module::declare(ctx.clone(), part.name(), part.source()).unwrap();
-                let (declared, _evaluated) = declared.eval().unwrap();
-                let compiled: Function<'_> = declared.get("default").unwrap();
+                let compiled: Function<'_> = ctx.eval(part.source()).unwrap();
                 assert_eq!(compiled.get::<_, u32>("length").unwrap(), length);
             });
         }

@@ -15,52 +15,233 @@
 //! see the lint table in the root `Cargo.toml`).
 #![allow(unsafe_code)]
 
-use rquickjs::{Array, Ctx, Function, Object, qjs};
+use rquickjs::{Array, Ctx, Function, Object, atom::PredefinedAtom, qjs};
 
-/// Makes `factory` the realm's factory for deferred properties, then defers the properties
-/// `names` lists: flat pairs of an index into `holders` and a list of lists of names, as
-/// `guardedNames` in bootstrap.js. Fails (with the exception pending) if a name is not an own
-/// data property of its holder holding an object.
-pub(crate) fn defer<'js>(
+/// An object holding guarded built-in methods: its index in `deferredHolders` in bootstrap.js,
+/// which hands them over in this order (`ARRAY_PROTO` and so on there and in guards.js). An
+/// order that disagreed would name a method on the wrong holder, where it is not an own data
+/// property, and every VM build would fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Holder {
+    ArrayProto,
+    StringProto,
+    TypedArrayProto,
+    Global,
+    Json,
+    ObjectCtor,
+    Reflect,
+    ArrayCtor,
+    TypedArrayCtor,
+}
+
+/// A list of guarded methods of one holder. guards.js `findMaker` gives every member of a list
+/// with a `family` the same kind of guard (it asks for the family through `hostGuardFamily`); the
+/// members of a list without one have cases of their own there.
+pub(crate) struct GuardedMethods {
+    pub(crate) holder: Holder,
+    pub(crate) family: Option<&'static str>,
+    /// The names, separated by whitespace.
+    pub(crate) names: &'static str,
+}
+
+/// Every guarded built-in method, deferred in every fresh VM before any guest code
+/// ([`defer_guarded_methods`]). The one list of them: guards.js reads the families from here
+/// ([`guard_family`]).
+/// The guarded constructors, which are values rather than names, are deferred by bootstrap.js
+/// through [`defer`]. Adding a method: its name here, and its case in guards.js `findMaker`.
+/// trimLeft and trimRight are the very functions trimStart and trimEnd (aliases): guarded too.
+pub(crate) const GUARDED_METHODS: &[GuardedMethods] = &[
+    GuardedMethods {
+        holder: Holder::ArrayProto,
+        family: Some("unpolledScans"),
+        names: "join toLocaleString reverse toReversed slice splice toSpliced copyWithin sort \
+            toSorted shift unshift fill with pop push at",
+    },
+    GuardedMethods {
+        holder: Holder::ArrayProto,
+        family: None,
+        names: "concat flat flatMap",
+    },
+    GuardedMethods {
+        holder: Holder::StringProto,
+        family: None,
+        names: "indexOf lastIndexOf includes split replace replaceAll repeat padStart padEnd \
+            concat",
+    },
+    GuardedMethods {
+        holder: Holder::StringProto,
+        family: Some("stringScans"),
+        names: "normalize localeCompare toLowerCase toUpperCase toLocaleLowerCase \
+            toLocaleUpperCase trim trimStart trimEnd trimLeft trimRight isWellFormed \
+            toWellFormed",
+    },
+    GuardedMethods {
+        holder: Holder::TypedArrayProto,
+        family: None,
+        names: "sort toSorted join",
+    },
+    GuardedMethods {
+        holder: Holder::TypedArrayProto,
+        family: Some("typedArrayScans"),
+        names: "set slice subarray fill copyWithin indexOf lastIndexOf includes toLocaleString \
+            reverse toReversed with",
+    },
+    GuardedMethods {
+        holder: Holder::Global,
+        family: None,
+        names: "eval",
+    },
+    GuardedMethods {
+        holder: Holder::Global,
+        family: Some("uriCodings"),
+        names: "encodeURI encodeURIComponent decodeURI decodeURIComponent escape unescape",
+    },
+    GuardedMethods {
+        holder: Holder::Json,
+        family: None,
+        names: "parse stringify",
+    },
+    GuardedMethods {
+        holder: Holder::ObjectCtor,
+        family: Some("objectScans"),
+        names: "keys values entries getOwnPropertyNames assign freeze seal",
+    },
+    GuardedMethods {
+        holder: Holder::ObjectCtor,
+        family: Some("objectPolls"),
+        names: "fromEntries getOwnPropertySymbols isFrozen isSealed",
+    },
+    GuardedMethods {
+        holder: Holder::Reflect,
+        family: None,
+        names: "ownKeys",
+    },
+    GuardedMethods {
+        holder: Holder::ArrayCtor,
+        family: None,
+        names: "from of",
+    },
+    GuardedMethods {
+        holder: Holder::TypedArrayCtor,
+        family: None,
+        names: "from",
+    },
+];
+
+/// Makes `factory` the realm's factory for deferred properties, then defers every method of
+/// [`GUARDED_METHODS`] on its holder (`holders`, in [`Holder`] order). Fails (with the exception
+/// pending) if a name is not an own data property of its holder holding an object.
+pub(crate) fn defer_guarded_methods<'js>(
     ctx: &Ctx<'js>,
     factory: Function<'js>,
     holders: Array<'js>,
-    names: Array<'js>,
 ) -> rquickjs::Result<()> {
     let ctx_ptr = ctx.as_raw().as_ptr();
-    // SAFETY: `ctx` is a live context, current on this thread (we are inside its `with`), and
-    // `factory` a live value of it; the callee only stores a new reference to the value.
-    unsafe { qjs::JS_CodemodeSetDeferredFactory(ctx_ptr, factory.as_raw()) };
-    for pair in 0..names.len() / 2 {
-        let holder: Object<'js> = holders.get(names.get::<u32>(2 * pair)? as usize)?;
-        let lists: Array<'js> = names.get(2 * pair + 1)?;
-        for list in lists.iter::<Array<'js>>() {
-            let list = list?;
-            // Raw calls per name: about 130 names in every fresh VM, and rquickjs's checked
-            // accessors cost more than the deferral itself.
-            for index in 0..u32::try_from(list.len()).unwrap_or(u32::MAX) {
-                // SAFETY: `ctx` is live and current; `holder` and `list` are live values of it,
-                // held across the calls. The name read from the list and the atom made from it
-                // are freed right after use. The callee only edits the holder's own property in
-                // place, or throws.
-                let status = unsafe {
-                    let name = qjs::JS_GetPropertyUint32(ctx_ptr, list.as_raw(), index);
-                    let atom = qjs::JS_ValueToAtom(ctx_ptr, name);
-                    qjs::JS_FreeValue(ctx_ptr, name);
-                    if atom == qjs::JS_ATOM_NULL {
-                        return Err(rquickjs::Error::Exception);
-                    }
-                    let status = qjs::JS_CodemodeDeferProperty(ctx_ptr, holder.as_raw(), atom);
-                    qjs::JS_FreeAtom(ctx_ptr, atom);
-                    status
-                };
-                if status < 0 {
-                    return Err(rquickjs::Error::Exception);
-                }
-            }
+    set_factory(ctx, &factory);
+    for list in GUARDED_METHODS {
+        let holder: Object<'js> = holders.get(list.holder as usize)?;
+        for name in list.names.split_ascii_whitespace() {
+            // SAFETY: `ctx` is live and current; `name` is valid UTF-8 of the given length (no
+            // NUL needed).
+            let atom =
+                unsafe { qjs::JS_NewAtomLen(ctx_ptr, name.as_ptr().cast(), name.len() as _) };
+            defer_named(ctx, &holder, atom)?;
         }
     }
     Ok(())
+}
+
+/// The family of the guarded method `name` of the holder with index `holder` ([`Holder`]), if
+/// its list has one: guards.js `findMaker` makes the same kind of guard for every member.
+pub(crate) fn guard_family(holder: u32, name: &str) -> Option<&'static str> {
+    GUARDED_METHODS
+        .iter()
+        .find(|list| {
+            list.holder as u32 == holder && list.names.split_ascii_whitespace().any(|n| n == name)
+        })?
+        .family
+}
+
+/// Makes `factory` the realm's factory for deferred properties, then defers the properties of
+/// `holder` that `names` lists (the guarded constructors' globals, the runtime globals). Fails
+/// (with the exception pending) if a name is not an own data property of `holder` holding an
+/// object.
+pub(crate) fn defer<'js>(
+    ctx: &Ctx<'js>,
+    factory: Function<'js>,
+    holder: Object<'js>,
+    names: Array<'js>,
+) -> rquickjs::Result<()> {
+    let ctx_ptr = ctx.as_raw().as_ptr();
+    set_factory(ctx, &factory);
+    // Raw calls per name: rquickjs's checked accessors cost more than the deferral itself.
+    for index in 0..u32::try_from(names.len()).unwrap_or(u32::MAX) {
+        // SAFETY: `ctx` is live and current; `names` is a live value of it, held across the
+        // calls. The name read from the list is freed right after use.
+        let atom = unsafe {
+            let name = qjs::JS_GetPropertyUint32(ctx_ptr, names.as_raw(), index);
+            let atom = qjs::JS_ValueToAtom(ctx_ptr, name);
+            qjs::JS_FreeValue(ctx_ptr, name);
+            atom
+        };
+        defer_named(ctx, &holder, atom)?;
+    }
+    Ok(())
+}
+
+/// Makes `factory` the realm's factory for deferred properties, then defers the `constructor`
+/// property of the prototype of each constructor in `ctors` (the guarded constructors: a guard
+/// replaces the original wherever it is reachable). Fails (with the exception pending) as
+/// [`defer`] does.
+pub(crate) fn defer_constructors<'js>(
+    ctx: &Ctx<'js>,
+    factory: Function<'js>,
+    ctors: Array<'js>,
+) -> rquickjs::Result<()> {
+    set_factory(ctx, &factory);
+    for ctor in ctors.iter::<Object<'js>>() {
+        let prototype: Object<'js> = ctor?.get(PredefinedAtom::Prototype)?;
+        // `constructor` is one of QuickJS's predefined atoms: no lookup, nothing to free.
+        if defer_property(ctx, &prototype, qjs::JS_ATOM_constructor as qjs::JSAtom) < 0 {
+            return Err(rquickjs::Error::Exception);
+        }
+    }
+    Ok(())
+}
+
+/// Makes `factory` the realm's factory for deferred properties.
+fn set_factory<'js>(ctx: &Ctx<'js>, factory: &Function<'js>) {
+    // SAFETY: `ctx` is a live context, current on this thread (we are inside its `with`), and
+    // `factory` a live value of it; the callee only stores a new reference to the value.
+    unsafe { qjs::JS_CodemodeSetDeferredFactory(ctx.as_raw().as_ptr(), factory.as_raw()) };
+}
+
+/// Defers the property `atom` of `holder`, taking the atom (freed here; `JS_ATOM_NULL` means
+/// making it threw). Fails with the exception pending.
+fn defer_named<'js>(
+    ctx: &Ctx<'js>,
+    holder: &Object<'js>,
+    atom: qjs::JSAtom,
+) -> rquickjs::Result<()> {
+    if atom == qjs::JS_ATOM_NULL {
+        return Err(rquickjs::Error::Exception);
+    }
+    let status = defer_property(ctx, holder, atom);
+    // SAFETY: `atom` is a live atom of the context's runtime, owned by this function.
+    unsafe { qjs::JS_FreeAtom(ctx.as_raw().as_ptr(), atom) };
+    if status < 0 {
+        return Err(rquickjs::Error::Exception);
+    }
+    Ok(())
+}
+
+/// Defers the property `atom` of `holder`: QuickJS's status (negative with an exception pending
+/// if it is not an own data property holding an object).
+fn defer_property<'js>(ctx: &Ctx<'js>, holder: &Object<'js>, atom: qjs::JSAtom) -> i32 {
+    // SAFETY: `ctx` is live and current; `holder` is a live value of it and `atom` a live atom
+    // of its runtime, both held by the caller across the call. The callee only edits the
+    // holder's own property in place, or throws.
+    unsafe { qjs::JS_CodemodeDeferProperty(ctx.as_raw().as_ptr(), holder.as_raw(), atom) }
 }
 
 #[cfg(test)]
@@ -79,18 +260,11 @@ mod tests {
         context.with(|ctx| {
             let holder: Object<'_> = ctx.eval(format!("globalThis.holder = {holder}")).unwrap();
             let factory: Function<'_> = ctx.eval(format!("({factory})")).unwrap();
-            let holders = Array::new(ctx.clone()).unwrap();
-            holders.set(0, holder).unwrap();
             let names_list = Array::new(ctx.clone()).unwrap();
             for (i, name) in names.iter().enumerate() {
                 names_list.set(i, *name).unwrap();
             }
-            let lists = Array::new(ctx.clone()).unwrap();
-            lists.set(0, names_list).unwrap();
-            let pairs = Array::new(ctx.clone()).unwrap();
-            pairs.set(0, 0).unwrap();
-            pairs.set(1, lists).unwrap();
-            if defer(&ctx, factory, holders, pairs).is_err() {
+            if defer(&ctx, factory, holder, names_list).is_err() {
                 return format!("defer failed: {:?}", ctx.catch());
             }
             match ctx.eval::<rquickjs::Value<'_>, _>(format!("JSON.stringify({probe})")) {
@@ -236,6 +410,49 @@ mod tests {
     }
 
     #[test]
+    fn each_guarded_method_is_listed_once_and_its_family_answers_for_it() {
+        let mut seen = std::collections::HashSet::new();
+        for list in GUARDED_METHODS {
+            for name in list.names.split_ascii_whitespace() {
+                assert!(seen.insert((list.holder, name)), "{name} is listed twice");
+                assert_eq!(guard_family(list.holder as u32, name), list.family);
+            }
+        }
+        assert_eq!(
+            guard_family(Holder::StringProto as u32, "trimLeft"),
+            Some("stringScans")
+        );
+        // A name guarded on another holder only, and a holder that does not exist.
+        assert_eq!(guard_family(Holder::StringProto as u32, "push"), None);
+        assert_eq!(guard_family(99, "push"), None);
+    }
+
+    #[test]
+    fn a_constructor_is_deferred_where_its_prototype_names_it() {
+        let runtime = Runtime::new().unwrap();
+        let context = Context::full(&runtime).unwrap();
+        context.with(|ctx| {
+            let ctors: Array<'_> = ctx
+                .eval("globalThis.C = function C() {}; globalThis.D = class D {}; [C, D]")
+                .unwrap();
+            let factory: Function<'_> = ctx
+                .eval("((holder, name, original) => ({ made: name, original: original.name }))")
+                .unwrap();
+            defer_constructors(&ctx, factory, ctors).unwrap();
+            let made: String = ctx
+                .eval("JSON.stringify([C.prototype.constructor, D.prototype.constructor.made, Object.keys(C.prototype)])")
+                .unwrap();
+            // The factory gets the original; the property keeps its flags (not enumerable).
+            assert_eq!(made, r#"[{"made":"constructor","original":"C"},"constructor",[]]"#);
+            // Not a constructor's prototype: refused, with the exception pending.
+            let plain: Array<'_> = ctx.eval("[{ prototype: {} }]").unwrap();
+            let factory: Function<'_> = ctx.eval("(() => 0)").unwrap();
+            assert!(defer_constructors(&ctx, factory, plain).is_err());
+            drop(ctx.catch());
+        });
+    }
+
+    #[test]
     fn a_failed_assignment_through_a_deferred_prototype_property_keeps_no_value() {
         // `JS_SetPropertyInternal2` leaked the assigned value when the autoinit of a property on
         // the prototype chain failed; patch 5 lets that fail again and again.
@@ -244,10 +461,8 @@ mod tests {
         context.with(|ctx| {
             let holder: Object<'_> = ctx.eval("({ f: {} })").unwrap();
             let factory: Function<'_> = ctx.eval("(() => { throw new Error('never') })").unwrap();
-            let holders = Array::new(ctx.clone()).unwrap();
-            holders.set(0, holder.clone()).unwrap();
-            let names: Array<'_> = ctx.eval("[0, [['f']]]").unwrap();
-            defer(&ctx, factory, holders, names).unwrap();
+            let names: Array<'_> = ctx.eval("['f']").unwrap();
+            defer(&ctx, factory, holder.clone(), names).unwrap();
             ctx.globals().set("holder", holder).unwrap();
         });
         // Outside `with`: the runtime's lock is free.

@@ -7,12 +7,13 @@
 // deferred.rs), so a VM whose program uses none never loads this code. Compiled once per process
 // to bytecode, like the bootstrap.
 //
-// The default export receives what it uses of the bootstrap's captures (`env`, a null-prototype
+// Its one function receives what it uses of the bootstrap's captures (`env`, a null-prototype
 // object) and returns the globals, and `fireTimer` for the host. It runs after guest code may have
 // run: at load it uses
 // `env` only, never a global or a property of a built-in, and it assigns no property an object
 // could inherit a setter for.
-export default function (env) {
+(function (env) {
+  'use strict';
   const {
     DOMExceptionCtor, DateCtor, DateProto, ErrorCtor, MapCtor, NumberCtor, OVER, ObjectCtor,
     RangeErrorCtor, SetCtor, StringCtor, TypeErrorCtor, Uint8ArrayCtor, WeakMapCtor, apply,
@@ -369,4 +370,4 @@ export default function (env) {
     __proto__: null, console: consoleObject, TextEncoder, TextDecoder, structuredClone, setTimeout,
     setInterval, clearTimeout, clearInterval, fireTimer,
   };
-}
+})

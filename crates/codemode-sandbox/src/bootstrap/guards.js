@@ -3,15 +3,15 @@
 // guarded built-in never loads this code. Compiled once per process to bytecode, like the
 // bootstrap.
 //
-// The default export receives what it uses of the bootstrap's captures (`env`, a null-prototype
+// Its one function receives what it uses of the bootstrap's captures (`env`, a null-prototype
 // object) and returns the kit: `method(holderIndex, name, original)` makes the guard of a deferred
 // method, `ctor(index)` the guard of `guardedCtors[index]` (once). Each guard's maker is built
 // only when asked (`findMaker`). All of it runs after guest code may have run: it uses `env`
 // only, never a global or a property of a built-in, and it assigns no array element (a guest
 // setter on Array.prototype could see it).
 //
-// Adding a guard: add the name to `guardedNames` in bootstrap.js (or the constructor to
-// `guardedCtors`) and its case to `findMaker` here. A deferred name without a case throws when it
+// Adding a guard: add the name to deferred.rs `GUARDED_METHODS` (or the constructor to
+// `guardedCtors` in bootstrap.js) and its case to `findMaker` here. A deferred name without a case throws when it
 // is first accessed; the sandbox test `deferred_built_ins_keep_the_keys_order_and_descriptors_of_a_plain_vm`
 // accesses every one.
 //
@@ -22,17 +22,18 @@
 // what one call can still cost): an operand cap with a catchable RangeError, an interruptible JS
 // replacement, and a poll point (`poll`) before any native call that may do more than
 // `POLL_WORK` units of work, so a loop of calls ends within one call's cost.
-export default function (env) {
+(function (env) {
+  'use strict';
   const {
     apply, ARRAY_CTOR, ARRAY_PROTO, ARRAY_SORT_MAX, arrayBufferByteLength, BUILD_MAX,
     COMPILER_COUNT, construct, create, defineProperty, getOwnPropertyDescriptor, getPrototypeOf,
     GLOBAL, guardedCtors, hasOwn, hostIsProxy, Int32ArrayCtor, isArray, isObjectValue, JOIN_MAX,
-    JSON_OBJECT, JSON_TEXT_MAX, KEYS_MAX, maxScan, OBJECT_CTOR, ObjectCtor, objectPolls,
-    objectScans, poll, POLL_WORK, pollSoon, RangeErrorCtor, REFLECT, regExpGlobal, RegExpProto,
-    SCAN_MAX, SEARCH_WORK, setPrototypeOf, sharedByteLength, SORT_MAX, SOURCE_MAX, STRING_PROTO,
-    stringIndexOf, stringLastIndexOf, stringScans, stringSlice, symbolIterator, symbolMatch,
-    symbolReplace, symbolSpecies, symbolSplit, TEXT_MAX, TYPED_ARRAY_CTOR, TYPED_ARRAY_PROTO,
-    TypedArrayCtor, typedArrayLength, typedArrayScans, TypeErrorCtor, unpolledScans, uriCodings,
+    hostGuardFamily, JSON_OBJECT, JSON_TEXT_MAX, KEYS_MAX, maxScan, OBJECT_CTOR, ObjectCtor, poll,
+    POLL_WORK, pollSoon, RangeErrorCtor, REFLECT, regExpGlobal, RegExpProto, SCAN_MAX, SEARCH_WORK,
+    setPrototypeOf, sharedByteLength, SORT_MAX, SOURCE_MAX, STRING_PROTO, stringIndexOf,
+    stringLastIndexOf, stringSlice, symbolIterator, symbolMatch, symbolReplace, symbolSpecies,
+    symbolSplit, TEXT_MAX, TYPED_ARRAY_CTOR, TYPED_ARRAY_PROTO, TypedArrayCtor, typedArrayLength,
+    TypeErrorCtor,
   } = env;
   // A descriptor reused by every guard's name and length (a fresh descriptor object per definition
   // cost a tenth of a fresh VM once). It is emptied after use, so it holds no reference. Null
@@ -507,22 +508,18 @@ export default function (env) {
     }
   }
 
-  // True when `name` is in `list` (an array the bootstrap made; read by index only).
-  function listed(list, name) {
-    for (let i = 0; i < list.length; i++) if (list[i] === name) return true;
-    return false;
-  }
-
   // The maker of the guard of `deferredHolders[holderIndex][name]`, or undefined. Each case
   // builds its maker only when asked, so a VM makes only the guards its program touches.
   function findMaker(holderIndex, name) {
-    if (holderIndex === ARRAY_PROTO && listed(unpolledScans, name)) return scanMaker(name, false);
+    // The family of lists of deferred.rs `GUARDED_METHODS` the method is in, if any.
+    const family = hostGuardFamily(holderIndex, name);
+    if (family === 'unpolledScans') return scanMaker(name, false);
     if (holderIndex === ARRAY_PROTO && name === 'concat') return scanMaker(name, true);
     if (holderIndex === STRING_PROTO && (name === 'replace' || name === 'replaceAll')) return replaceMaker(name, name === 'replaceAll');
     if (holderIndex === STRING_PROTO && (name === 'padStart' || name === 'padEnd')) return padMaker(name);
     if (holderIndex === STRING_PROTO && name === 'concat') return pollMaker;
-    if (holderIndex === TYPED_ARRAY_PROTO && listed(typedArrayScans, name)) return pollMaker;
-    if (holderIndex === OBJECT_CTOR && listed(objectPolls, name)) return pollMaker;
+    if (family === 'typedArrayScans') return pollMaker;
+    if (family === 'objectPolls') return pollMaker;
     if (holderIndex === ARRAY_CTOR && name === 'of') return pollMaker;
     if (holderIndex === ARRAY_PROTO && name === 'flat') {
       return () => ({
@@ -729,7 +726,7 @@ export default function (env) {
         },
       }).method;
     }
-    if (holderIndex === STRING_PROTO && listed(stringScans, name)) {
+    if (family === 'stringScans') {
       return (original) => ({
         method(...args) {
           if (typeof this === 'string' && this.length <= POLL_WORK && name !== 'localeCompare') {
@@ -745,7 +742,7 @@ export default function (env) {
         },
       }).method;
     }
-    if (holderIndex === GLOBAL && listed(uriCodings, name)) {
+    if (family === 'uriCodings') {
       return (original) => ({
         method(...args) {
           const text = toText(args[0]);
@@ -754,7 +751,7 @@ export default function (env) {
         },
       }).method;
     }
-    if (holderIndex === OBJECT_CTOR && listed(objectScans, name)) {
+    if (family === 'objectScans') {
       return (original) => ({
         method(...args) {
           pollSoon();
@@ -776,4 +773,4 @@ export default function (env) {
   }
 
   return { __proto__: null, method, ctor: ctorGuard };
-}
+})

@@ -7,10 +7,11 @@
 // `performance`, and never loads this code. Compiled once per process to bytecode, like the
 // bootstrap.
 //
-// The default export receives the bootstrap's captures it needs (`env`, a null-prototype object)
+// Its one function receives the bootstrap's captures it needs (`env`, a null-prototype object)
 // and installs the readings. It runs while the run's setup is installed, before any guest code,
 // so it may read `Date`, `Math` and `performance` from the global object.
-export default function (env) {
+(function (env) {
+  'use strict';
   const { apply, construct, create, dateNow, defineProperty, globalObject, hostReading } = env;
   const OriginalDate = Date;
   const originalRandom = Math.random;
@@ -45,4 +46,4 @@ export default function (env) {
     });
     defineProperty(globalObject, 'performance', { value: readPerf, writable: true, enumerable: false, configurable: true });
   }
-}
+})

@@ -245,16 +245,37 @@ pub(super) fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Resu
         }
     })?;
     natives.set("hostReading", host_reading)?;
-    // Called by the bootstrap, before any guest code, to defer the guarded built-ins and the
-    // runtime globals (deferred.rs).
+    // Called by the bootstrap, before any guest code, to defer the guarded built-in methods
+    // (deferred.rs `GUARDED_METHODS`), then the guarded constructors and the runtime globals.
+    let host_defer_guarded = Function::new(
+        ctx.clone(),
+        |ctx: Ctx<'js>, factory: Function<'js>, holders: rquickjs::Array<'js>| {
+            crate::deferred::defer_guarded_methods(&ctx, factory, holders)
+        },
+    )?;
+    natives.set("hostDeferGuarded", host_defer_guarded)?;
+    // Read by bootstrap/guards.js when it makes a guard.
+    let host_guard_family = Function::new(ctx.clone(), |holder: u32, name: String| {
+        crate::deferred::guard_family(holder, &name)
+    })?;
+    natives.set("hostGuardFamily", host_guard_family)?;
     let host_defer = Function::new(
         ctx.clone(),
         |ctx: Ctx<'js>,
          factory: Function<'js>,
-         holders: rquickjs::Array<'js>,
-         names: rquickjs::Array<'js>| crate::deferred::defer(&ctx, factory, holders, names),
+         holder: Object<'js>,
+         names: rquickjs::Array<'js>| {
+            crate::deferred::defer(&ctx, factory, holder, names)
+        },
     )?;
     natives.set("hostDefer", host_defer)?;
+    let host_defer_constructors = Function::new(
+        ctx.clone(),
+        |ctx: Ctx<'js>, factory: Function<'js>, ctors: rquickjs::Array<'js>| {
+            crate::deferred::defer_constructors(&ctx, factory, ctors)
+        },
+    )?;
+    natives.set("hostDeferConstructors", host_defer_constructors)?;
     // Loads a part of the bootstrap into this VM on first use (bytecode.rs `Part`); the bootstrap
     // keeps what it returns, and calls again only if loading failed (the guest's memory ran out).
     let host_part = Function::new(
