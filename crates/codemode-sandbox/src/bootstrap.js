@@ -19,6 +19,7 @@
   const SyntaxErrorCtor = SyntaxError;
   const RangeErrorCtor = RangeError;
   const ArrayProto = Array.prototype;
+  const FunctionProto = Function.prototype;
   const typedArrayLength = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'length').get;
   const StringCtor = String;
   const stringify = JSON.stringify;
@@ -824,5 +825,11 @@
     };
   }
 
-  return freeze({ __proto__: null, install, compile, begin, settle, fireTimer });
+  // QuickJS frees the initial shape of a prototype (an object of it with no own property yet)
+  // when the last object holding that shape dies, and makes it again for the next one: a program
+  // that makes many objects or functions one at a time would make a shape for each. These two
+  // live as long as the VM and keep the shapes of plain objects and of functions.
+  const shapeKeepers = [{}, create(FunctionProto)];
+
+  return freeze({ __proto__: null, install, compile, begin, settle, fireTimer, shapeKeepers });
 })
