@@ -208,6 +208,7 @@
   const GLOBALS_PART = 2;
   const READINGS_PART = 3;
   const CUT_PART = 4;
+  const SEARCH_PART = 5;
 
   // Makes the guard of `holder[name]` (called by QuickJS on the property's first access with the
   // original it hid, possibly in the middle of guest code: it reads nothing the guest can reach).
@@ -811,17 +812,17 @@
       create, dataViewBuffer, dataViewByteLength, dataViewOffset, DateCtor, dateGetTime, dateNow,
       DateProto, define, defineProperty, DOMExceptionCtor, emit, ErrorCtor, fail, freeze,
       fromCharCode, getOwnPropertyDescriptor, getPrototypeOf, GLOBAL, globalObject, guardedCtors,
-      hasOwn, hostClearTimer, hostGuardFamily, hostIsProxy, hostReading, hostTimer, Int32ArrayCtor,
-      isArray, isError, isObjectValue, isView, JOIN_MAX, JSON_OBJECT, JSON_TEXT_MAX, KEYS_MAX,
-      MapCtor, mapForEach, mapGet, mapHas, mapSet, maxOutput, maxScan, NumberCtor, OBJECT_CTOR,
-      ObjectCtor, objectKeys, OVER, parseFloatFn, parseIntFn, poll, POLL_WORK, pollSoon,
-      RangeErrorCtor, REFLECT, regExpGlobal, RegExpProto, safeEncodeDepth, SCAN_MAX, SEARCH_WORK,
-      setAdd, SetCtor, setForEach, setPrototypeOf, sharedByteLength, SORT_MAX, SOURCE_MAX,
-      STRING_PROTO, StringCtor, stringify, stringIndexOf, stringLastIndexOf, stringSlice,
-      symbolIterator, symbolMatch, symbolReplace, symbolSpecies, symbolSplit, TEXT_MAX,
-      TYPED_ARRAY_CTOR, TYPED_ARRAY_PROTO, typedArrayBuffer, typedArrayByteLength, TypedArrayCtor,
-      typedArrayLength, typedArrayOffset, typedArraySlice, TypeErrorCtor, Uint8ArrayCtor,
-      utf8Bytes, WeakMapCtor, weakGet, weakSet, wellFormed,
+      hasOwn, hostClearTimer, hostGuardFamily, hostIsProxy, hostPart, hostReading, hostTimer,
+      Int32ArrayCtor, isArray, isError, isObjectValue, isView, JOIN_MAX, JSON_OBJECT,
+      JSON_TEXT_MAX, KEYS_MAX, MapCtor, mapForEach, mapGet, mapHas, mapSet, maxOutput, maxScan,
+      NumberCtor, ObjectCtor, objectKeys, OVER, parseFloatFn, parseIntFn, poll, POLL_WORK,
+      pollSoon, RangeErrorCtor, REFLECT, regExpGlobal, RegExpProto, safeEncodeDepth, SCAN_MAX,
+      SEARCH_PART, SEARCH_WORK, setAdd, SetCtor, setForEach, setPrototypeOf, sharedByteLength,
+      SORT_MAX, SOURCE_MAX, STRING_PROTO, StringCtor, stringify, stringIndexOf, stringLastIndexOf,
+      stringSlice, symbolIterator, symbolMatch, symbolReplace, symbolSpecies, symbolSplit,
+      TEXT_MAX, TYPED_ARRAY_CTOR, TYPED_ARRAY_PROTO, typedArrayBuffer, typedArrayByteLength,
+      TypedArrayCtor, typedArrayLength, typedArrayOffset, typedArraySlice, TypeErrorCtor,
+      Uint8ArrayCtor, utf8Bytes, WeakMapCtor, weakGet, weakSet, wellFormed,
     };
   }
 

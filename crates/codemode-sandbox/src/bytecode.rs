@@ -30,15 +30,18 @@ pub(crate) enum Part {
     Readings,
     /// `bootstrap/cut.js`: the cut of a value too large for what is left of the output budget.
     Cut,
+    /// `bootstrap/search.js`: the guards of the string searches, loaded by the guard kit.
+    Search,
 }
 
 impl Part {
-    const ALL: [Part; 5] = [
+    const ALL: [Part; 6] = [
         Part::Core,
         Part::Guards,
         Part::Globals,
         Part::Readings,
         Part::Cut,
+        Part::Search,
     ];
 
     /// The part the bootstrap's `hostPart(index)` names (`GUARDS_PART` and so on).
@@ -54,6 +57,7 @@ impl Part {
             Part::Globals => include_str!("bootstrap/globals.js"),
             Part::Readings => include_str!("bootstrap/readings.js"),
             Part::Cut => include_str!("bootstrap/cut.js"),
+            Part::Search => include_str!("bootstrap/search.js"),
         }
     }
 
@@ -65,6 +69,7 @@ impl Part {
             Part::Globals => "<codemode globals>",
             Part::Readings => "<codemode readings>",
             Part::Cut => "<codemode cut>",
+            Part::Search => "<codemode search>",
         }
     }
 
@@ -72,7 +77,7 @@ impl Part {
     /// loads the core: never later, on a guest's stack. `None` if compiling failed (it cannot
     /// for the shipped sources).
     fn bytecode(self) -> Option<&'static [u8]> {
-        static BYTECODE: OnceLock<Option<[Vec<u8>; 5]>> = OnceLock::new();
+        static BYTECODE: OnceLock<Option<[Vec<u8>; 6]>> = OnceLock::new();
         let all = BYTECODE.get_or_init(compile_all).as_ref()?;
         Some(all[self as usize].as_slice())
     }
@@ -125,7 +130,7 @@ fn compile(ctx: &Ctx<'_>, part: Part) -> Option<Vec<u8>> {
     }
 }
 
-fn compile_all() -> Option<[Vec<u8>; 5]> {
+fn compile_all() -> Option<[Vec<u8>; 6]> {
     let runtime = Runtime::new().ok()?;
     let context = Context::full(&runtime).ok()?;
     let compile = |part: Part| {
@@ -139,6 +144,7 @@ fn compile_all() -> Option<[Vec<u8>; 5]> {
         compile(Part::Globals)?,
         compile(Part::Readings)?,
         compile(Part::Cut)?,
+        compile(Part::Search)?,
     ])
 }
 
@@ -230,8 +236,11 @@ mod tests {
             (Part::Globals, 1),
             (Part::Readings, 1),
             (Part::Cut, 1),
+            (Part::Search, 1),
         ] {
             assert!(part.bytecode().is_some_and(|bytes| !bytes.is_empty()));
+            // The index the bootstrap names it by (`GUARDS_PART` and so on) finds it.
+            assert_eq!(Part::from_index(part as u32), Some(part));
             let runtime = Runtime::new().unwrap();
             let context = Context::full(&runtime).unwrap();
             context.with(|ctx| {
