@@ -216,7 +216,7 @@ mod tests {
     #[test]
     fn parts_are_written_without_variable_names_or_checksum() {
         let core = Part::Core.bytecode().unwrap();
-        // A local of the core's default export, never a property name: only patch 8 drops it.
+        // A local of the core's function, never a property name: only patch 8 drops it.
         assert!(Part::Core.source().contains("const SAFE_DEPTH"));
         assert!(
             !core

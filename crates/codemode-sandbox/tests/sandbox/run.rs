@@ -541,6 +541,39 @@ fn structured_clone_copies_data_and_refuses_functions() {
 }
 
 #[test]
+fn no_part_of_the_bootstrap_is_a_module_guest_code_can_import() {
+    // The bootstrap's parts are scripts, not modules: an `import()` built at run time, out of
+    // the pre-check's sight, finds none of them, even once the guard kit, the search guards and
+    // the runtime globals are loaded.
+    let names = [
+        "<codemode>",
+        "<codemode guards>",
+        "<codemode search>",
+        "<codemode globals>",
+        "<codemode cut>",
+        "<codemode readings>",
+    ];
+    let program = format!(
+        "[1].join(); 'a'.indexOf('a'); typeof console; const seen = []; \
+         for (const name of {names}) {{ \
+           try {{ const m = await (0, eval)('imp' + 'ort(' + JSON.stringify(name) + ')'); \
+                  seen.push(typeof m); }} \
+           catch (e) {{ seen.push(e.message); }} \
+         }} \
+         return seen",
+        names = serde_json::to_string(&names).unwrap(),
+    );
+    let refused: Vec<String> = names
+        .iter()
+        .map(|name| format!("could not load module '{name}'"))
+        .collect();
+    check(
+        &program,
+        &format!("completed {}", serde_json::to_string(&refused).unwrap()),
+    );
+}
+
+#[test]
 fn a_final_value_too_big_for_the_budget_is_cut_to_valid_json() {
     let small = limits().with_max_output_bytes(1024);
     let cases = [
