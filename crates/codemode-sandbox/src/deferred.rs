@@ -202,9 +202,7 @@ pub(crate) fn defer_constructors<'js>(
     for ctor in ctors.iter::<Object<'js>>() {
         let prototype: Object<'js> = ctor?.get(PredefinedAtom::Prototype)?;
         // `constructor` is one of QuickJS's predefined atoms: no lookup, nothing to free.
-        if defer_property(ctx, &prototype, qjs::JS_ATOM_constructor as qjs::JSAtom) < 0 {
-            return Err(rquickjs::Error::Exception);
-        }
+        defer_property(ctx, &prototype, qjs::JS_ATOM_constructor as qjs::JSAtom)?;
     }
     Ok(())
 }
@@ -226,22 +224,28 @@ fn defer_named<'js>(
     if atom == qjs::JS_ATOM_NULL {
         return Err(rquickjs::Error::Exception);
     }
-    let status = defer_property(ctx, holder, atom);
+    let deferred = defer_property(ctx, holder, atom);
     // SAFETY: `atom` is a live atom of the context's runtime, owned by this function.
     unsafe { qjs::JS_FreeAtom(ctx.as_raw().as_ptr(), atom) };
+    deferred
+}
+
+/// Defers the property `atom` of `holder`. Fails, with the exception pending, if it is not an
+/// own data property holding an object.
+fn defer_property<'js>(
+    ctx: &Ctx<'js>,
+    holder: &Object<'js>,
+    atom: qjs::JSAtom,
+) -> rquickjs::Result<()> {
+    // SAFETY: `ctx` is live and current; `holder` is a live value of it and `atom` a live atom
+    // of its runtime, both held by the caller across the call. The callee only edits the
+    // holder's own property in place, or throws.
+    let status =
+        unsafe { qjs::JS_CodemodeDeferProperty(ctx.as_raw().as_ptr(), holder.as_raw(), atom) };
     if status < 0 {
         return Err(rquickjs::Error::Exception);
     }
     Ok(())
-}
-
-/// Defers the property `atom` of `holder`: QuickJS's status (negative with an exception pending
-/// if it is not an own data property holding an object).
-fn defer_property<'js>(ctx: &Ctx<'js>, holder: &Object<'js>, atom: qjs::JSAtom) -> i32 {
-    // SAFETY: `ctx` is live and current; `holder` is a live value of it and `atom` a live atom
-    // of its runtime, both held by the caller across the call. The callee only edits the
-    // holder's own property in place, or throws.
-    unsafe { qjs::JS_CodemodeDeferProperty(ctx.as_raw().as_ptr(), holder.as_raw(), atom) }
 }
 
 #[cfg(test)]
