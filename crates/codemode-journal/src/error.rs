@@ -9,6 +9,17 @@ pub enum JournalError {
         "state store `{0}` is not understood: use memory, sqlite:PATH or postgres://USER@HOST/DB"
     )]
     Address(String),
+    /// The address names a store this build does not compile in (a feature of this crate is
+    /// off).
+    #[error(
+        "state store `{address}` needs the `{feature}` feature of codemode-journal, which this build leaves out"
+    )]
+    NotCompiledIn {
+        /// The redacted address.
+        address: String,
+        /// The feature that compiles the store in: `sqlite` or `postgres`.
+        feature: &'static str,
+    },
     /// The store could not be opened or answered with an error (the address is redacted).
     #[error("state store {address}: {message}")]
     Store {
@@ -73,6 +84,7 @@ fn redact_parameter(text: &str, name: &str) -> String {
 }
 
 /// `message` with every occurrence of `secret` (a password) replaced by `***`.
+#[cfg(feature = "postgres")]
 pub(crate) fn scrub(message: &str, secret: Option<&str>) -> String {
     match secret {
         Some(secret) if !secret.is_empty() => message.replace(secret, "***"),

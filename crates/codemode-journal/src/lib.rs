@@ -15,24 +15,35 @@
 //!
 //! This crate knows nothing about QuickJS, catalogs or MCP: it stores what `codemode-core`
 //! hands it. It needs a tokio runtime (for Postgres, and for the SQLite store's
-//! blocking threads). No feature flags.
+//! blocking threads).
+//!
+//! Feature flags, both on by default (codemode-core takes this crate without them, so that a
+//! host keeping runs in memory compiles no database): `sqlite` ([`SqliteJournal`], SQLite compiled in) and `postgres`
+//! ([`PostgresJournal`], sqlx). [`open`] refuses an address whose store is not compiled in, and
+//! says which feature it needs.
 #![forbid(unsafe_code)]
 
 mod error;
 mod memory;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod record;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod schema;
+#[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
 mod sqlite_jobs;
 mod store;
 
 pub use error::{JournalError, redact_address};
 pub use memory::MemoryJournal;
+#[cfg(feature = "postgres")]
 pub use postgres::PostgresJournal;
 pub use record::{
     Batch, Claim, Event, Journal, Reading, Receipt, ReceiptKey, ReceiptState, RunRecord, Scope,
     input_hash,
 };
+#[cfg(feature = "sqlite")]
 pub use sqlite::SqliteJournal;
 pub use store::{JournalStore, MAX_JOURNALED_RUNS, open};

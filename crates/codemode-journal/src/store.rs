@@ -4,10 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::{
-    Batch, Claim, Journal, JournalError, MemoryJournal, PostgresJournal, RunRecord, Scope,
-    SqliteJournal,
-};
+use crate::{Batch, Claim, Journal, JournalError, MemoryJournal, RunRecord, Scope};
 
 /// At most this many journals live in one store at once (the same cap as parked runs; expired
 /// journals do not count).
@@ -110,14 +107,16 @@ pub trait JournalStore: Send + Sync + std::fmt::Debug + 'static {
 /// Opens the store a `--state` address names:
 ///
 /// - `memory`: [`MemoryJournal`], in this process only (what `wait` finds after a restart: nothing);
-/// - `sqlite:PATH` (or `sqlite://PATH`): a local file, created when missing, in WAL mode;
-/// - `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` (or `postgresql://`): shared by several hosts.
+/// - `sqlite:PATH` (or `sqlite://PATH`): a local file, created when missing, in WAL mode
+///   (feature `sqlite`);
+/// - `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` (or `postgresql://`): shared by several hosts
+///   (feature `postgres`).
 ///
 /// Migrations (`migrations/` of this crate) run on open. Errors never show a password.
 ///
 /// # Errors
-/// [`JournalError::Address`] for an address of another kind, [`JournalError::Store`] when the
-/// store cannot be opened.
+/// [`JournalError::Address`] for an address of another kind, [`JournalError::NotCompiledIn`]
+/// for a store whose feature is off, [`JournalError::Store`] when the store cannot be opened.
 pub async fn open(address: &str) -> Result<Arc<dyn JournalStore>, JournalError> {
     let address = address.trim();
     if address == "memory" {
@@ -130,10 +129,22 @@ pub async fn open(address: &str) -> Result<Arc<dyn JournalStore>, JournalError> 
         if path.is_empty() {
             return Err(JournalError::Address(address.to_owned()));
         }
-        return Ok(Arc::new(SqliteJournal::open(path).await?));
+        #[cfg(feature = "sqlite")]
+        return Ok(Arc::new(crate::SqliteJournal::open(path).await?));
+        #[cfg(not(feature = "sqlite"))]
+        return Err(JournalError::NotCompiledIn {
+            address: address.to_owned(),
+            feature: "sqlite",
+        });
     }
     if address.starts_with("postgres://") || address.starts_with("postgresql://") {
-        return Ok(Arc::new(PostgresJournal::open(address).await?));
+        #[cfg(feature = "postgres")]
+        return Ok(Arc::new(crate::PostgresJournal::open(address).await?));
+        #[cfg(not(feature = "postgres"))]
+        return Err(JournalError::NotCompiledIn {
+            address: crate::redact_address(address),
+            feature: "postgres",
+        });
     }
     Err(JournalError::Address(crate::redact_address(address)))
 }

@@ -1,7 +1,7 @@
 //! Deferred built-ins. The bootstrap replaces about a hundred built-in methods by guards (see
 //! bootstrap.js), and building every guard in every fresh VM was most of the bootstrap's cost,
 //! although a program touches a handful of them. Instead, each guarded property is *deferred* in
-//! place (vendored QuickJS, patch 5 in `vendor/rquickjs-sys/PATCHES.md`): the property hides its
+//! place (vendored QuickJS, patch 5 in `crates/codemode-quickjs-sys/PATCHES.md`): the property hides its
 //! value, the original built-in, and its first access of any kind (a read, a descriptor, a
 //! redefinition, freezing its holder) sets it to what the realm's factory, a bootstrap closure,
 //! returns for `(holder, name, original)`: the guard. Flags and the property's position in the key

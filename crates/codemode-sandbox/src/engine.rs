@@ -29,6 +29,7 @@ use serde_json::Value;
 
 mod flags;
 mod natives;
+mod probe;
 
 pub(crate) use flags::Flags;
 use natives::{Natives, bootstrap};
@@ -207,6 +208,7 @@ impl PreparedVm {
     /// Builds the runtime under `limits`, its context, and runs the bootstrap, under the flags'
     /// current deadline (none for a pool's VM: no guest code runs here).
     pub(crate) fn build(limits: &Limits, flags: Arc<Flags>) -> Result<Self, RunError> {
+        probe::check_engine()?;
         let state = Arc::new(Mutex::new(BridgeState {
             plan: InstallPlan::empty(),
             host: None,

@@ -111,7 +111,7 @@ const CELLS: &[(&str, &str)] = &[
         "const h = 'a'.repeat(8192), n = 'a'.repeat(1000) + 'b'; for (;;) { try { h.indexOf(n) } catch (e) {} }",
     ),
     // BigInts are capped at 64 Kbit by the vendored QuickJS and their quadratic work counts
-    // toward the interrupt counter (vendor/rquickjs-sys/PATCHES.md): every operation at the cap.
+    // toward the interrupt counter (crates/codemode-quickjs-sys/PATCHES.md): every operation at the cap.
     (
         "BigInt toString at the cap",
         "const b = (1n << 65500n) + 12345n; for (;;) { try { b.toString() } catch (e) {} }",
