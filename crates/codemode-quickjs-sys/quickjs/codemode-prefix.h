@@ -325,6 +325,7 @@
 #define u64toa_radix codemode_u64toa_radix
 #define unicode_general_category codemode_unicode_general_category
 #define unicode_normalize codemode_unicode_normalize
+#define unicode_normalize_meter codemode_unicode_normalize_meter
 #define unicode_prop codemode_unicode_prop
 #define unicode_script codemode_unicode_script
 #define unicode_sequence_prop codemode_unicode_sequence_prop

@@ -973,10 +973,13 @@ static int unicode_get_cc(uint32_t c)
     }
 }
 
-static void sort_cc(int *buf, int len)
+/* codemode-rs patch 10: the insertion sort of a run of combining marks is quadratic in the
+   run's length; its moves are charged, and a nonzero return means the meter said stop. */
+static int sort_cc(void *opaque, int *buf, int len)
 {
-    int i, j, k, cc, cc1, start, ch1;
+    int i, j, k, cc, cc1, start, ch1, work;
 
+    work = 0;
     for(i = 0; i < len; i++) {
         cc = unicode_get_cc(buf[i]);
         if (cc != 0) {
@@ -996,10 +999,17 @@ static void sort_cc(int *buf, int len)
                 }
                 buf[k + 1] = ch1;
                 j++;
+                work += j - k;
+                if (work >= 4096) {
+                    if (unicode_normalize_meter(opaque, work))
+                        return -1;
+                    work = 0;
+                }
             }
             i = j;
         }
     }
+    return 0;
 }
 
 static void to_nfd_rec(DynBuf *dbuf,
@@ -1010,6 +1020,11 @@ static void to_nfd_rec(DynBuf *dbuf,
     uint32_t res[UNICODE_DECOMP_LEN_MAX];
 
     for(i = 0; i < src_len; i++) {
+        /* codemode-rs patch 10: a meter that says stop fails the buffer */
+        if ((i & 4095) == 4095 && unicode_normalize_meter(dbuf->opaque, 4096)) {
+            dbuf->error = true;
+            return;
+        }
         c = src[i];
         if (c >= 0xac00 && c < 0xd7a4) {
             /* Hangul decomposition */
@@ -1081,13 +1096,16 @@ int unicode_normalize(uint32_t **pdst, const uint32_t *src, int src_len,
     to_nfd_rec(dbuf, (const int *)src, src_len, is_compat);
     if (dbuf_error(dbuf)) {
     fail:
+        /* codemode-rs patch 10: freed on failure (upstream kept the buffer) */
+        dbuf_free(dbuf);
         *pdst = NULL;
         return -1;
     }
     buf = (int *)dbuf->buf;
     buf_len = dbuf->size / sizeof(int);
 
-    sort_cc(buf, buf_len);
+    if (sort_cc(opaque, buf, buf_len))
+        goto fail;
 
     if (buf_len <= 1 || (n_type & 1) != 0) {
         /* NFD / NFKD */
@@ -1098,6 +1116,9 @@ int unicode_normalize(uint32_t **pdst, const uint32_t *src, int src_len,
     i = 1;
     out_len = 1;
     while (i < buf_len) {
+        /* codemode-rs patch 10 */
+        if ((i & 4095) == 0 && unicode_normalize_meter(opaque, 4096))
+            goto fail;
         /* find the starter character and test if it is blocked from
            the character at 'i' */
         last_cc = unicode_get_cc(buf[i]);

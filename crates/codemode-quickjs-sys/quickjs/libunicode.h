@@ -112,6 +112,10 @@ bool lre_is_white_space(uint32_t c);
 int unicode_normalize(uint32_t **pdst, const uint32_t *src, int src_len,
                       UnicodeNormalizationEnum n_type,
                       void *opaque, void *(*realloc_func)(void *opaque, void *ptr, size_t size));
+/* codemode-rs patch 10 (see PATCHES.md): unicode_normalize charges its work here, `opaque` being
+   the one it was given; defined by the user of this library (quickjs.c). Nonzero means stop:
+   unicode_normalize then frees what it holds and returns -1. */
+int unicode_normalize_meter(void *opaque, int work);
 
 /* Unicode character range functions */
 

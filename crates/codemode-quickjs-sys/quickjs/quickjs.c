@@ -8735,6 +8735,52 @@ static inline void js_bigint_charge(JSContext *ctx, uint64_t work)
         ctx->interrupt_counter -= (int)ticks;
 }
 
+/* codemode-rs patch 10 (see PATCHES.md): native built-ins meter their own work. A native whose
+   work grows with its input charges it here as it goes, in ticks (one tick is about the work of
+   one bytecode loop iteration: a property read, an element visited, or JS_METER_CHARS_PER_TICK
+   characters scanned or copied). When the interrupt counter runs out, the interrupt handler runs
+   at once, inside the native: if it asks to stop, the native unwinds (freeing what it holds) and
+   throws the same uncatchable interrupt that bytecode gets, so one long native call ends on
+   time, as libregexp's lre_check_timeout already did for regexps. Charging more than the work
+   costs only a few more handler calls. */
+#define JS_METER_CHARS_PER_TICK 256
+#define JS_METER_CHARS(n) ((int64_t)(n) / JS_METER_CHARS_PER_TICK + 1)
+static inline __exception int js_meter(JSContext *ctx, int64_t ticks)
+{
+    if (likely(ticks < ctx->interrupt_counter)) {
+        ctx->interrupt_counter -= (int)ticks;
+        return 0;
+    }
+    return __js_poll_interrupts(ctx);
+}
+
+/* codemode-rs patch 10: for a loop that does about a tick of work per step, whose index does not
+   advance by one: counts its steps in *steps and charges them 1024 at a time. */
+static inline __exception int js_meter_step(JSContext *ctx, int *steps)
+{
+    if (likely(++*steps < 1024))
+        return 0;
+    *steps = 0;
+    return js_meter(ctx, 1024);
+}
+
+/* codemode-rs patch 10: charges `ticks` without polling (as js_bigint_charge): the handler runs
+   at the next poll point, after the current native returned. For memory-bound walks that have
+   no exception path. */
+static inline void js_meter_charge(JSContext *ctx, int64_t ticks)
+{
+    if (ticks >= max_int(ctx->interrupt_counter, 1))
+        ctx->interrupt_counter = 1;
+    else
+        ctx->interrupt_counter -= (int)ticks;
+}
+
+/* codemode-rs patch 10: memory-bound work (copying, zeroing, scanning typed elements) is charged
+   at a tick per JS_METER_BYTES_PER_TICK bytes, before it is done: one such call is bounded by
+   the memory limit, and a loop of them reaches the handler like a loop of bytecode. */
+#define JS_METER_BYTES_PER_TICK 512
+#define JS_METER_BYTES(n) ((int64_t)((uint64_t)(n) / JS_METER_BYTES_PER_TICK) + 1)
+
 /* return -1 (exception) or true/false */
 static int JS_SetPrototypeInternal(JSContext *ctx, JSValueConst obj,
                                    JSValueConst proto_val, bool throw_flag)
@@ -10279,6 +10325,12 @@ static int JS_TryGetPropertyInt64(JSContext *ctx, JSValueConst obj, int64_t idx,
         if (js_get_fast_array_element(ctx, p, idx, pval))
             return true;
     }
+    /* codemode-rs patch 10: a read by index off the fast path is a tick, so the natives that
+       walk long sparse arrays and array-likes this way are metered */
+    if (js_meter(ctx, 1)) {
+        *pval = JS_EXCEPTION;
+        return -1;
+    }
     val = JS_EXCEPTION;
     present = -1;
     prop = JS_NewAtomInt64(ctx, idx);
@@ -10309,6 +10361,8 @@ JSValue JS_GetPropertyInt64(JSContext *ctx, JSValueConst obj, int64_t idx)
         if (js_get_fast_array_element(ctx, p, idx, &val))
             return val;
     }
+    if (js_meter(ctx, 1)) /* codemode-rs patch 10, as in JS_TryGetPropertyInt64 */
+        return JS_EXCEPTION;
     prop = JS_NewAtomInt64(ctx, idx);
     if (prop == JS_ATOM_NULL)
         return JS_EXCEPTION;
@@ -12200,6 +12254,9 @@ int JS_DeletePropertyInt64(JSContext *ctx, JSValueConst obj, int64_t idx, int fl
 {
     JSAtom prop;
     int res;
+
+    if (js_meter(ctx, 1)) /* codemode-rs patch 10: a delete by index is a tick */
+        return -1;
 
     if ((uint64_t)idx <= JS_ATOM_MAX_INT) {
         /* fast path for fast arrays */
@@ -17569,6 +17626,8 @@ static bool js_get_fast_array(JSContext *ctx, JSValue obj,
         if (p->class_id == JS_CLASS_ARRAY && p->fast_array) {
             *countp = p->u.array.count;
             *arrpp = p->u.array.u.values;
+            /* codemode-rs patch 10: the caller walks the whole array natively */
+            js_meter_charge(ctx, JS_METER_BYTES((uint64_t)p->u.array.count * sizeof(JSValue)));
             return true;
         }
     }
@@ -17696,6 +17755,8 @@ static __exception int JS_CopyDataProperties(JSContext *ctx,
         return -1;
 
     for (i = 0; i < tab_atom_count; i++) {
+        if (js_meter(ctx, 1)) /* codemode-rs patch 10: a property is a tick */
+            goto exception;
         if (pexcl) {
             ret = JS_GetOwnPropertyInternal(ctx, NULL, pexcl, tab_atom[i].atom);
             if (ret) {
@@ -23337,6 +23398,10 @@ static __exception int next_token(JSParseState *s)
         JS_ThrowStackOverflow(s->ctx);
         return -1;
     }
+    /* codemode-rs patch 10: the compiler meters its work by the token, charged at 8 ticks to
+       cover the scope lookups a declaration costs (linear in the names of its scope) */
+    if (js_meter(s->ctx, 8))
+        return -1;
 
     free_token(s, &s->token);
 
@@ -23988,6 +24053,8 @@ static __exception int json_next_token(JSParseState *s)
         JS_ThrowStackOverflow(s->ctx);
         return -1;
     }
+    if (js_meter(s->ctx, 1)) /* codemode-rs patch 10: a JSON token is a tick */
+        return -1;
 
     json_free_token(s, &s->token);
 
@@ -35422,6 +35489,10 @@ static __exception int resolve_variables(JSContext *ctx, JSFunctionDef *s)
         op = bc_buf[pos];
         len = opcode_info[op].size;
         pos_next = pos + len;
+        /* codemode-rs patch 10: an instruction resolved is metered like a token (its scope
+           lookups); `fail` copies the rest from `pos`, as after any failure here */
+        if (js_meter(ctx, 8))
+            goto fail;
         switch(op) {
         case OP_source_loc:
             line_num = get_u32(bc_buf + pos + 1);
@@ -41860,6 +41931,8 @@ static JSValue JS_GetOwnPropertyNames2(JSContext *ctx, JSValueConst obj1,
         goto exception;
     for(j = i = 0; i < len; i++) {
         JSAtom atom = atoms[i].atom;
+        if (js_meter(ctx, 1)) /* codemode-rs patch 10: a property is a tick */
+            goto exception;
         if (flags & JS_GPN_ENUM_ONLY) {
             int desc_flags, res;
 
@@ -42266,6 +42339,8 @@ static JSValue js_object_seal(JSContext *ctx, JSValueConst this_val,
         int prop_flags;
         JSAtom prop = props[i].atom;
 
+        if (js_meter(ctx, 1)) /* codemode-rs patch 10: a property is a tick */
+            goto exception;
         desc_flags = JS_PROP_THROW | JS_PROP_HAS_CONFIGURABLE;
         if (freeze_flag) {
             res = JS_GetOwnPropertyFlagsInternal(ctx, &prop_flags, p, prop);
@@ -43714,6 +43789,8 @@ static JSValue js_array_concat(JSContext *ctx, JSValueConst this_val,
                 goto exception;
             }
             for (k = 0; k < len; k++, n++) {
+                if (js_meter(ctx, 1)) /* codemode-rs patch 10: an element is a tick */
+                    goto exception;
                 res = JS_TryGetPropertyInt64(ctx, e, k, &val);
                 if (res < 0)
                     goto exception;
@@ -44067,6 +44144,8 @@ static JSValue js_array_fill(JSContext *ctx, JSValueConst this_val,
 
     /* XXX: should special case fast arrays */
     while (start < end) {
+        if (js_meter(ctx, 1)) /* codemode-rs patch 10: an element is a tick */
+            goto exception;
         if (JS_SetPropertyInt64(ctx, obj, start, js_dup(argv[0])) < 0)
             goto exception;
         start++;
@@ -44361,6 +44440,8 @@ static JSValue js_array_join(JSContext *ctx, JSValueConst this_val,
     string_buffer_init(ctx, b, 0);
 
     for(i = 0; i < n; i++) {
+        if (js_meter(ctx, 1)) /* codemode-rs patch 10: an element is a tick */
+            goto fail;
         if (i > 0) {
             if (c >= 0) {
                 string_buffer_putc8(b, c);
@@ -44862,6 +44943,8 @@ static int64_t JS_FlattenIntoArray(JSContext *ctx, JSValueConst target,
     }
 
     for (sourceIndex = 0; sourceIndex < sourceLen; sourceIndex++) {
+        if (js_meter(ctx, 1)) /* codemode-rs patch 10: an element is a tick */
+            return -1;
         present = JS_TryGetPropertyInt64(ctx, source, sourceIndex, &element);
         if (present < 0)
             return -1;
@@ -44997,6 +45080,11 @@ static int js_array_cmp_generic(const void *a, const void *b, void *opaque) {
             cmp = (val > 0) - (val < 0);
         }
     } else {
+        /* codemode-rs patch 10: a comparison without comparator is a tick (a comparator's
+           call polls by itself); once stopped, every comparison answers 0, which rqsort's
+           three-way partitioning finishes in linear time */
+        if (js_meter(ctx, 1))
+            goto exception;
         /* Not supposed to bypass ToString even for identical objects as
          * tested in test262/test/built-ins/Array/prototype/sort/bug_596_1.js
          */
@@ -47556,7 +47644,9 @@ static int string_indexof_char(JSString *p, int c, int from)
     return -1;
 }
 
-static int string_indexof(JSString *p1, JSString *p2, int from)
+/* codemode-rs patch 10: -2 when the interrupt handler stopped the search (an exception is
+   pending) */
+static int string_indexof(JSContext *ctx, JSString *p1, JSString *p2, int from)
 {
     /* assuming 0 <= from <= p1->len */
     int c, i, j, len1 = p1->len, len2 = p2->len;
@@ -47564,6 +47654,8 @@ static int string_indexof(JSString *p1, JSString *p2, int from)
         return from;
     for (i = from, c = string_get(p2, 0); i + len2 <= len1; i = j + 1) {
         j = string_indexof_char(p1, c, i);
+        if (js_meter(ctx, JS_METER_CHARS(j < 0 ? len1 - i : j - i) + JS_METER_CHARS(len2)))
+            return -2;
         if (j < 0 || j + len2 > len1)
             break;
         if (!string_cmp(p1, p2, j + 1, 1, len2 - 1))
@@ -47706,6 +47798,8 @@ static JSValue js_string_indexOf(JSContext *ctx, JSValueConst this_val,
     ret = -1;
     if (len >= v_len && inc * (stop - start) >= 0) {
         for (i = start;; i += inc) {
+            if (js_meter(ctx, JS_METER_CHARS(v_len))) /* codemode-rs patch 10 */
+                goto fail;
             if (!string_cmp(p, p1, i, 0, v_len)) {
                 ret = i;
                 break;
@@ -47772,6 +47866,8 @@ static JSValue js_string_includes(JSContext *ctx, JSValueConst this_val,
     }
     if (start >= 0 && start <= stop) {
         for (i = start;; i++) {
+            if (js_meter(ctx, JS_METER_CHARS(v_len))) /* codemode-rs patch 10 */
+                goto fail;
             if (!string_cmp(p, p1, i, 0, v_len)) {
                 ret = 1;
                 break;
@@ -48041,7 +48137,9 @@ static JSValue js_string_replace(JSContext *ctx, JSValueConst this_val,
             else
                 pos = endOfLastMatch + 1;
         } else {
-            pos = string_indexof(sp, searchp, endOfLastMatch);
+            pos = string_indexof(ctx, sp, searchp, endOfLastMatch);
+            if (pos == -2) /* codemode-rs patch 10 */
+                goto exception;
         }
         if (pos < 0) {
             if (is_first) {
@@ -48152,9 +48250,13 @@ static JSValue js_string_split(JSContext *ctx, JSValueConst this_val,
     }
     q = p;
     for (q = p; (q += !r) <= s - r - !r; q = p = e + r) {
-        e = string_indexof(sp, rp, q);
+        e = string_indexof(ctx, sp, rp, q);
+        if (e == -2) /* codemode-rs patch 10 */
+            goto exception;
         if (e < 0)
             break;
+        if (js_meter(ctx, 1)) /* codemode-rs patch 10: a piece is a tick */
+            goto exception;
         T = js_sub_string(ctx, sp, p, e);
         if (JS_IsException(T))
             goto exception;
@@ -48316,13 +48418,22 @@ static JSValue js_string_pad(JSContext *ctx, JSValueConst this_val,
     if (p1) {
         while (n > 0) {
             int chunk = min_int(n, p1->len);
+            if (js_meter(ctx, JS_METER_CHARS(chunk))) /* codemode-rs patch 10 */
+                goto fail;
             if (string_buffer_concat(b, p1, 0, chunk))
                 goto fail;
             n -= chunk;
         }
     } else {
-        if (string_buffer_fill(b, c, n))
-            goto fail;
+        /* codemode-rs patch 10: filled in metered chunks */
+        while (n > 0) {
+            int chunk = min_int(n, 1 << 16);
+            if (js_meter(ctx, JS_METER_CHARS(chunk)))
+                goto fail;
+            if (string_buffer_fill(b, c, chunk))
+                goto fail;
+            n -= chunk;
+        }
     }
     if (!padEnd) {
         if (string_buffer_concat(b, p, 0, len))
@@ -48371,10 +48482,23 @@ static JSValue js_string_repeat(JSContext *ctx, JSValueConst this_val,
     }
     if (string_buffer_init2(ctx, b, n * len, p->is_wide_char))
         goto fail;
+    /* codemode-rs patch 10: filled in metered chunks */
     if (len == 1) {
-        string_buffer_fill(b, string_get(p, 0), n);
+        while (n > 0) {
+            int chunk = min_int(n, 1 << 16);
+            if (js_meter(ctx, JS_METER_CHARS(chunk))) {
+                string_buffer_free(b);
+                goto fail;
+            }
+            string_buffer_fill(b, string_get(p, 0), chunk);
+            n -= chunk;
+        }
     } else {
         while (n-- > 0) {
+            if (js_meter(ctx, JS_METER_CHARS(len))) {
+                string_buffer_free(b);
+                goto fail;
+            }
             string_buffer_concat(b, p, 0, len);
         }
     }
@@ -48399,17 +48523,27 @@ static JSValue js_string_trim(JSContext *ctx, JSValueConst this_val,
     p = JS_VALUE_GET_STRING(str);
     a = 0;
     b = len = p->len;
+    /* codemode-rs patch 10: metered every 4096 characters */
     if (magic & 1) {
-        while (a < len && lre_is_space(string_get(p, a)))
+        while (a < len && lre_is_space(string_get(p, a))) {
             a++;
+            if (unlikely((a & 4095) == 0) && js_meter(ctx, 256))
+                goto fail;
+        }
     }
     if (magic & 2) {
-        while (b > a && lre_is_space(string_get(p, b - 1)))
+        while (b > a && lre_is_space(string_get(p, b - 1))) {
             b--;
+            if (unlikely((b & 4095) == 0) && js_meter(ctx, 256))
+                goto fail;
+        }
     }
     ret = js_sub_string(ctx, p, a, b);
     JS_FreeValue(ctx, str);
     return ret;
+ fail:
+    JS_FreeValue(ctx, str);
+    return JS_EXCEPTION;
 }
 
 /* return 0 if before the first char */
@@ -48499,6 +48633,11 @@ static JSValue js_string_localeCompare(JSContext *ctx, JSValueConst this_val,
     if (JS_IsException(b))
         goto exception;
 
+    /* codemode-rs patch 10: both texts are copied to UTF-32, normalized and compared */
+    if (js_meter(ctx, JS_METER_BYTES(4 * ((uint64_t)JS_VALUE_GET_STRING(a)->len +
+                                          JS_VALUE_GET_STRING(b)->len))))
+        goto exception;
+
     an = to_utf32_buf(ctx, JS_VALUE_GET_STRING(a), &as);
     if (an == -1)
         goto exception;
@@ -48559,6 +48698,9 @@ static JSValue js_string_toLowerCase(JSContext *ctx, JSValueConst this_val,
     if (string_buffer_init(ctx, b, p->len))
         goto fail;
     for(i = 0; i < p->len;) {
+        /* codemode-rs patch 10: a tick per character (a case lookup each) */
+        if (unlikely((i & 1023) == 0) && js_meter(ctx, 1024))
+            goto fail;
         c = string_getc(p, &i);
         if (c == 0x3a3 && to_lower && test_final_sigma(p, i - 1)) {
             res[0] = 0x3c2; /* final sigma */
@@ -48623,6 +48765,11 @@ static JSValue js_string_normalize(JSContext *ctx, JSValueConst this_val,
     if (JS_IsException(val))
         return val;
     buf = NULL; // appease bogus -Wmaybe-uninitialized warning
+    /* codemode-rs patch 10: the text is copied to UTF-32 (and back), charged first */
+    if (js_meter(ctx, JS_METER_BYTES(8 * (uint64_t)JS_VALUE_GET_STRING(val)->len))) {
+        JS_FreeValue(ctx, val);
+        return JS_EXCEPTION;
+    }
     buf_len = JS_ToUTF32String(ctx, &buf, val);
     JS_FreeValue(ctx, val);
     if (buf_len < 0)
@@ -48658,8 +48805,10 @@ static JSValue js_string_normalize(JSContext *ctx, JSValueConst this_val,
         JS_FreeCString(ctx, form);
     }
 
+    /* codemode-rs patch 10: the context is the opaque, so the work is metered
+       (unicode_normalize_meter) and a failed allocation throws */
     out_len = unicode_normalize(&out_buf, buf, buf_len, n_type,
-                                ctx->rt, (DynBufReallocFunc *)js_realloc_rt);
+                                ctx, (DynBufReallocFunc *)js_realloc);
     js_free(ctx, buf);
     if (out_len < 0)
         return JS_EXCEPTION;
@@ -49909,6 +50058,13 @@ bool lre_check_stack_overflow(void *opaque, size_t alloca_size)
     return js_check_stack_overflow(ctx->rt, alloca_size);
 }
 
+/* codemode-rs patch 10: libunicode's normalization meters its work (opaque is the context) */
+int unicode_normalize_meter(void *opaque, int work)
+{
+    JSContext *ctx = opaque;
+    return js_meter(ctx, work / 8);
+}
+
 int lre_check_timeout(void *opaque)
 {
     JSContext *ctx = opaque;
@@ -49997,6 +50153,10 @@ static JSValue js_regexp_exec(JSContext *ctx, JSValueConst this_val,
     JSProperty props[4]; // length, index, input, groups, in that order
 
     if (!re)
+        return JS_EXCEPTION;
+    /* codemode-rs patch 10: an exec is a few ticks (a global replace, match or split makes one
+       per match, natively; the match itself polls inside libregexp) */
+    if (js_meter(ctx, 4))
         return JS_EXCEPTION;
 
     str_val = JS_ToString(ctx, argv[0]);
@@ -51821,6 +51981,8 @@ static int js_json_to_str(JSContext *ctx, JSONStringifyContext *jsc,
         JS_ThrowStackOverflow(ctx);
         goto exception;
     }
+    if (js_meter(ctx, 1)) /* codemode-rs patch 10: a value written is a tick */
+        goto exception;
 
     if (JS_IsObject(val)) {
         p = JS_VALUE_GET_OBJ(val);
@@ -57298,6 +57460,7 @@ static JSValue js_global_decodeURI(JSContext *ctx, JSValueConst this_val,
     StringBuffer b_s, *b = &b_s;
     JSString *p;
     int k, c, c1, n, c_min;
+    int steps = 0; /* codemode-rs patch 10 */
 
     str = JS_ToString(ctx, argv[0]);
     if (JS_IsException(str))
@@ -57307,6 +57470,8 @@ static JSValue js_global_decodeURI(JSContext *ctx, JSValueConst this_val,
 
     p = JS_VALUE_GET_STRING(str);
     for (k = 0; k < p->len;) {
+        if (js_meter_step(ctx, &steps)) /* codemode-rs patch 10 */
+            goto fail;
         c = string_get(p, k);
         if (c == '%') {
             c = hex_decode(ctx, p, k);
@@ -57410,6 +57575,7 @@ static JSValue js_global_encodeURI(JSContext *ctx, JSValueConst this_val,
     StringBuffer b_s, *b = &b_s;
     JSString *p;
     int k, c, c1;
+    int steps = 0; /* codemode-rs patch 10 */
 
     str = JS_ToString(ctx, argv[0]);
     if (JS_IsException(str))
@@ -57418,6 +57584,8 @@ static JSValue js_global_encodeURI(JSContext *ctx, JSValueConst this_val,
     p = JS_VALUE_GET_STRING(str);
     string_buffer_init(ctx, b, p->len);
     for (k = 0; k < p->len;) {
+        if (js_meter_step(ctx, &steps)) /* codemode-rs patch 10 */
+            goto fail;
         c = string_get(p, k);
         k++;
         if (isURIUnescaped(c, isComponent)) {
@@ -57482,6 +57650,11 @@ static JSValue js_global_escape(JSContext *ctx, JSValueConst this_val,
     p = JS_VALUE_GET_STRING(str);
     string_buffer_init(ctx, b, p->len);
     for (i = 0, len = p->len; i < len; i++) {
+        if (unlikely((i & 1023) == 1023) && js_meter(ctx, 1024)) { /* codemode-rs patch 10 */
+            string_buffer_free(b);
+            JS_FreeValue(ctx, str);
+            return JS_EXCEPTION;
+        }
         c = string_get(p, i);
         if (isUnescaped(c)) {
             string_buffer_putc16(b, c);
@@ -57500,6 +57673,7 @@ static JSValue js_global_unescape(JSContext *ctx, JSValueConst this_val,
     StringBuffer b_s, *b = &b_s;
     JSString *p;
     int i, len, c, n;
+    int steps = 0; /* codemode-rs patch 10 */
 
     str = JS_ToString(ctx, argv[0]);
     if (JS_IsException(str))
@@ -57508,6 +57682,11 @@ static JSValue js_global_unescape(JSContext *ctx, JSValueConst this_val,
     string_buffer_init(ctx, b, 0);
     p = JS_VALUE_GET_STRING(str);
     for (i = 0, len = p->len; i < len; i++) {
+        if (js_meter_step(ctx, &steps)) { /* codemode-rs patch 10 */
+            string_buffer_free(b);
+            JS_FreeValue(ctx, str);
+            return JS_EXCEPTION;
+        }
         c = string_get(p, i);
         if (c == '%') {
             if (i + 6 <= len
@@ -59379,6 +59558,10 @@ static JSValue js_array_buffer_constructor3(JSContext *ctx,
     JSArrayBuffer *abuf = NULL;
     uint64_t sab_alloc_len;
 
+    /* codemode-rs patch 10: a buffer's allocation and zeroing, charged first */
+    if (js_meter(ctx, JS_METER_BYTES(len)))
+        return JS_EXCEPTION;
+
     // SABs commit their maximum size upfront and are therefore never
     // reallocated; everything else needs a way to resize the backing memory.
     // Not observable from JS land, only through C API misuse; JS code cannot
@@ -59975,6 +60158,8 @@ static JSValue js_array_buffer_slice(JSContext *ctx,
     abuf = JS_GetOpaque2(ctx, this_val, class_id);
     if (!abuf)
         return JS_EXCEPTION;
+    if (js_meter(ctx, JS_METER_BYTES(abuf->byte_length))) /* codemode-rs patch 10 */
+        return JS_EXCEPTION;
     if (abuf->detached)
         return JS_ThrowTypeErrorDetachedArrayBuffer(ctx);
     if (abuf->immutable)
@@ -60299,6 +60484,8 @@ static JSValue js_typed_array_set_internal(JSContext *ctx,
     p = get_typed_array(ctx, dst);
     if (!p)
         goto fail;
+    if (js_meter(ctx, JS_METER_BYTES((uint64_t)p->u.array.count << typed_array_size_log2(p->class_id))))
+        goto fail; /* codemode-rs patch 10: the whole destination, charged */
     if (typed_array_is_immutable(p)) {
         JS_ThrowTypeErrorImmutableArrayBuffer(ctx);
         goto fail;
@@ -60442,6 +60629,8 @@ static JSValue js_typed_array_with(JSContext *ctx, JSValueConst this_val,
     p = get_typed_array(ctx, this_val);
     if (!p)
         return JS_EXCEPTION;
+    if (js_meter(ctx, JS_METER_BYTES((uint64_t)p->u.array.count << typed_array_size_log2(p->class_id))))
+        return JS_EXCEPTION; /* codemode-rs patch 10: the whole array, charged */
 
     len = p->u.array.count;
     if (JS_ToInt64Sat(ctx, &idx, argv[0]))
@@ -60726,6 +60915,8 @@ static JSValue js_typed_array_copyWithin(JSContext *ctx, JSValueConst this_val,
     p = get_typed_array(ctx, this_val);
     if (!p)
         return JS_EXCEPTION;
+    if (js_meter(ctx, JS_METER_BYTES((uint64_t)p->u.array.count << typed_array_size_log2(p->class_id))))
+        return JS_EXCEPTION; /* codemode-rs patch 10: the whole array, charged */
     if (typed_array_is_immutable(p))
         return JS_ThrowTypeErrorImmutableArrayBuffer(ctx);
     if (typed_array_is_oob(p))
@@ -60770,6 +60961,8 @@ static JSValue js_typed_array_fill(JSContext *ctx, JSValueConst this_val,
     p = get_typed_array(ctx, this_val);
     if (!p)
         return JS_EXCEPTION;
+    if (js_meter(ctx, JS_METER_BYTES((uint64_t)p->u.array.count << typed_array_size_log2(p->class_id))))
+        return JS_EXCEPTION; /* codemode-rs patch 10: the whole array, charged */
     if (typed_array_is_immutable(p))
         return JS_ThrowTypeErrorImmutableArrayBuffer(ctx);
     if (typed_array_is_oob(p))
@@ -60933,6 +61126,8 @@ static JSValue js_typed_array_indexOf(JSContext *ctx, JSValueConst this_val,
     p = get_typed_array(ctx, this_val);
     if (!p)
         return JS_EXCEPTION;
+    if (js_meter(ctx, JS_METER_BYTES((uint64_t)p->u.array.count << typed_array_size_log2(p->class_id))))
+        return JS_EXCEPTION; /* codemode-rs patch 10: the whole array, charged */
     if (typed_array_is_oob(p))
         return JS_ThrowTypeErrorArrayBufferOOB(ctx);
     len = p->u.array.count;
@@ -61259,6 +61454,8 @@ static JSValue js_typed_array_join(JSContext *ctx, JSValueConst this_val,
 
     /* XXX: optimize with direct access */
     for(i = 0; i < len; i++) {
+        if (js_meter(ctx, 1)) /* codemode-rs patch 10: an element is a tick */
+            goto fail;
         if (i > 0) {
             if (c >= 0) {
                 if (string_buffer_putc8(b, c))
@@ -61313,6 +61510,8 @@ static JSValue js_typed_array_reverse(JSContext *ctx, JSValueConst this_val,
     if (len < 0)
         return JS_EXCEPTION;
     p = JS_VALUE_GET_OBJ(this_val);
+    if (js_meter(ctx, JS_METER_BYTES((uint64_t)p->u.array.count << typed_array_size_log2(p->class_id))))
+        return JS_EXCEPTION; /* codemode-rs patch 10: the whole array, charged */
     if (typed_array_is_immutable(p))
         return JS_ThrowTypeErrorImmutableArrayBuffer(ctx);
     if (len > 0) {
@@ -61398,6 +61597,8 @@ static JSValue js_typed_array_slice(JSContext *ctx, JSValueConst this_val,
     p = get_typed_array(ctx, this_val);
     if (!p)
         return JS_EXCEPTION;
+    if (js_meter(ctx, JS_METER_BYTES((uint64_t)p->u.array.count << typed_array_size_log2(p->class_id))))
+        return JS_EXCEPTION; /* codemode-rs patch 10: the whole array, charged */
     if (typed_array_is_oob(p))
         return JS_ThrowTypeErrorArrayBufferOOB(ctx);
     len = p->u.array.count;
@@ -61631,7 +61832,28 @@ struct TA_sort_context {
     JSValueConst cmp;
     JSValue (*getfun)(JSContext *ctx, const void *a);
     int elt_size;
+    /* codemode-rs patch 10: the comparison of a sort without comparator, and a count of them */
+    int (*rawcmp)(const void *a, const void *b, void *opaque);
+    int compares;
 };
+
+/* codemode-rs patch 10: a sort without comparator meters its comparisons (a tick per 8). Once
+   the meter says stop, every comparison answers 0, which rqsort's three-way partitioning
+   finishes in linear time; the sort then throws the interrupt. */
+static int js_TA_cmp_metered(const void *a, const void *b, void *opaque)
+{
+    struct TA_sort_context *psc = opaque;
+    if (unlikely(psc->exception))
+        return 0;
+    if (unlikely(++psc->compares >= 1024)) {
+        psc->compares = 0;
+        if (js_meter(psc->ctx, 128)) {
+            psc->exception = 1;
+            return 0;
+        }
+    }
+    return psc->rawcmp(a, b, opaque);
+}
 
 static int js_TA_cmp_generic(const void *a, const void *b, void *opaque) {
     struct TA_sort_context *psc = opaque;
@@ -61826,7 +62048,9 @@ static JSValue js_typed_array_sort(JSContext *ctx, JSValueConst this_val,
         done:
             js_free(ctx, array_idx);
         } else {
-            rqsort(p->u.array.u.ptr, len, elt_size, cmpfun, &tsc);
+            tsc.rawcmp = cmpfun;
+            tsc.compares = 0;
+            rqsort(p->u.array.u.ptr, len, elt_size, js_TA_cmp_metered, &tsc);
             if (tsc.exception)
                 return JS_EXCEPTION;
         }

@@ -67,11 +67,11 @@ fn fresh_vm_trivial_program(bencher: divan::Bencher<'_, '_>) {
     bencher.bench_local(|| rt.block_on(complete("return 1 + 1")));
 }
 
-/// A fresh VM whose program touches deferred built-ins of every kind: guarded methods (the guard
-/// kit loads on the first), a guarded constructor and a runtime global (`TextEncoder`). Against
-/// `fresh_vm_trivial_program`, the cost of making guards on first use.
+/// A fresh VM whose program touches built-ins of several kinds (methods, a typed array
+/// constructor, JSON) and a deferred runtime global (`TextEncoder`, whose part loads on first
+/// use). Against `fresh_vm_trivial_program`, the cost of that first use.
 #[divan::bench(sample_count = 50)]
-fn fresh_vm_touching_guards(bencher: divan::Bencher<'_, '_>) {
+fn fresh_vm_touching_built_ins(bencher: divan::Bencher<'_, '_>) {
     let rt = runtime();
     bencher.bench_local(|| {
         rt.block_on(complete(

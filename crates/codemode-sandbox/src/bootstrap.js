@@ -7,9 +7,8 @@
 // which are frozen. Each part of the bootstrap is one parenthesized function, strict within.
 (function (natives, maxScan) {
   'use strict';
-  const { hostCall, hostLocal, hostText, hostEmit, hostYield, hostFinish, hostIsProxy, hostPoll } = natives;
-  const { hostTimer, hostClearTimer, hostOutputRemaining, hostDefer, hostDeferGuarded, hostPart } = natives;
-  const { hostDeferConstructors, hostGuardFamily } = natives;
+  const { hostCall, hostLocal, hostText, hostEmit, hostYield, hostFinish, hostPoll } = natives;
+  const { hostTimer, hostClearTimer, hostOutputRemaining, hostDefer, hostPart } = natives;
   const maxCallArgs = natives.maxCallArgs;
   const maxOutput = natives.maxOutput;
   const globalObject = globalThis;
@@ -20,7 +19,6 @@
   const RangeErrorCtor = RangeError;
   const ArrayProto = Array.prototype;
   const FunctionProto = Function.prototype;
-  const typedArrayLength = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'length').get;
   const StringCtor = String;
   const stringify = JSON.stringify;
   const parse = JSON.parse;
@@ -51,32 +49,15 @@
     value: undefined, writable: false, enumerable: false, configurable: false,
   });
 
-  // Deadline guards. Every built-in whose native loop can outrun the deadline is replaced by a
-  // guard (bootstrap/guards.js says how each is bounded), made on the first access to it (see
-  // `instantiate` below). Everything the guards and the parts loaded later use is captured now,
-  // before any guest code: guest tampering later changes nothing they do.
-  const TypedArrayProto = getPrototypeOf(Uint8Array.prototype);
+  // Everything the parts loaded later use is captured now, before any guest code: guest
+  // tampering later changes nothing they do. (No built-in is wrapped: the engine meters its
+  // natives' work itself, codemode-quickjs-sys patch 10.)
   const StringProto = String.prototype;
   const construct = Reflect.construct;
-  const setPrototypeOf = Object.setPrototypeOf;
-  const Int32ArrayCtor = Int32Array;
   const stringSlice = StringProto.slice;
   const stringIndexOf = StringProto.indexOf;
-  const stringLastIndexOf = StringProto.lastIndexOf;
-  const regExpGlobal = getOwnPropertyDescriptor(RegExp.prototype, 'global').get;
-  const RegExpProto = RegExp.prototype;
-  const symbolMatch = Symbol.match;
-  const symbolReplace = Symbol.replace;
-  const symbolSplit = Symbol.split;
-  const symbolSpecies = Symbol.species;
-  const symbolIterator = Symbol.iterator;
   const dateNow = Date.now;
   const ObjectCtor = Object;
-  const JSONObject = JSON;
-  const ReflectObject = Reflect;
-  const ArrayCtor = Array;
-  const TypedArrayCtor = getPrototypeOf(Uint8Array);
-  const typedArraySlice = TypedArrayProto.slice;
   // Captures for the runtime globals (bootstrap/globals.js).
   const NumberCtor = Number;
   const DateProto = Date.prototype;
@@ -94,6 +75,8 @@
   const isView = ArrayBuffer.isView;
   const bufferSlice = ArrayBuffer.prototype.slice;
   const typedArrayProto = getPrototypeOf(Uint8Array.prototype);
+  const typedArraySlice = typedArrayProto.slice;
+  const arrayBufferByteLength = getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength').get;
   const typedArrayBuffer = getOwnPropertyDescriptor(typedArrayProto, 'buffer').get;
   const typedArrayOffset = getOwnPropertyDescriptor(typedArrayProto, 'byteOffset').get;
   const typedArrayByteLength = getOwnPropertyDescriptor(typedArrayProto, 'byteLength').get;
@@ -109,30 +92,6 @@
   const WeakMapCtor = WeakMap;
   const weakGet = WeakMap.prototype.get;
   const weakSet = WeakMap.prototype.set;
-  // Work units (compared characters, visited elements) a native call may do without polling.
-  const POLL_WORK = 16384;
-  // Longest array-like an unpolled linear Array builtin may scan, whatever the memory limit.
-  const SCAN_MAX = maxScan < 4194304 ? maxScan : 4194304;
-  // Longest array or typed array joined natively (formatting numbers costs ~90 ns each).
-  const JOIN_MAX = 524288;
-  // Compares a naive native string search may do; a larger search runs in JS (linear, polled).
-  const SEARCH_WORK = 8388608;
-  // Longest typed array / array sorted natively without a comparator (an array's default order
-  // compares elements as strings, ~1 us each at the largest sizes).
-  const SORT_MAX = 1048576;
-  const ARRAY_SORT_MAX = 262144;
-  // Longest source text handed to eval / Function constructors (compile cost is superlinear).
-  const SOURCE_MAX = 65536;
-  // Longest text JSON.parse accepts (its native loop is linear but never polls).
-  const JSON_TEXT_MAX = 4194304;
-  // Longest string a per-character native transform (case mapping, normalize, URI coding...)
-  // accepts: ~10-60 ns a character, never polled.
-  const TEXT_MAX = 8388608;
-  // Longest string repeat / padStart / padEnd build.
-  const BUILD_MAX = 33554432;
-  // Longest array or typed array whose indices Object.keys & co. list (or assign / freeze).
-  const KEYS_MAX = 262144;
-
   // Once the host says stop, every later poll throws at once (the host's flag is sticky too).
   let stopped = false;
   function poll() {
@@ -157,79 +116,16 @@
     }
   }
 
-  function isObjectValue(value) {
-    return value !== null && (typeof value === 'object' || typeof value === 'function');
-  }
-
-  // The typed array constructors, guarded (see guardedCtors below).
-  const typedArrayNames = ['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array',
-    'Int32Array', 'Uint32Array', 'Float16Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array'];
-  const arrayBufferByteLength = getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength').get;
-  const sharedByteLength = typeof SharedArrayBuffer === 'function'
-    ? getOwnPropertyDescriptor(SharedArrayBuffer.prototype, 'byteLength').get : undefined;
-  // Constructors replaced by guards: the four compilers (Function and its async and generator
-  // kin, reachable only as their prototype's `constructor`) and the typed arrays. Each guard has
-  // the original's prototype object, name, length and [[Prototype]] (a compiler's is Function's
-  // guard), so `instanceof` and `.constructor` work. They are deferred like the methods below,
-  // wherever the original is reachable: as a global and as its prototype's `constructor`.
-  const guardedCtors = [Function, AsyncFunction, getPrototypeOf(function* () {}).constructor,
-    getPrototypeOf(async function* () {}).constructor];
-  const COMPILER_COUNT = guardedCtors.length;
-  const ctorGlobals = ['Function'];
-  for (let i = 0; i < typedArrayNames.length; i++) {
-    const original = globalObject[typedArrayNames[i]];
-    if (typeof original !== 'function') continue;
-    guardedCtors[guardedCtors.length] = original;
-    ctorGlobals[ctorGlobals.length] = typedArrayNames[i];
-  }
-  // The guarded methods (deferred.rs `GUARDED_METHODS` lists them, by holder) are deferred
-  // (deferred.rs, vendored QuickJS patch 5) rather than replaced now. Each original is captured
-  // here, before any guest code (or, if QuickJS has not made it yet, made from QuickJS's own
-  // table on that first access), and the property's first access of any kind sets it to the
-  // guard `instantiate` makes, so a fresh VM builds only the guards its program touches. No path
-  // reaches an original: a deferred property holds no value until its guard is made, and a guard
-  // that fails to build (out of memory or time) leaves the property deferred for the next access.
-  // The holders, by the index deferred.rs `Holder` and guards.js name them with.
-  const deferredHolders = [ArrayProto, StringProto, TypedArrayProto, globalObject, JSONObject, ObjectCtor,
-    ReflectObject, ArrayCtor, TypedArrayCtor];
-  const ARRAY_PROTO = 0;
-  const STRING_PROTO = 1;
-  const TYPED_ARRAY_PROTO = 2;
-  const GLOBAL = 3;
-  const JSON_OBJECT = 4;
-  const OBJECT_CTOR = 5;
-  const REFLECT = 6;
-  const ARRAY_CTOR = 7;
-  const TYPED_ARRAY_CTOR = 8;
-  // The guard kit (bootstrap/guards.js), loaded on the first deferred access.
-  let guardKit;
   // The bootstrap's parts loaded on first use, by index (bytecode.rs `Part`).
-  const GUARDS_PART = 1;
-  const GLOBALS_PART = 2;
-  const READINGS_PART = 3;
-  const CUT_PART = 4;
-  const SEARCH_PART = 5;
+  const GLOBALS_PART = 1;
+  const READINGS_PART = 2;
+  const CUT_PART = 3;
 
-  // Makes the guard of `holder[name]` (called by QuickJS on the property's first access with the
-  // original it hid, possibly in the middle of guest code: it reads nothing the guest can reach).
-  function instantiate(holder, name, original) {
-    if (original === runtimeGlobalStub) return runtimeGlobal(name);
-    if (guardKit === undefined) guardKit = buildGuards();
-    for (let i = 0; i < guardedCtors.length; i++) {
-      if (guardedCtors[i] === original) return guardKit.ctor(i);
-    }
-    let holderIndex = 0;
-    while (holderIndex < deferredHolders.length && deferredHolders[holderIndex] !== holder) holderIndex++;
-    return guardKit.method(holderIndex, name, original);
-  }
-  hostDeferGuarded(instantiate, deferredHolders);
-  // The constructors' globals and prototypes' `constructor`.
-  hostDefer(instantiate, globalObject, ctorGlobals);
-  hostDeferConstructors(instantiate, guardedCtors);
-
-  // The guard kit (bootstrap/guards.js), loaded into this VM on the first deferred access.
-  function buildGuards() {
-    return hostPart(GUARDS_PART)(partEnv());
+  // Makes the runtime global `name` (called by QuickJS on the first access to a deferred
+  // runtime global, see `install`, possibly in the middle of guest code: it reads nothing the
+  // guest can reach).
+  function instantiate(holder, name) {
+    return runtimeGlobal(name);
   }
 
   // Promise capabilities of unsettled bridge calls and yields, keyed by request id.
@@ -807,22 +703,16 @@
   function partEnv() {
     return {
       __proto__: null,
-      apply, ARRAY_CTOR, ARRAY_PROTO, ARRAY_SORT_MAX, arrayBufferByteLength, arrayIncludes,
-      bigintToString, BUILD_MAX, bufferSlice, charCodeAt, codePointAt, COMPILER_COUNT, construct,
-      create, dataViewBuffer, dataViewByteLength, dataViewOffset, DateCtor, dateGetTime, dateNow,
-      DateProto, define, defineProperty, DOMExceptionCtor, emit, ErrorCtor, fail, freeze,
-      fromCharCode, getOwnPropertyDescriptor, getPrototypeOf, GLOBAL, globalObject, guardedCtors,
-      hasOwn, hostClearTimer, hostGuardFamily, hostIsProxy, hostPart, hostReading, hostTimer,
-      Int32ArrayCtor, isArray, isError, isObjectValue, isView, JOIN_MAX, JSON_OBJECT,
-      JSON_TEXT_MAX, KEYS_MAX, MapCtor, mapForEach, mapGet, mapHas, mapSet, maxOutput, maxScan,
-      NumberCtor, ObjectCtor, objectKeys, OVER, parseFloatFn, parseIntFn, poll, POLL_WORK,
-      pollSoon, RangeErrorCtor, REFLECT, regExpGlobal, RegExpProto, safeEncodeDepth, SCAN_MAX,
-      SEARCH_PART, SEARCH_WORK, setAdd, SetCtor, setForEach, setPrototypeOf, sharedByteLength,
-      SORT_MAX, SOURCE_MAX, STRING_PROTO, StringCtor, stringify, stringIndexOf, stringLastIndexOf,
-      stringSlice, symbolIterator, symbolMatch, symbolReplace, symbolSpecies, symbolSplit,
-      TEXT_MAX, TYPED_ARRAY_CTOR, TYPED_ARRAY_PROTO, typedArrayBuffer, typedArrayByteLength,
-      TypedArrayCtor, typedArrayLength, typedArrayOffset, typedArraySlice, TypeErrorCtor,
-      Uint8ArrayCtor, utf8Bytes, WeakMapCtor, weakGet, weakSet, wellFormed,
+      apply, arrayBufferByteLength, arrayIncludes, bigintToString, bufferSlice, charCodeAt,
+      codePointAt, construct, create, dataViewBuffer, dataViewByteLength, dataViewOffset, DateCtor,
+      dateGetTime, dateNow, DateProto, define, defineProperty, DOMExceptionCtor, emit, ErrorCtor,
+      fail, freeze, fromCharCode, getPrototypeOf, globalObject, hostClearTimer, hostReading,
+      hostTimer, isArray, isError, isView, MapCtor, mapForEach, mapGet, mapHas, mapSet, maxOutput,
+      NumberCtor, ObjectCtor, objectKeys, OVER, parseFloatFn, parseIntFn, poll, pollSoon,
+      RangeErrorCtor, safeEncodeDepth, setAdd, SetCtor, setForEach, StringCtor, stringify,
+      stringIndexOf, stringSlice, typedArrayBuffer, typedArrayByteLength, typedArrayOffset,
+      typedArraySlice, TypeErrorCtor, Uint8ArrayCtor, utf8Bytes, weakGet, WeakMapCtor, weakSet,
+      wellFormed,
     };
   }
 

@@ -20,31 +20,20 @@ use rquickjs::{Context, Ctx, Function, Runtime, Value, qjs};
 /// touches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Part {
-    /// `bootstrap.js`: the bridge, the installer, the deferral of the guarded built-ins.
+    /// `bootstrap.js`: the bridge, the installer, the deferral of the runtime globals.
     Core,
-    /// `bootstrap/guards.js`: the guard makers of the deferred built-ins.
-    Guards,
     /// `bootstrap/globals.js`: console, TextEncoder, TextDecoder, structuredClone and the timers.
     Globals,
     /// `bootstrap/readings.js`: the clock and randomness read through a run's tape.
     Readings,
     /// `bootstrap/cut.js`: the cut of a value too large for what is left of the output budget.
     Cut,
-    /// `bootstrap/search.js`: the guards of the string searches, loaded by the guard kit.
-    Search,
 }
 
 impl Part {
-    const ALL: [Part; 6] = [
-        Part::Core,
-        Part::Guards,
-        Part::Globals,
-        Part::Readings,
-        Part::Cut,
-        Part::Search,
-    ];
+    const ALL: [Part; 4] = [Part::Core, Part::Globals, Part::Readings, Part::Cut];
 
-    /// The part the bootstrap's `hostPart(index)` names (`GUARDS_PART` and so on).
+    /// The part the bootstrap's `hostPart(index)` names (`GLOBALS_PART` and so on).
     pub(crate) fn from_index(index: u32) -> Option<Part> {
         Self::ALL.get(usize::try_from(index).ok()?).copied()
     }
@@ -53,11 +42,9 @@ impl Part {
     fn source(self) -> &'static str {
         match self {
             Part::Core => include_str!("bootstrap.js"),
-            Part::Guards => include_str!("bootstrap/guards.js"),
             Part::Globals => include_str!("bootstrap/globals.js"),
             Part::Readings => include_str!("bootstrap/readings.js"),
             Part::Cut => include_str!("bootstrap/cut.js"),
-            Part::Search => include_str!("bootstrap/search.js"),
         }
     }
 
@@ -65,11 +52,9 @@ impl Part {
     fn name(self) -> &'static str {
         match self {
             Part::Core => "<codemode>",
-            Part::Guards => "<codemode guards>",
             Part::Globals => "<codemode globals>",
             Part::Readings => "<codemode readings>",
             Part::Cut => "<codemode cut>",
-            Part::Search => "<codemode search>",
         }
     }
 
@@ -77,7 +62,7 @@ impl Part {
     /// loads the core: never later, on a guest's stack. `None` if compiling failed (it cannot
     /// for the shipped sources).
     fn bytecode(self) -> Option<&'static [u8]> {
-        static BYTECODE: OnceLock<Option<[Vec<u8>; 6]>> = OnceLock::new();
+        static BYTECODE: OnceLock<Option<[Vec<u8>; 4]>> = OnceLock::new();
         let all = BYTECODE.get_or_init(compile_all).as_ref()?;
         Some(all[self as usize].as_slice())
     }
@@ -130,7 +115,7 @@ fn compile(ctx: &Ctx<'_>, part: Part) -> Option<Vec<u8>> {
     }
 }
 
-fn compile_all() -> Option<[Vec<u8>; 6]> {
+fn compile_all() -> Option<[Vec<u8>; 4]> {
     let runtime = Runtime::new().ok()?;
     let context = Context::full(&runtime).ok()?;
     let compile = |part: Part| {
@@ -140,11 +125,9 @@ fn compile_all() -> Option<[Vec<u8>; 6]> {
     };
     Some([
         compile(Part::Core)?,
-        compile(Part::Guards)?,
         compile(Part::Globals)?,
         compile(Part::Readings)?,
         compile(Part::Cut)?,
-        compile(Part::Search)?,
     ])
 }
 
@@ -232,14 +215,12 @@ mod tests {
     fn every_part_loads_from_bytecode_and_compiles_from_source() {
         for (part, length) in [
             (Part::Core, 2),
-            (Part::Guards, 1),
             (Part::Globals, 1),
             (Part::Readings, 1),
             (Part::Cut, 1),
-            (Part::Search, 1),
         ] {
             assert!(part.bytecode().is_some_and(|bytes| !bytes.is_empty()));
-            // The index the bootstrap names it by (`GUARDS_PART` and so on) finds it.
+            // The index the bootstrap names it by (`GLOBALS_PART` and so on) finds it.
             assert_eq!(Part::from_index(part as u32), Some(part));
             let runtime = Runtime::new().unwrap();
             let context = Context::full(&runtime).unwrap();

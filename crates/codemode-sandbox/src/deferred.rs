@@ -1,169 +1,21 @@
-//! Deferred built-ins. The bootstrap replaces about a hundred built-in methods by guards (see
-//! bootstrap.js), and building every guard in every fresh VM was most of the bootstrap's cost,
-//! although a program touches a handful of them. Instead, each guarded property is *deferred* in
-//! place (vendored QuickJS, patch 5 in `crates/codemode-quickjs-sys/PATCHES.md`): the property hides its
-//! value, the original built-in, and its first access of any kind (a read, a descriptor, a
-//! redefinition, freezing its holder) sets it to what the realm's factory, a bootstrap closure,
-//! returns for `(holder, name, original)`: the guard. Flags and the property's position in the key
-//! order are kept, so only timing tells a deferred property from an installed one, and no path
-//! reaches an original: until its guard exists, a deferred property has no value to read. Most
-//! guarded methods are built-ins QuickJS itself makes on first access; such a property keeps
-//! QuickJS's recipe instead of a value, and the original is made only to be handed to the
-//! factory, so a VM whose program touches none of them never makes them at all.
+//! Deferred runtime globals. `console`, `TextEncoder`, `TextDecoder`, `structuredClone` and the
+//! timers are bootstrap code (bootstrap/globals.js) that most programs never touch; building them
+//! in every fresh VM would cost more than the rest of the bootstrap. Instead, each is *deferred*
+//! in place (patch 5 in `crates/codemode-quickjs-sys/PATCHES.md`): the global holds a stub
+//! hidden from every JS path, and its first access of any kind (a read, a descriptor, a
+//! redefinition, freezing the global object) sets it to what the realm's factory, a bootstrap
+//! closure, returns for `(holder, name, stub)`: the real global, built then. Flags and the
+//! property's position in the key order are kept, so only timing tells a deferred property from
+//! an installed one.
 //!
 //! This module holds the unsafe calls into the patched QuickJS (the workspace denies unsafe code;
 //! see the lint table in the root `Cargo.toml`).
 #![allow(unsafe_code)]
 
-use rquickjs::{Array, Ctx, Function, Object, atom::PredefinedAtom, qjs};
-
-/// An object holding guarded built-in methods: its index in `deferredHolders` in bootstrap.js,
-/// which hands them over in this order (`ARRAY_PROTO` and so on there and in guards.js). An
-/// order that disagreed would name a method on the wrong holder, where it is not an own data
-/// property, and every VM build would fail.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Holder {
-    ArrayProto,
-    StringProto,
-    TypedArrayProto,
-    Global,
-    Json,
-    ObjectCtor,
-    Reflect,
-    ArrayCtor,
-    TypedArrayCtor,
-}
-
-/// A list of guarded methods of one holder. guards.js `findMaker` gives every member of a list
-/// with a `family` the same kind of guard (it asks for the family through `hostGuardFamily`); the
-/// members of a list without one have cases of their own there.
-pub(crate) struct GuardedMethods {
-    pub(crate) holder: Holder,
-    pub(crate) family: Option<&'static str>,
-    /// The names, separated by whitespace.
-    pub(crate) names: &'static str,
-}
-
-/// Every guarded built-in method, deferred in every fresh VM before any guest code
-/// ([`defer_guarded_methods`]). The one list of them: guards.js reads the families from here
-/// ([`guard_family`]).
-/// The guarded constructors, which are values rather than names, are deferred by bootstrap.js
-/// through [`defer`]. Adding a method: its name here, and its case in guards.js `findMaker`.
-/// trimLeft and trimRight are the very functions trimStart and trimEnd (aliases): guarded too.
-pub(crate) const GUARDED_METHODS: &[GuardedMethods] = &[
-    GuardedMethods {
-        holder: Holder::ArrayProto,
-        family: Some("unpolledScans"),
-        names: "join toLocaleString reverse toReversed slice splice toSpliced copyWithin sort \
-            toSorted shift unshift fill with pop push at",
-    },
-    GuardedMethods {
-        holder: Holder::ArrayProto,
-        family: None,
-        names: "concat flat flatMap",
-    },
-    GuardedMethods {
-        holder: Holder::StringProto,
-        family: None,
-        names: "indexOf lastIndexOf includes split replace replaceAll repeat padStart padEnd \
-            concat",
-    },
-    GuardedMethods {
-        holder: Holder::StringProto,
-        family: Some("stringScans"),
-        names: "normalize localeCompare toLowerCase toUpperCase toLocaleLowerCase \
-            toLocaleUpperCase trim trimStart trimEnd trimLeft trimRight isWellFormed \
-            toWellFormed",
-    },
-    GuardedMethods {
-        holder: Holder::TypedArrayProto,
-        family: None,
-        names: "sort toSorted join",
-    },
-    GuardedMethods {
-        holder: Holder::TypedArrayProto,
-        family: Some("typedArrayScans"),
-        names: "set slice subarray fill copyWithin indexOf lastIndexOf includes toLocaleString \
-            reverse toReversed with",
-    },
-    GuardedMethods {
-        holder: Holder::Global,
-        family: None,
-        names: "eval",
-    },
-    GuardedMethods {
-        holder: Holder::Global,
-        family: Some("uriCodings"),
-        names: "encodeURI encodeURIComponent decodeURI decodeURIComponent escape unescape",
-    },
-    GuardedMethods {
-        holder: Holder::Json,
-        family: None,
-        names: "parse stringify",
-    },
-    GuardedMethods {
-        holder: Holder::ObjectCtor,
-        family: Some("objectScans"),
-        names: "keys values entries getOwnPropertyNames assign freeze seal",
-    },
-    GuardedMethods {
-        holder: Holder::ObjectCtor,
-        family: Some("objectPolls"),
-        names: "fromEntries getOwnPropertySymbols isFrozen isSealed",
-    },
-    GuardedMethods {
-        holder: Holder::Reflect,
-        family: None,
-        names: "ownKeys",
-    },
-    GuardedMethods {
-        holder: Holder::ArrayCtor,
-        family: None,
-        names: "from of",
-    },
-    GuardedMethods {
-        holder: Holder::TypedArrayCtor,
-        family: None,
-        names: "from",
-    },
-];
-
-/// Makes `factory` the realm's factory for deferred properties, then defers every method of
-/// [`GUARDED_METHODS`] on its holder (`holders`, in [`Holder`] order). Fails (with the exception
-/// pending) if a name is not an own data property of its holder holding an object.
-pub(crate) fn defer_guarded_methods<'js>(
-    ctx: &Ctx<'js>,
-    factory: Function<'js>,
-    holders: Array<'js>,
-) -> rquickjs::Result<()> {
-    let ctx_ptr = ctx.as_raw().as_ptr();
-    set_factory(ctx, &factory);
-    for list in GUARDED_METHODS {
-        let holder: Object<'js> = holders.get(list.holder as usize)?;
-        for name in list.names.split_ascii_whitespace() {
-            // SAFETY: `ctx` is live and current; `name` is valid UTF-8 of the given length (no
-            // NUL needed).
-            let atom =
-                unsafe { qjs::JS_NewAtomLen(ctx_ptr, name.as_ptr().cast(), name.len() as _) };
-            defer_named(ctx, &holder, atom)?;
-        }
-    }
-    Ok(())
-}
-
-/// The family of the guarded method `name` of the holder with index `holder` ([`Holder`]), if
-/// its list has one: guards.js `findMaker` makes the same kind of guard for every member.
-pub(crate) fn guard_family(holder: u32, name: &str) -> Option<&'static str> {
-    GUARDED_METHODS
-        .iter()
-        .find(|list| {
-            list.holder as u32 == holder && list.names.split_ascii_whitespace().any(|n| n == name)
-        })?
-        .family
-}
+use rquickjs::{Array, Ctx, Function, Object, qjs};
 
 /// Makes `factory` the realm's factory for deferred properties, then defers the properties of
-/// `holder` that `names` lists (the guarded constructors' globals, the runtime globals). Fails
+/// `holder` that `names` lists (the runtime globals). Fails
 /// (with the exception pending) if a name is not an own data property of `holder` holding an
 /// object.
 pub(crate) fn defer<'js>(
@@ -185,24 +37,6 @@ pub(crate) fn defer<'js>(
             atom
         };
         defer_named(ctx, &holder, atom)?;
-    }
-    Ok(())
-}
-
-/// Makes `factory` the realm's factory for deferred properties, then defers the `constructor`
-/// property of the prototype of each constructor in `ctors` (the guarded constructors: a guard
-/// replaces the original wherever it is reachable). Fails (with the exception pending) as
-/// [`defer`] does.
-pub(crate) fn defer_constructors<'js>(
-    ctx: &Ctx<'js>,
-    factory: Function<'js>,
-    ctors: Array<'js>,
-) -> rquickjs::Result<()> {
-    set_factory(ctx, &factory);
-    for ctor in ctors.iter::<Object<'js>>() {
-        let prototype: Object<'js> = ctor?.get(PredefinedAtom::Prototype)?;
-        // `constructor` is one of QuickJS's predefined atoms: no lookup, nothing to free.
-        defer_property(ctx, &prototype, qjs::JS_ATOM_constructor as qjs::JSAtom)?;
     }
     Ok(())
 }
@@ -411,49 +245,6 @@ mod tests {
             "[delete holder.f, holder.f, globalThis.made]",
         );
         assert_eq!(deleted, "[true,null,null]");
-    }
-
-    #[test]
-    fn each_guarded_method_is_listed_once_and_its_family_answers_for_it() {
-        let mut seen = std::collections::HashSet::new();
-        for list in GUARDED_METHODS {
-            for name in list.names.split_ascii_whitespace() {
-                assert!(seen.insert((list.holder, name)), "{name} is listed twice");
-                assert_eq!(guard_family(list.holder as u32, name), list.family);
-            }
-        }
-        assert_eq!(
-            guard_family(Holder::StringProto as u32, "trimLeft"),
-            Some("stringScans")
-        );
-        // A name guarded on another holder only, and a holder that does not exist.
-        assert_eq!(guard_family(Holder::StringProto as u32, "push"), None);
-        assert_eq!(guard_family(99, "push"), None);
-    }
-
-    #[test]
-    fn a_constructor_is_deferred_where_its_prototype_names_it() {
-        let runtime = Runtime::new().unwrap();
-        let context = Context::full(&runtime).unwrap();
-        context.with(|ctx| {
-            let ctors: Array<'_> = ctx
-                .eval("globalThis.C = function C() {}; globalThis.D = class D {}; [C, D]")
-                .unwrap();
-            let factory: Function<'_> = ctx
-                .eval("((holder, name, original) => ({ made: name, original: original.name }))")
-                .unwrap();
-            defer_constructors(&ctx, factory, ctors).unwrap();
-            let made: String = ctx
-                .eval("JSON.stringify([C.prototype.constructor, D.prototype.constructor.made, Object.keys(C.prototype)])")
-                .unwrap();
-            // The factory gets the original; the property keeps its flags (not enumerable).
-            assert_eq!(made, r#"[{"made":"constructor","original":"C"},"constructor",[]]"#);
-            // Not a constructor's prototype: refused, with the exception pending.
-            let plain: Array<'_> = ctx.eval("[{ prototype: {} }]").unwrap();
-            let factory: Function<'_> = ctx.eval("(() => 0)").unwrap();
-            assert!(defer_constructors(&ctx, factory, plain).is_err());
-            drop(ctx.catch());
-        });
     }
 
     #[test]

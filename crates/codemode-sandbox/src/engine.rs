@@ -5,12 +5,14 @@
 //! runtime userdata, which guest code can never reach. `install` builds the whole guest setup in
 //! one call from a JSON plan (see `InstallPlan`). Guest-visible functions are closures made by
 //! the bootstrap around the natives of `engine/natives.rs` (`hostCall`, `hostLocal`, `hostText`,
-//! `hostEmit`, `hostYield`, `hostFinish`, `hostIsProxy`, `hostPoll`, ...); those natives are
+//! `hostEmit`, `hostYield`, `hostFinish`, `hostPoll`, ...); those natives are
 //! handed over in one object and never installed as globals, so there is no internal name to
 //! forge. Only `Send` state is captured by natives and the interrupt handler, which reads the
-//! run's stop flags (`engine/flags.rs`). The guards of built-ins and the runtime globals
-//! (`console`, ...) are not built with the VM: the bootstrap defers them (deferred.rs), and the
-//! first access to one loads its part of the bootstrap (`hostPart`, bytecode.rs `Part`).
+//! run's stop flags (`engine/flags.rs`). No built-in is wrapped: the engine meters the work of
+//! its natives itself (codemode-quickjs-sys patch 10), so the guest sees standard JavaScript. The
+//! runtime globals (`console`, ...) are not built with the VM: the bootstrap defers them
+//! (deferred.rs), and the first access to one loads its part of the bootstrap (`hostPart`,
+//! bytecode.rs `Part`).
 //!
 //! Everything here runs on a VM thread (vm_threads.rs), never on the caller's async workers:
 //! building the VM, compiling the program, running jobs and settling host answers. A step also

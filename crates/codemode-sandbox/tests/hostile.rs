@@ -41,7 +41,8 @@ fn run_cell(program: &str, timeout: Duration, isolation: &Isolation) -> Step {
     }
 }
 
-/// The documented overrun a guarded built-in may add to `timeoutMs` (docs/builtins-audit.md).
+/// A generous bound on the CPU a cell may use past `timeoutMs` on a shared machine (the measured
+/// overruns, much smaller, are in docs/builtins-audit.md and its benchmark row).
 const GRACE: Duration = Duration::from_secs(1);
 const TIMEOUT: Duration = Duration::from_millis(100);
 
@@ -352,9 +353,59 @@ const CELLS: &[(&str, &str)] = &[
         "Array.from of a big array-like",
         "const o = { length: 3e6 }; for (;;) { try { Array.from(o) } catch (e) {} }",
     ),
+    // Natives the engine meters that the old guards never wrapped: memory-bound walks, one
+    // exec per match, normalization's quadratic sort of combining marks, allocations.
+    (
+        "typed array fill",
+        "const a = new Uint8Array(3e7); for (;;) { a.fill(1) }",
+    ),
+    (
+        "a big typed array allocated in a loop",
+        "let a; for (;;) { a = new Float64Array(4e6) }",
+    ),
+    (
+        "dense array indexOf",
+        "const a = new Array(2e6).fill(0); for (;;) { a.indexOf(1) }",
+    ),
+    (
+        "dense array slice",
+        "const a = new Array(1e6).fill(0); for (;;) { a.slice() }",
+    ),
+    (
+        "global regexp replace with a match per character",
+        "const s = 'a'.repeat(2e5); for (;;) { s.replace(/a/g, 'b') }",
+    ),
+    (
+        "split into characters",
+        "const s = 'a'.repeat(2e5); for (;;) { s.split('') }",
+    ),
+    (
+        "normalize a long run of combining marks",
+        "const s = 'a' + '\\u0316\\u0301'.repeat(2e5); for (;;) { s.normalize('NFC') }",
+    ),
+    (
+        "localeCompare of long texts",
+        "const a = '\\u00e9'.repeat(2e6), b = a + 'x'; for (;;) { a.localeCompare(b) }",
+    ),
+    (
+        "escape and unescape of a long text",
+        "const s = '\\u00e9'.repeat(4e6); for (;;) { unescape(escape(s)) }",
+    ),
+    (
+        "decodeURIComponent of a long text",
+        "const s = '%C3%A9'.repeat(4e6); for (;;) { decodeURIComponent(s) }",
+    ),
+    (
+        "Object.entries of a big object",
+        "const o = {}; for (let i = 0; i < 2e5; i++) o['k' + i] = i; for (;;) { Object.entries(o) }",
+    ),
+    (
+        "direct eval of a long program",
+        "const src = 'let x = 0;\\n'.repeat(30000); for (;;) { try { eval('{' + src + '}') } catch (e) {} }",
+    ),
 ];
 
-/// Ordinary uses of every guarded built-in, with their results (computed without guards).
+/// Ordinary uses of every expensive built-in, with their standard results.
 const ORDINARY: &[(&str, &str)] = &[
     ("'abcabc'.indexOf('ca')", "2"),
     ("'abcabc'.indexOf('c', 3)", "5"),
@@ -542,8 +593,9 @@ const ORDINARY: &[(&str, &str)] = &[
     ("Array.from({ length: 3 }, (_, i) => i)", "[0,1,2]"),
 ];
 
-/// Searches over the native budget run in JS: they must agree with the regexp engine.
-const OVER_BUDGET: &str = r"
+/// Long string searches (once run in JS by the guards, now native and metered): they must agree
+/// with the regexp engine.
+const LONG_SEARCHES: &str = r"
 const pre = 'ab'.repeat(3000), needle = 'a'.repeat(2000) + 'c';
 const s = pre + needle + 'xyz' + needle + pre;
 const re = new RegExp(needle), reg = new RegExp(needle, 'g');
@@ -565,7 +617,7 @@ const checks = [
   JSON.stringify(calls) === '[[true,6000,true],[true,8004,true]]',
   String.prototype.indexOf.call({ toString: () => s }, { toString: () => needle }) === 6000,
 ];
-// A short needle in a long text: searched natively in polled chunks of 8388608 / 6 characters.
+// A short needle in a long text, at the edges of what the guards once searched in chunks.
 const filler = 'x'.repeat(7e6);
 for (const p of [0, 1398098, 1398101, 2796200, 4194301, 5592400, 7e6 - 6]) {
   const h = filler.slice(0, p) + 'needle' + filler.slice(p + 6);
@@ -609,7 +661,9 @@ fn hostile_builtins_stop_within_the_grace() {
     for (mode, isolation) in isolations() {
         cells_stop_within_the_grace(mode, &isolation, &mut failures, &mut report);
     }
-    assert!(failures.is_empty(), "{failures:#?}\nall cells: {report:#?}");
+    // Each cell's outcome, CPU and wall time (`--nocapture` shows them on success too).
+    eprintln!("{report:#?}");
+    assert!(failures.is_empty(), "{failures:#?}");
 }
 
 fn cells_stop_within_the_grace(
@@ -626,9 +680,9 @@ fn cells_stop_within_the_grace(
             failures.push(format!("{mode}: {expression}: {got}, expected {expected}"));
         }
     }
-    let got = outcome(&run_cell(OVER_BUDGET, generous));
+    let got = outcome(&run_cell(LONG_SEARCHES, generous));
     if got != "completed []" {
-        failures.push(format!("{mode}: over-budget string searches: {got}"));
+        failures.push(format!("{mode}: long string searches: {got}"));
     }
 
     // Cells whose cost is in compiling: built at run time (they are too large for a constant).

@@ -3,8 +3,7 @@
 // (setTimeout, setInterval, clearTimeout, clearInterval). Conveniences in the guest's own realm:
 // they never touch the bridge except through emit(), which counts every console line against the
 // output budget like text(), and the timer natives. Loaded into a VM on the first access to one
-// of these globals (deferred like the guarded built-ins, see `instantiate` there and
-// deferred.rs), so a VM whose program uses none never loads this code. Compiled once per process
+// of these globals (deferred, see `instantiate` in bootstrap.js and deferred.rs), so a VM whose program uses none never loads this code. Compiled once per process
 // to bytecode, like the bootstrap.
 //
 // Its one function receives what it uses of the bootstrap's captures (`env`, a null-prototype

@@ -217,7 +217,6 @@ pub(super) fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Resu
     let host_poll = Function::new(ctx.clone(), move || poll_flags.interrupt())?;
 
     let make_control: Function<'js> = load_bootstrap(ctx)?;
-    let host_is_proxy = Function::new(ctx.clone(), |value: JsValue<'js>| value.is_proxy())?;
     // A dense array needs at least 8 bytes per element, so any longer array-like must be sparse.
     let max_scan = js_bytes((limits.memory_bytes / 8).max(1 << 20));
     // More natives than a Rust tuple carries: handed over as one plain object the bootstrap
@@ -229,7 +228,6 @@ pub(super) fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Resu
     natives.set("hostEmit", host_emit)?;
     natives.set("hostYield", host_yield)?;
     natives.set("hostFinish", host_finish)?;
-    natives.set("hostIsProxy", host_is_proxy)?;
     natives.set("hostPoll", host_poll)?;
     natives.set("hostTimer", host_timer)?;
     natives.set("hostOutputRemaining", host_output_remaining)?;
@@ -245,20 +243,7 @@ pub(super) fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Resu
         }
     })?;
     natives.set("hostReading", host_reading)?;
-    // Called by the bootstrap, before any guest code, to defer the guarded built-in methods
-    // (deferred.rs `GUARDED_METHODS`), then the guarded constructors and the runtime globals.
-    let host_defer_guarded = Function::new(
-        ctx.clone(),
-        |ctx: Ctx<'js>, factory: Function<'js>, holders: rquickjs::Array<'js>| {
-            crate::deferred::defer_guarded_methods(&ctx, factory, holders)
-        },
-    )?;
-    natives.set("hostDeferGuarded", host_defer_guarded)?;
-    // Read by bootstrap/guards.js when it makes a guard.
-    let host_guard_family = Function::new(ctx.clone(), |holder: u32, name: String| {
-        crate::deferred::guard_family(holder, &name)
-    })?;
-    natives.set("hostGuardFamily", host_guard_family)?;
+    // Called by the bootstrap's `install`, before any guest code, to defer the runtime globals.
     let host_defer = Function::new(
         ctx.clone(),
         |ctx: Ctx<'js>,
@@ -269,13 +254,6 @@ pub(super) fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Resu
         },
     )?;
     natives.set("hostDefer", host_defer)?;
-    let host_defer_constructors = Function::new(
-        ctx.clone(),
-        |ctx: Ctx<'js>, factory: Function<'js>, ctors: rquickjs::Array<'js>| {
-            crate::deferred::defer_constructors(&ctx, factory, ctors)
-        },
-    )?;
-    natives.set("hostDeferConstructors", host_defer_constructors)?;
     // Loads a part of the bootstrap into this VM on first use (bytecode.rs `Part`); the bootstrap
     // keeps what it returns, and calls again only if loading failed (the guest's memory ran out).
     let host_part = Function::new(
