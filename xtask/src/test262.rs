@@ -4,10 +4,11 @@
 //! upstream rquickjs, which no member may depend on; it is built in release, `--locked`, with a
 //! target directory of its own (`tests/test262/target`, where the tarball is unpacked too).
 //!
-//! Without arguments the runner takes its fixed sample of section A (`tests/test262/README.md`)'s directories;
-//! `--full` takes all of them, `--extended` adds the second group, and FILTERs (paths under
-//! test262's `test/`) run every test under them instead. It fails on a regression (passes
-//! upstream, fails in the sandbox) that `tests/test262/deviations.txt` does not list.
+//! Without arguments the runner takes its fixed sample, one test in two of both groups of
+//! directories (`tests/test262/README.md`); `--full` takes all of section A, `--full
+//! --extended` both groups, and FILTERs (paths under test262's `test/`) every test under them.
+//! It fails on a regression (passes upstream, fails in the sandbox) that
+//! `tests/test262/deviations.txt` does not list.
 
 use std::path::Path;
 

@@ -21,8 +21,10 @@ pub(crate) enum Ending {
     CompileError(String),
     /// The body threw (its promise rejected): `<name>: <message>` for an error object.
     Threw(String),
-    /// Anything else: a timeout, the memory limit, a promise never settled, a panic.
+    /// Anything else: a timeout, the memory limit, a promise never settled.
     Other(String),
+    /// The engine panicked (the message says where).
+    Panicked(String),
 }
 
 impl Ending {
@@ -48,7 +50,9 @@ impl Ending {
                 negative.phase, negative.kind
             )),
             (_, Ending::CompileError(message)) => Err(format!("does not compile: {message}")),
-            (_, Ending::Threw(message) | Ending::Other(message)) => Err(message.clone()),
+            (_, Ending::Threw(message) | Ending::Other(message) | Ending::Panicked(message)) => {
+                Err(message.clone())
+            }
         }
     }
 }
@@ -93,7 +97,7 @@ pub(crate) fn sandbox(body: &str, limits: &Limits, runtime: &tokio::runtime::Run
             }
         })
     });
-    catch_unwind(run).unwrap_or_else(|panic| Ending::Other(panic_message(&*panic)))
+    catch_unwind(run).unwrap_or_else(|panic| Ending::Panicked(panic_message(&*panic)))
 }
 
 /// Runs `body` on upstream rquickjs, in a fresh runtime with the sandbox's memory, stack and time
@@ -104,7 +108,7 @@ pub(crate) fn sandbox(body: &str, limits: &Limits, runtime: &tokio::runtime::Run
 /// exception out of the evaluation itself is a compile error.
 pub(crate) fn upstream(body: &str, limits: &Limits) -> Ending {
     catch_unwind(AssertUnwindSafe(|| upstream_unguarded(body, limits)))
-        .unwrap_or_else(|panic| Ending::Other(panic_message(&*panic)))
+        .unwrap_or_else(|panic| Ending::Panicked(panic_message(&*panic)))
 }
 
 fn upstream_unguarded(body: &str, limits: &Limits) -> Ending {
@@ -168,9 +172,9 @@ fn is_out_of_memory(value: &rquickjs::Value<'_>) -> bool {
 }
 
 /// `<name>: <message>` for an object with a string `name`, or else a constructor with one
-/// (`<name>` alone when the message is empty), the text of a string, JSON for another object, the string conversion of anything
-/// else: close to the sandbox's rendering of an uncaught exception, and the same where a negative
-/// test's error type is read.
+/// (`<name>` alone when the message is empty), the text of a string, JSON for another object,
+/// the string conversion of anything else: close to the sandbox's rendering of an uncaught
+/// exception, and the same where a negative test's error type is read.
 fn describe(value: &rquickjs::Value<'_>) -> String {
     if let Some(object) = value.as_object() {
         let constructor_name = || {

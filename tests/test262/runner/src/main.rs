@@ -11,8 +11,8 @@
 //!
 //! - `--suite`: the pinned tarball (unpacked once under `--work`) or an unpacked `test262/`.
 //! - No FILTER: the fixed sample, every `--every`-th test of the sorted list of the two groups of
-//!   directories (`tests/test262/README.md`), section A and the second group; `--full`: every test of section A, and with
-//!   `--extended` of the second group too.
+//!   directories (`tests/test262/README.md`), section A and the second group; `--full`: every
+//!   test of section A, and with `--extended` of the second group too.
 //! - FILTER: paths under `test/` (`built-ins/Array/prototype/push`); every test under them runs.
 //!
 //! Each run gets a fresh VM in each engine, the sandbox's default `Limits` (64 MiB, 512 KiB of
@@ -94,6 +94,9 @@ fn options() -> Result<Options> {
                     [--full] [--extended] [--every N] [--threads N] [FILTER...]"
                 .into(),
         );
+    }
+    if options.extended && !options.full {
+        return Err("--extended goes with --full: the sample already spans both groups".into());
     }
     Ok(options)
 }
@@ -211,7 +214,7 @@ fn run_all(jobs: &[Job], threads: usize) -> Result<Vec<RunResult>> {
                         let negative = job.frontmatter.negative.as_ref();
                         let upstream = engines::upstream(&job.body, &limits).verdict(negative);
                         let ending = engines::sandbox(&job.body, &limits, &runtime);
-                        if matches!(&ending, engines::Ending::Other(m) if m.starts_with("the engine panicked")) {
+                        if matches!(ending, engines::Ending::Panicked(_)) {
                             // The runtime that panicked inside `block_on` is not trusted again.
                             runtime = tokio_runtime()?;
                         }

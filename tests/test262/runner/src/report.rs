@@ -73,6 +73,49 @@ fn one_line(message: &str) -> String {
     }
 }
 
+/// What the results say against the deviations: the runs that regressed and improved, the
+/// regressions no deviation lists, and the listed tests that ran and regress no more.
+struct Findings<'a> {
+    regressions: Vec<&'a RunResult>,
+    improvements: Vec<&'a RunResult>,
+    unlisted: Vec<&'a RunResult>,
+    regressed_tests: BTreeSet<&'a str>,
+    now_passing: Vec<&'a str>,
+}
+
+impl<'a> Findings<'a> {
+    fn new(results: &'a [RunResult], deviations: &'a Deviations) -> Self {
+        let regressions: Vec<&RunResult> = results
+            .iter()
+            .filter(|r| r.upstream.is_ok() && r.sandbox.is_err())
+            .collect();
+        let improvements = results
+            .iter()
+            .filter(|r| r.upstream.is_err() && r.sandbox.is_ok())
+            .collect();
+        let unlisted = regressions
+            .iter()
+            .copied()
+            .filter(|r| !deviations.lists(&r.path))
+            .collect();
+        let regressed_tests: BTreeSet<&str> = regressions.iter().map(|r| r.path.as_str()).collect();
+        let ran: BTreeSet<&str> = results.iter().map(|r| r.path.as_str()).collect();
+        let now_passing = deviations
+            .paths
+            .iter()
+            .map(String::as_str)
+            .filter(|path| ran.contains(path) && !regressed_tests.contains(path))
+            .collect();
+        Self {
+            regressions,
+            improvements,
+            unlisted,
+            regressed_tests,
+            now_passing,
+        }
+    }
+}
+
 /// Prints the report; `false` when a regression is not a listed deviation.
 pub(crate) fn print(
     roots: &[String],
@@ -111,19 +154,13 @@ pub(crate) fn print(
         results.len() - sandbox_passed
     );
 
-    let regressions: Vec<&RunResult> = results
-        .iter()
-        .filter(|r| r.upstream.is_ok() && r.sandbox.is_err())
-        .collect();
-    let improvements: Vec<&RunResult> = results
-        .iter()
-        .filter(|r| r.upstream.is_err() && r.sandbox.is_ok())
-        .collect();
-    let unlisted: Vec<&&RunResult> = regressions
-        .iter()
-        .filter(|r| !deviations.lists(&r.path))
-        .collect();
-    let regressed_tests: BTreeSet<&str> = regressions.iter().map(|r| r.path.as_str()).collect();
+    let Findings {
+        regressions,
+        improvements,
+        unlisted,
+        regressed_tests,
+        now_passing,
+    } = Findings::new(results, deviations);
 
     println!(
         "\nregressions (pass upstream, fail in the sandbox): {} runs of {} tests, {} runs not \
@@ -174,13 +211,6 @@ pub(crate) fn print(
         );
     }
 
-    let ran: BTreeSet<&str> = results.iter().map(|r| r.path.as_str()).collect();
-    let now_passing: Vec<&str> = deviations
-        .paths
-        .iter()
-        .map(String::as_str)
-        .filter(|path| ran.contains(path) && !regressed_tests.contains(path))
-        .collect();
     for path in &now_passing {
         println!("warning: {path} is listed in deviations.txt but no longer regresses");
     }
@@ -208,6 +238,42 @@ mod tests {
         assert!(deviations.lists("built-ins/a.js"));
         assert!(deviations.lists("built-ins/b.js"));
         assert!(!deviations.lists("built-ins/c.js"));
+    }
+
+    fn result(path: &str, upstream: bool, sandbox: bool) -> RunResult {
+        let outcome = |passed: bool| {
+            if passed {
+                Ok(())
+            } else {
+                Err("failed".to_owned())
+            }
+        };
+        RunResult {
+            path: path.into(),
+            mode: Mode::Strict,
+            upstream: outcome(upstream),
+            sandbox: outcome(sandbox),
+        }
+    }
+
+    #[test]
+    fn only_an_unlisted_regression_fails_the_run() {
+        let deviations = Deviations::parse("listed.js # why\nfixed.js # why\nnot-run.js # why\n");
+        let results = [
+            result("listed.js", true, false),
+            result("new.js", true, false),
+            result("fixed.js", true, true),
+            result("both-fail.js", false, false),
+            result("better.js", false, true),
+        ];
+        let findings = Findings::new(&results, &deviations);
+        let paths = |runs: &[&RunResult]| runs.iter().map(|r| r.path.clone()).collect::<Vec<_>>();
+        assert_eq!(paths(&findings.regressions), ["listed.js", "new.js"]);
+        assert_eq!(paths(&findings.unlisted), ["new.js"]);
+        assert_eq!(paths(&findings.improvements), ["better.js"]);
+        assert_eq!(findings.now_passing, ["fixed.js"]);
+        assert!(!print(&[], &Totals::default(), &results, &deviations));
+        assert!(print(&[], &Totals::default(), &results[..1], &deviations));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// The directories of section A (`tests/test262/README.md`; under `test/`): the default selection, sampled unless
+/// The directories of section A (`tests/test262/README.md`), under `test/`: all of them with
 /// `--full`.
 pub(crate) const SECTION_A: &[&str] = &[
     "built-ins/Array/prototype",
@@ -249,10 +249,18 @@ impl Mode {
 /// (INTERPRETING.md, "Host-Defined Functions"), as far as plain JavaScript can define them.
 /// `print` settles the promise the wrapper awaits for an async test; `$262.detachArrayBuffer`
 /// detaches by `transfer`; `evalScript` is an indirect eval; there is no `createRealm` and no
-/// `agent`.
+/// `agent`. `__test262_failure` turns what `doneprintHandle.js` prints for a failed async test
+/// (`Test262:AsyncTestFailure:<name>: <message>`) back into an error of that name.
 const HOST_DEFINED: &str = r#"var __test262_printed;
 var __test262_done = new Promise(function (resolve) { __test262_printed = resolve; });
 function print(message) { __test262_printed(String(message)); }
+function __test262_failure(printed) {
+  var text = printed.replace(/^Test262:AsyncTestFailure:/, "");
+  var colon = text.indexOf(": ");
+  var error = new Error(colon < 0 ? text : text.slice(colon + 2));
+  error.name = colon < 0 ? "Test262Error" : text.slice(0, colon);
+  return error;
+}
 var $262 = {
   global: globalThis,
   gc: function () { throw new Test262Error("no gc in this host"); },
@@ -265,13 +273,9 @@ var $262 = {
 /// and fail as the test reported.
 const ASYNC_EPILOGUE: &str = r#"
 {
-  const __test262_message = await __test262_done;
-  if (__test262_message !== "Test262:AsyncTestComplete") {
-    const __test262_failure = String(__test262_message).replace(/^Test262:AsyncTestFailure:/, "");
-    const __test262_colon = __test262_failure.indexOf(": ");
-    const __test262_error = new Error(__test262_colon < 0 ? __test262_failure : __test262_failure.slice(__test262_colon + 2));
-    __test262_error.name = __test262_colon < 0 ? "Test262Error" : __test262_failure.slice(0, __test262_colon);
-    throw __test262_error;
+  const __test262_printed_text = await __test262_done;
+  if (__test262_printed_text !== "Test262:AsyncTestComplete") {
+    throw __test262_failure(__test262_printed_text);
   }
 }
 "#;
