@@ -5,7 +5,7 @@
 //!   tests of EACH package on its own (`cargo test -p <package>`), so that a crate picked à la
 //!   carte builds and passes without its workspace siblings' features; then the crates outside
 //!   the workspace (`tests/outside`: the embedding guide's host against the repository's own MCP
-//!   test server, and the two-engines binary), the test262 sample (`test262.rs`), and `cargo
+//!   test server, and the two-engines binary), test262 in full (`test262.rs`), and `cargo
 //!   package --workspace`.
 //!
 //!   Before the tests it starts a throwaway Postgres (`postgres.rs`: the pinned
@@ -62,6 +62,11 @@ const FUZZ_SECONDS: u64 = 60;
 /// Features a package's tests turn on beyond its defaults: codemode-core's tests cover its
 /// TypeScript path, while its default build (no TypeScript) is what the outside host runs.
 const TEST_FEATURES: &[(&str, &str)] = &[("codemode-core", "typescript")];
+
+/// Test runs beyond each package's own: the journal's unit tests without its stores, where an
+/// address of a store left out must be refused by name.
+const EXTRA_TEST_RUNS: &[(&str, &[&str])] =
+    &[("codemode-journal", &["--no-default-features", "--lib"])];
 
 /// The folder (relative to the workspace root) of the crates outside the workspace.
 const OUTSIDE: &str = "tests/outside";
@@ -261,10 +266,15 @@ fn ci(root: &Path) -> Result<()> {
     for package in packages(root)? {
         totals.add(run_tests(&package, postgres_url.as_deref(), &[])?);
     }
+    for (package, args) in EXTRA_TEST_RUNS {
+        let args: Vec<String> = args.iter().map(|arg| (*arg).to_owned()).collect();
+        totals.add(run_tests(package, postgres_url.as_deref(), &args)?);
+    }
     outside_crates(root)?;
-    // The runner's own unit tests, then its fixed sample (not a timed test: it fails only on a
-    // regression outside tests/test262/deviations.txt).
-    test262::test262(root, &[], true)?;
+    // The runner's own unit tests, then both groups of directories in full, about a minute on
+    // the 2-core CI machine (not a timed test: it fails only on a regression outside
+    // tests/test262/deviations.txt).
+    test262::test262(root, &["--full".into(), "--extended".into()], true)?;
     package(root)?;
     match cargo_fuzz_missing() {
         None => fuzz(root, FUZZ_SECONDS)?,

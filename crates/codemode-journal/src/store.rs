@@ -162,3 +162,55 @@ pub(crate) fn epoch_after_claim(epoch: u64, held: bool, live_here: bool) -> Opti
         Some(epoch.saturating_add(1))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every address either opens its store or says why not; a store whose feature this build
+    /// leaves out is refused by name (`cargo xtask ci` also runs these tests without features).
+    #[tokio::test]
+    async fn an_address_opens_its_store_or_names_the_feature_it_needs() {
+        assert!(open("memory").await.is_ok());
+        assert!(matches!(
+            open("sqlite:").await,
+            Err(JournalError::Address(_))
+        ));
+        assert!(matches!(
+            open("redis://x").await,
+            Err(JournalError::Address(_))
+        ));
+        let dir = std::env::temp_dir().join(format!("codemode-open-{}", std::process::id()));
+        let sqlite = format!("sqlite:{}", dir.join("state.db").display());
+        std::fs::create_dir_all(&dir).expect("a temporary folder");
+        let opened = open(&sqlite).await;
+        if cfg!(feature = "sqlite") {
+            assert!(opened.is_ok(), "{:?}", opened.err());
+        } else {
+            let error = opened.err().expect("refused");
+            assert!(matches!(
+                error,
+                JournalError::NotCompiledIn {
+                    feature: "sqlite",
+                    ..
+                }
+            ));
+            assert!(error.to_string().contains("`sqlite` feature"), "{error}");
+        }
+        drop(std::fs::remove_dir_all(&dir));
+        if !cfg!(feature = "postgres") {
+            let error = open("postgres://u:secret@localhost/db")
+                .await
+                .err()
+                .expect("refused");
+            assert!(matches!(
+                error,
+                JournalError::NotCompiledIn {
+                    feature: "postgres",
+                    ..
+                }
+            ));
+            assert!(!error.to_string().contains("secret"), "{error}");
+        }
+    }
+}

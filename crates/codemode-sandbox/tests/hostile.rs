@@ -3,6 +3,11 @@
 //! process CPU time it reads belongs to the cell it measures. Every cell runs twice: with the VM
 //! on a VM thread, and in a worker process (`Isolation::Process`), where the host kills a
 //! worker stuck past the deadline plus the grace.
+//!
+//! `--nocapture` prints each cell's outcome, CPU and wall time. The figures in
+//! docs/builtins-audit.md come from a release run, `cargo test --release -p codemode-sandbox
+//! --test hostile -- --nocapture`, once at the default memory limit and once with
+//! `CODEMODE_HOSTILE_MEMORY=1073741824` (the largest `memoryLimitBytes`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,10 +28,19 @@ impl BridgeHost for NoHost {
     }
 }
 
+/// The cells' memory limit: the default, or `CODEMODE_HOSTILE_MEMORY` bytes.
+fn memory_bytes() -> usize {
+    std::env::var("CODEMODE_HOSTILE_MEMORY")
+        .ok()
+        .and_then(|bytes| bytes.parse().ok())
+        .unwrap_or(Limits::default().memory_bytes)
+}
+
 /// Runs `program` with the default limits and `timeout` through the public API, to its first step.
 fn run_cell(program: &str, timeout: Duration, isolation: &Isolation) -> Step {
     let limits = Limits::default()
         .with_timeout(timeout)
+        .with_memory_bytes(memory_bytes())
         .with_isolation(isolation.clone());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

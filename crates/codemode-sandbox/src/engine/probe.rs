@@ -1,14 +1,14 @@
 //! The engine check: code mode runs only on the metered QuickJS of `codemode-quickjs-sys`.
 //!
 //! The deadline holds inside native built-ins only because the engine charges their work to the
-//! interrupt counter (PATCHES.md, patch 2 and on). An unmetered engine would still run every
+//! interrupt counter (PATCHES.md, patches 2 and 10). An unmetered engine would still run every
 //! program, and a long native call would then overrun `timeoutMs` by its whole length. So before
-//! the first VM of a process is built, a probe runs [`PROBE`] in a bare runtime: two BigInt
-//! products whose work, charged, passes the counter's full reload (`JS_INTERRUPT_COUNTER_INIT`,
-//! 10,000 ticks) in a dozen bytecodes. The metered engine calls the interrupt handler at the
-//! closing call; an unmetered one never does, and every build then fails closed with
-//! [`RunError::RuntimeUnavailable`]. The verdict is kept for the process's life (one probe,
-//! about a millisecond).
+//! the first VM of a process is built, a probe runs [`PROBE`] in a bare runtime: one string
+//! search whose work, charged, passes the counter's full reload (`JS_INTERRUPT_COUNTER_INIT`,
+//! 10,000 ticks) in a dozen bytecodes. The metered engine calls the interrupt handler inside the
+//! search; an unmetered one never does, and every build then fails closed with
+//! [`RunError::RuntimeUnavailable`]. The verdict is kept for the process's life (one probe, tens
+//! of microseconds).
 
 use std::sync::Arc;
 use std::sync::OnceLock;
@@ -18,10 +18,10 @@ use rquickjs::{Context, Runtime};
 
 use crate::RunError;
 
-/// The probe: `a` has 32,000 bits (1,000 limbs of 32 bits), so each product charges
-/// 1,000 × 1,000 limb operations, 7,812 ticks at 128 operations a tick; the call at the end is
-/// where QuickJS polls. No loop and no other call: bytecode alone never reaches the handler.
-pub(crate) const PROBE: &str = "const a = (1n << 32000n) - 1n; a * a; a * a; (function () {})();";
+/// The probe: searching 20,000 characters for one that is not there charges a tick a position,
+/// twice the counter's reload. No loop and no other call: bytecode alone never reaches the
+/// handler.
+pub(crate) const PROBE: &str = "'a'.repeat(20000).indexOf('b');";
 
 /// The message of a build on an engine that is not the metered one.
 pub(crate) const NOT_METERED: &str = "the linked QuickJS is not the metered engine of \
@@ -79,10 +79,10 @@ mod tests {
         assert!(check_engine().is_ok());
     }
 
-    /// The probe's program with small numbers never reaches the handler: what the probe sees
-    /// is the products' charge, not the bytecode around them.
+    /// The probe's program on a short text never reaches the handler: what the probe sees is
+    /// the search's charge, not the bytecode around it.
     #[test]
     fn bytecode_alone_does_not_reach_the_handler() {
-        assert_eq!(handler_calls(&PROBE.replace("32000n", "32n")), Ok(0));
+        assert_eq!(handler_calls(&PROBE.replace("20000", "20")), Ok(0));
     }
 }
