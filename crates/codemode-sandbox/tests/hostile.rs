@@ -7,7 +7,8 @@
 //! `--nocapture` prints each cell's outcome, CPU and wall time. The figures in
 //! docs/builtins-audit.md come from a release run, `cargo test --release -p codemode-sandbox
 //! --test hostile -- --nocapture`, once at the default memory limit and once with
-//! `CODEMODE_HOSTILE_MEMORY=1073741824` (the largest `memoryLimitBytes`).
+//! `CODEMODE_HOSTILE_MEMORY=1073741824` (the largest `memoryLimitBytes`);
+//! `CODEMODE_HOSTILE_ONLY=text` keeps the cells whose name contains `text`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -732,7 +733,14 @@ fn cells_stop_within_the_grace(
         } => {}
         other => failures.push(format!("{mode}: 80,000 let lines: {}", outcome(&other))),
     }
-    for (name, program) in CELLS.iter().copied().chain(owned) {
+    // `CODEMODE_HOSTILE_ONLY=text` runs only the cells whose name contains it (for measuring).
+    let only = std::env::var("CODEMODE_HOSTILE_ONLY").unwrap_or_default();
+    for (name, program) in CELLS
+        .iter()
+        .copied()
+        .chain(owned)
+        .filter(|(name, _)| name.contains(only.as_str()))
+    {
         let before = settled_cpu();
         let started = Instant::now();
         let step = run_cell(program, TIMEOUT);
