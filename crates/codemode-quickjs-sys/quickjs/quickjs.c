@@ -548,10 +548,6 @@ typedef enum {
     /* codemode-rs patch 5: a property deferred by JS_CodemodeDeferProperty,
        hiding its original value in 'opaque' */
     JS_AUTOINIT_ID_CODEMODE_DEFERRED,
-    /* codemode-rs patch 5: the same, for a built-in function QuickJS had not
-       made yet: 'opaque' is its JSCFunctionListEntry, and the original is made
-       only when the property is initialized */
-    JS_AUTOINIT_ID_CODEMODE_DEFERRED_ENTRY,
 } JSAutoInitIDEnum;
 
 enum {
@@ -6705,12 +6701,10 @@ static JSAutoInitIDEnum js_autoinit_get_id(JSProperty *pr)
     return pr->u.init.realm_and_id & 7;
 }
 
-/* codemode-rs patch 5: whether 'pr' is a deferred property (of either kind) */
+/* codemode-rs patch 5: whether 'pr' is a deferred property */
 static bool js_autoinit_is_deferred(JSProperty *pr)
 {
-    JSAutoInitIDEnum id = js_autoinit_get_id(pr);
-    return id == JS_AUTOINIT_ID_CODEMODE_DEFERRED ||
-        id == JS_AUTOINIT_ID_CODEMODE_DEFERRED_ENTRY;
+    return js_autoinit_get_id(pr) == JS_AUTOINIT_ID_CODEMODE_DEFERRED;
 }
 
 static void js_autoinit_free(JSRuntime *rt, JSProperty *pr)
@@ -9211,7 +9205,7 @@ static JSAutoInitFunc *const js_autoinit_func_table[] = {
     js_module_ns_autoinit, /* JS_AUTOINIT_ID_MODULE_NS */
     JS_InstantiateFunctionListItem2, /* JS_AUTOINIT_ID_PROP */
     js_bytecode_autoinit, /* JS_AUTOINIT_ID_BYTECODE */
-    /* codemode-rs patch 5: the deferred kinds are initialized by
+    /* codemode-rs patch 5: the deferred kind is initialized by
        js_codemode_init_deferred, never through this table */
 };
 
@@ -9257,10 +9251,7 @@ static int js_autoinit_getset(JSContext *ctx, JSObject *p, JSProperty *pr,
    the property is looked up again afterwards, and if it is no longer the same
    deferred property the made value is dropped (the caller retries and sees
    the property as it is now). If the factory throws, the property stays
-   deferred, and the next access tries again. A deferred built-in function
-   QuickJS had not made yet (JS_AUTOINIT_ID_CODEMODE_DEFERRED_ENTRY) is made
-   here, just before the factory gets it: an original that fails to build
-   (out of memory) also leaves the property deferred. */
+   deferred, and the next access tries again. */
 static int js_codemode_init_deferred(JSContext *ctx, JSObject *p, JSAtom prop,
                                      JSProperty *pr)
 {
@@ -9271,14 +9262,7 @@ static int js_codemode_init_deferred(JSContext *ctx, JSObject *p, JSAtom prop,
     JSValue original, val;
     int ret = 0;
 
-    if (js_autoinit_get_id(pr) == JS_AUTOINIT_ID_CODEMODE_DEFERRED_ENTRY)
-        original = JS_InstantiateFunctionListItem2(realm, p, prop, opaque);
-    else
-        original = js_dup(JS_MKPTR(JS_TAG_OBJECT, opaque));
-    if (JS_IsException(original)) {
-        ret = -1;
-        goto done;
-    }
+    original = js_dup(JS_MKPTR(JS_TAG_OBJECT, opaque));
     val = js_codemode_deferred_autoinit(realm, p, prop, original);
     JS_FreeValue(ctx, original);
     if (JS_IsException(val)) {
@@ -11772,19 +11756,6 @@ int JS_CodemodeDeferProperty(JSContext *ctx, JSValueConst obj, JSAtom prop)
     p = JS_VALUE_GET_OBJ(obj);
  retry:
     prs = find_own_property(&pr, p, prop);
-    if (prs && (prs->flags & JS_PROP_TMASK) == JS_PROP_AUTOINIT &&
-        js_autoinit_get_id(pr) == JS_AUTOINIT_ID_PROP &&
-        js_autoinit_get_realm(pr) == ctx &&
-        ((const JSCFunctionListEntry *)pr->u.init.opaque)->def_type == JS_DEF_CFUNC) {
-        /* a built-in function of this realm QuickJS has not made yet: it stays
-           unmade, and is made when the deferred property is initialized. The
-           autoinit keeps its reference to the realm and its entry. */
-        if (js_shape_prepare_update(ctx, p, &prs))
-            return -1;
-        pr->u.init.realm_and_id = (pr->u.init.realm_and_id & ~7) |
-            JS_AUTOINIT_ID_CODEMODE_DEFERRED_ENTRY;
-        return 0;
-    }
     if (prs && (prs->flags & JS_PROP_TMASK) == JS_PROP_AUTOINIT &&
         !js_autoinit_is_deferred(pr)) {
         /* another built-in QuickJS itself instantiates lazily: instantiate it now */
