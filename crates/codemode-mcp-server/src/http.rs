@@ -17,6 +17,7 @@ use rmcp::transport::streamable_http_server::session::{
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+use crate::authority::{self, AllowedOrigin, Authority};
 use crate::handler::{SessionHandler, too_many_sessions};
 use crate::{ServeError, ServerState};
 
@@ -34,8 +35,10 @@ pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
 /// The security options of the HTTP transport.
 ///
 /// The defaults suit a server on a loopback address: `Host` must name a loopback host (DNS
-/// rebinding defence), an `Origin` header, when a client sends one, must be a loopback origin,
-/// no token is asked for. What they do not cover: TLS (put a proxy in front), rate limiting of
+/// rebinding defence), an `Origin` header, when a client sends one, must be a loopback origin
+/// (`http` or `https`), no token is asked for. A request carries exactly one `Host` and at most
+/// one `Origin`; the authority of an absolute-form target (`POST http://host/mcp`) must be
+/// allowed too; origins are parsed strictly (scheme, host, optional port, nothing else). What they do not cover: TLS (put a proxy in front), rate limiting of
 /// requests within a session (each `exec` is bounded by the code-mode limits instead).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -43,14 +46,16 @@ pub struct HttpOptions {
     /// Accepted `Host` header values (names, or `name:port`). Default: `localhost`,
     /// `127.0.0.1`, `::1`. A server on a non-loopback address must list the names clients use.
     pub allowed_hosts: Vec<String>,
-    /// Accepted `Origin` header values (with scheme; `:*` for any port). A request without
-    /// `Origin` (not from a browser) passes; one with any other origin gets 403.
-    /// Default: `http://localhost:*`, `http://127.0.0.1:*`, `http://[::1]:*`.
+    /// Accepted `Origin` header values (with scheme; `:*` for any port; without a port, the
+    /// scheme's default port). A request without `Origin` (not from a browser) passes; one
+    /// with any other origin, or more than one `Origin`, gets 403.
+    /// Default: `http` and `https` on `localhost`, `127.0.0.1` and `[::1]`, any port.
     pub allowed_origins: Vec<String>,
     /// When set, every request must carry `Authorization: Bearer <token>`, or it gets 401 and
     /// nothing runs.
     pub auth_token: Option<String>,
-    /// Largest request body, in bytes (default [`DEFAULT_MAX_BODY_BYTES`]); larger gets 413.
+    /// Largest request body, in bytes (default [`DEFAULT_MAX_BODY_BYTES`]); larger gets 413,
+    /// at once when the request declares its length.
     pub max_body_bytes: usize,
     /// How long an HTTP session may go without a request before it is closed (default
     /// [`DEFAULT_SESSION_IDLE`]).
@@ -75,6 +80,9 @@ impl Default for HttpOptions {
                 "http://localhost:*".into(),
                 "http://127.0.0.1:*".into(),
                 "http://[::1]:*".into(),
+                "https://localhost:*".into(),
+                "https://127.0.0.1:*".into(),
+                "https://[::1]:*".into(),
             ],
             auth_token: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
@@ -191,6 +199,93 @@ struct Guard {
     shared: Arc<ServerState>,
     /// `Bearer <token>`, when a token is required.
     expected_authorization: Option<Arc<[u8]>>,
+    /// The allowed hosts, parsed (an empty list allows every host).
+    hosts: Arc<[Authority]>,
+    /// The allowed origins, parsed.
+    origins: Arc<[AllowedOrigin]>,
+    max_body_bytes: usize,
+}
+
+impl Guard {
+    /// The strict checks of `Host`, the target's authority and `Origin` (see `authority.rs`).
+    #[allow(
+        clippy::result_large_err,
+        reason = "the error is the response, built once"
+    )]
+    fn check_authorities(&self, request: &Request) -> Result<(), Response> {
+        let bad = |status, message: &str| Err(json_error(status, -32600, message));
+        let mut hosts = request.headers().get_all(header::HOST).iter();
+        let (Some(host), None) = (hosts.next(), hosts.next()) else {
+            return bad(
+                StatusCode::BAD_REQUEST,
+                "bad request: a request carries exactly one Host header",
+            );
+        };
+        let Some(host) = host.to_str().ok().and_then(authority::parse_authority) else {
+            return bad(
+                StatusCode::BAD_REQUEST,
+                "bad request: malformed Host header",
+            );
+        };
+        if !authority::host_allowed(&host, &self.hosts) {
+            return bad(
+                StatusCode::FORBIDDEN,
+                "forbidden: Host header is not allowed",
+            );
+        }
+        if let Some(target) = request.uri().authority() {
+            let allowed = authority::parse_authority(target.as_str())
+                .is_some_and(|target| authority::host_allowed(&target, &self.hosts));
+            if !allowed {
+                return bad(
+                    StatusCode::FORBIDDEN,
+                    "forbidden: the request target's host is not allowed",
+                );
+            }
+        }
+        let mut origins = request.headers().get_all(header::ORIGIN).iter();
+        match (origins.next(), origins.next()) {
+            (None, _) => Ok(()),
+            (Some(_), Some(_)) => bad(
+                StatusCode::FORBIDDEN,
+                "forbidden: a request carries at most one Origin header",
+            ),
+            (Some(origin), None) => {
+                let allowed = origin
+                    .to_str()
+                    .ok()
+                    .and_then(authority::parse_origin)
+                    .is_some_and(|origin| authority::origin_allowed(&origin, &self.origins));
+                if allowed {
+                    Ok(())
+                } else {
+                    bad(
+                        StatusCode::FORBIDDEN,
+                        "forbidden: Origin header is not allowed",
+                    )
+                }
+            }
+        }
+    }
+
+    /// 413 at once for a declared length past the bound: the body is never waited for.
+    #[allow(
+        clippy::result_large_err,
+        reason = "the error is the response, built once"
+    )]
+    fn check_declared_length(&self, request: &Request) -> Result<(), Response> {
+        let declared = request
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.trim().parse::<u128>().ok());
+        match declared {
+            Some(length) if length > self.max_body_bytes as u128 => {
+                Err(too_large(self.max_body_bytes))
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Compares in time independent of where the first difference is.
@@ -212,7 +307,23 @@ fn json_error(status: StatusCode, code: i64, message: &str) -> Response {
     response
 }
 
+/// 413, and the connection closes (the rest of the body is never read).
+fn too_large(max_body_bytes: usize) -> Response {
+    let mut response = json_error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        -32600,
+        &format!("request body too large: this server accepts at most {max_body_bytes} bytes"),
+    );
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
 async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
+    if let Err(response) = guard.check_authorities(&request) {
+        return response;
+    }
     if let Some(expected) = &guard.expected_authorization {
         let given = request
             .headers()
@@ -231,6 +342,9 @@ async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Resp
             return response;
         }
     }
+    if let Err(response) = guard.check_declared_length(&request) {
+        return response;
+    }
     // A POST without a session id would open a session: refuse it up front past the bound, so
     // the client reads why (the session factory refuses too, for requests that race here).
     let opens_session =
@@ -246,10 +360,14 @@ async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Resp
     let deleted = (request.method() == Method::DELETE)
         .then(|| request.headers().get("mcp-session-id").cloned())
         .flatten();
-    let response = next.run(request).await;
+    let mut response = next.run(request).await;
     if let Some(id) = deleted.as_ref().and_then(|id| id.to_str().ok())
         && response.status().is_success()
     {
+        // rmcp answers 202; clients (the Python SDK) accept only 200 or 204 for a DELETE.
+        if response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::OK;
+        }
         let session = guard
             .shared
             .http_sessions
@@ -297,6 +415,17 @@ fn router(
             .auth_token
             .as_ref()
             .map(|token| Arc::from(format!("Bearer {token}").into_bytes())),
+        hosts: options
+            .allowed_hosts
+            .iter()
+            .filter_map(|entry| authority::parse_allowed_host(entry))
+            .collect(),
+        origins: options
+            .allowed_origins
+            .iter()
+            .filter_map(|entry| authority::parse_allowed_origin(entry))
+            .collect(),
+        max_body_bytes: options.max_body_bytes,
     };
     axum::Router::new()
         .route_service(MCP_PATH, service)
@@ -312,6 +441,24 @@ pub(crate) async fn serve(
 ) -> Result<(), ServeError> {
     if options.auth_token.as_deref().is_some_and(str::is_empty) {
         return Err(ServeError::Options("the auth token is empty".into()));
+    }
+    if let Some(entry) = options
+        .allowed_hosts
+        .iter()
+        .find(|entry| authority::parse_allowed_host(entry).is_none())
+    {
+        return Err(ServeError::Options(format!(
+            "allowed host `{entry}` is not a host name, an IP address or one with `:port`"
+        )));
+    }
+    if let Some(entry) = options
+        .allowed_origins
+        .iter()
+        .find(|entry| authority::parse_allowed_origin(entry).is_none())
+    {
+        return Err(ServeError::Options(format!(
+            "allowed origin `{entry}` is not `http(s)://host`, with `:port` or `:*`"
+        )));
     }
     let http_error = |source| ServeError::Http {
         addr: addr.to_string(),

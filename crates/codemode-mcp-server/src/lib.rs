@@ -17,6 +17,7 @@
 //! is configured by [`HttpOptions`]. Runs on Tokio. No feature flags.
 #![forbid(unsafe_code)]
 
+mod authority;
 mod handler;
 mod http;
 

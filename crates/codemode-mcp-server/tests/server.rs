@@ -815,3 +815,248 @@ fn uuid_like() -> u128 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos())
 }
+
+/// Serves `server` over HTTP with `options` on a loopback port.
+async fn serve_with(
+    server: &CodeModeServer,
+    options: HttpOptions,
+) -> (
+    std::net::SocketAddr,
+    CancellationToken,
+    tokio::task::JoinHandle<Result<(), codemode_mcp_server::ServeError>>,
+) {
+    let shutdown = CancellationToken::new();
+    let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
+    let serving = {
+        let server = server.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            server
+                .serve_http(
+                    "127.0.0.1:0".parse().expect("addr"),
+                    options,
+                    shutdown,
+                    |addr| {
+                        let _ = bound_tx.send(addr);
+                    },
+                )
+                .await
+        })
+    };
+    let addr = tokio::time::timeout(BOUND, bound_rx)
+        .await
+        .expect("bound")
+        .expect("addr");
+    (addr, shutdown, serving)
+}
+
+/// Sends `request` as it is (request line, headers, body) and reads the answer: the status,
+/// the head and the body (up to the first JSON-RPC message of an SSE stream).
+async fn raw_http(addr: std::net::SocketAddr, request: &str) -> (u16, String, String) {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let read = async {
+        let mut response = Vec::new();
+        let mut chunk = [0u8; 8192];
+        loop {
+            let n = stream.read(&mut chunk).await.unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            response.extend_from_slice(&chunk[..n]);
+            let text = String::from_utf8_lossy(&response);
+            if text.starts_with("HTTP/1.1 200")
+                && text.contains("\"jsonrpc\"")
+                && text.ends_with("\n\n")
+            {
+                break;
+            }
+            if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                let length = head.lines().find_map(|line| {
+                    let (name, value) = line.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse::<usize>().ok())
+                        .flatten()
+                });
+                if length.is_some_and(|length| body.len() >= length) {
+                    break;
+                }
+            }
+        }
+        response
+    };
+    let response = tokio::time::timeout(BOUND, read).await.expect("an answer");
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("a status line in {text:?}"));
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .map(|(h, b)| (h.to_owned(), b.to_owned()))
+        .unwrap_or_default();
+    (status, head, body)
+}
+
+/// A POST of `body` to `target` with `headers` (no `Host` unless given).
+fn post(target: &str, headers: &[&str], body: &str) -> String {
+    let mut request = format!(
+        "POST {target} HTTP/1.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for header in headers {
+        request.push_str(header);
+        request.push_str("\r\n");
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    request
+}
+
+fn header_value(head: &str, name: &str) -> Option<String> {
+    head.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        key.eq_ignore_ascii_case(name)
+            .then(|| value.trim().to_owned())
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_are_checked_strictly_and_every_one_of_them() {
+    let fixture = fixture();
+    let (addr, shutdown, serving) = serve_with(&fixture.server, HttpOptions::default()).await;
+    let port = addr.port();
+    let host = format!("Host: 127.0.0.1:{port}");
+    let init = initialize_body();
+
+    // Refused: two Host headers (the second foreign), two Origin headers, an absolute-form
+    // target naming a foreign host, origins that only start like a loopback origin.
+    let refused: Vec<(String, u16)> = vec![
+        (
+            post(MCP_PATH, &["Host: localhost", "Host: evil.com"], &init),
+            400,
+        ),
+        (
+            post(MCP_PATH, &["Host: evil.com", "Host: localhost"], &init),
+            400,
+        ),
+        (post(MCP_PATH, &[], &init), 400),
+        (
+            post(
+                MCP_PATH,
+                &[&host, "Origin: http://localhost", "Origin: http://evil.com"],
+                &init,
+            ),
+            403,
+        ),
+        (
+            post(
+                &format!("http://evil.com{MCP_PATH}"),
+                &["Host: localhost"],
+                &init,
+            ),
+            403,
+        ),
+        (
+            post(
+                MCP_PATH,
+                &[&host, &format!("Origin: http://localhost:{port}.evil.com")],
+                &init,
+            ),
+            403,
+        ),
+        (
+            post(MCP_PATH, &[&host, "Origin: http://localhost:abc"], &init),
+            403,
+        ),
+        (
+            post(MCP_PATH, &[&host, "Origin: http://localhost/path"], &init),
+            403,
+        ),
+        (
+            post(
+                MCP_PATH,
+                &[&host, "Origin: http://localhost.evil.com"],
+                &init,
+            ),
+            403,
+        ),
+        (post(MCP_PATH, &[&host, "Origin: null"], &init), 403),
+    ];
+    for (request, expected) in &refused {
+        let (status, _, body) = raw_http(addr, request).await;
+        assert_eq!(status, *expected, "{request}\n{body}");
+    }
+    assert_eq!(
+        fixture.server.open_sessions(),
+        0,
+        "no refused request opened a session"
+    );
+
+    // Accepted: https loopback origins, with and without a port, and an absolute-form target
+    // that names an allowed host.
+    for origin in [
+        "https://localhost",
+        "https://127.0.0.1:8443",
+        "https://[::1]:1",
+    ] {
+        let request = post(MCP_PATH, &[&host, &format!("Origin: {origin}")], &init);
+        let (status, head, body) = raw_http(addr, &request).await;
+        assert_eq!(status, 200, "{origin}: {body}");
+        let session = header_value(&head, "mcp-session-id").expect("a session id");
+        let delete = format!(
+            "DELETE {MCP_PATH} HTTP/1.1\r\n{host}\r\nMcp-Session-Id: {session}\r\n\
+             Connection: close\r\n\r\n"
+        );
+        let (status, _, body) = raw_http(addr, &delete).await;
+        assert_eq!(
+            status, 200,
+            "a DELETE that ends a session answers 200: {body}"
+        );
+    }
+    let absolute = post(
+        &format!("http://127.0.0.1:{port}{MCP_PATH}"),
+        &[&host],
+        &init,
+    );
+    let (status, head, body) = raw_http(addr, &absolute).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(header_value(&head, "mcp-session-id").is_some());
+
+    shutdown.cancel();
+    tokio::time::timeout(BOUND, serving)
+        .await
+        .expect("bound")
+        .expect("task")
+        .expect("served");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declared_length_past_the_bound_gets_413_at_once() {
+    let fixture = fixture();
+    let options = HttpOptions::default().max_body_bytes(64 * 1024);
+    let (addr, shutdown, serving) = serve_with(&fixture.server, options).await;
+    // The body is never sent: the answer must not wait for it.
+    let request = format!(
+        "POST {MCP_PATH} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: 99999999999\r\n\r\n",
+        addr.port()
+    );
+    let (status, _, body) = raw_http(addr, &request).await;
+    assert_eq!(status, 413, "{body}");
+    let answer: Value = serde_json::from_str(&body).expect("a JSON-RPC error");
+    assert!(answer["id"].is_null(), "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("65536")),
+        "{answer}"
+    );
+    shutdown.cancel();
+    tokio::time::timeout(BOUND, serving)
+        .await
+        .expect("bound")
+        .expect("task")
+        .expect("served");
+}
