@@ -292,7 +292,11 @@ where
     let handler = SessionHandler::open(shared).map_err(ServeError::Handshake)?;
     let id = handler.id.clone();
     let running = handler
-        .serve((read, write))
+        .serve(crate::stdio::ScreenedIo::new(
+            read,
+            write,
+            crate::stdio::MAX_LINE_BYTES,
+        ))
         .await
         .map_err(|error| ServeError::Handshake(error.to_string()))?;
     let _ = running.waiting().await;

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::authority::{self, AllowedOrigin, Authority};
 use crate::handler::{SessionHandler, too_many_sessions};
+use crate::message;
 use crate::{ServeError, ServerState};
 
 /// The endpoint path of the MCP server over HTTP.
@@ -268,6 +269,48 @@ impl Guard {
         }
     }
 
+    /// Reads a POST's body (within the bound) and answers a malformed JSON-RPC message with its
+    /// error (`message.rs`); a well-formed one goes on to rmcp with the same bytes.
+    #[allow(
+        clippy::result_large_err,
+        reason = "the error is the response, built once"
+    )]
+    async fn screen_body(&self, request: Request) -> Result<Request, Response> {
+        let (parts, mut body) = request.into_parts();
+        let mut bytes = Vec::new();
+        loop {
+            let frame = std::future::poll_fn(|cx| {
+                axum::body::HttpBody::poll_frame(std::pin::Pin::new(&mut body), cx)
+            })
+            .await;
+            let Some(frame) = frame else { break };
+            let Ok(frame) = frame else {
+                return Err(json_error(
+                    StatusCode::BAD_REQUEST,
+                    message::INVALID_REQUEST,
+                    "bad request: the body could not be read",
+                ));
+            };
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            if data.len() > self.max_body_bytes.saturating_sub(bytes.len()) {
+                return Err(too_large(self.max_body_bytes));
+            }
+            bytes.extend_from_slice(&data);
+        }
+        if let Err(refusal) = message::screen(&bytes) {
+            let mut response =
+                (StatusCode::BAD_REQUEST, refusal.response.to_string()).into_response();
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            return Err(response);
+        }
+        Ok(Request::from_parts(parts, axum::body::Body::from(bytes)))
+    }
+
     /// 413 at once for a declared length past the bound: the body is never waited for.
     #[allow(
         clippy::result_large_err,
@@ -345,6 +388,14 @@ async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Resp
     if let Err(response) = guard.check_declared_length(&request) {
         return response;
     }
+    let request = if request.method() == Method::POST {
+        match guard.screen_body(request).await {
+            Ok(request) => request,
+            Err(response) => return response,
+        }
+    } else {
+        request
+    };
     // A POST without a session id would open a session: refuse it up front past the bound, so
     // the client reads why (the session factory refuses too, for requests that race here).
     let opens_session =

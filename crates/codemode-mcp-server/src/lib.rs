@@ -20,6 +20,8 @@
 mod authority;
 mod handler;
 mod http;
+mod message;
+mod stdio;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

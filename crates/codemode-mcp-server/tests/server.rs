@@ -306,6 +306,13 @@ async fn malformed_json_rpc_gets_an_error_and_the_session_goes_on() {
         json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }).to_string(),
         "{ this is not json".to_owned(),
         json!({ "jsonrpc": "2.0", "id": "x", "oops": true }).to_string(),
+        json!([{ "jsonrpc": "2.0", "id": 9, "method": "ping" }]).to_string(),
+        r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}"#.to_owned(),
+        // Past the 16 MiB bound of one line.
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\",\"pad\":\"{}\"}}",
+            "x".repeat(17 << 20)
+        ),
         json!({ "jsonrpc": "2.0", "id": 2, "method": "no/such/method" }).to_string(),
         json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call",
                 "params": { "name": "exec", "arguments": [1, 2] } })
@@ -322,13 +329,18 @@ async fn malformed_json_rpc_gets_an_error_and_the_session_goes_on() {
     // served concurrently, so answers may come in any order.
     let mut answers: Vec<Value> = Vec::new();
     let mut buffer = Vec::new();
+    let null_errors = |answers: &[Value], code: i64| {
+        answers
+            .iter()
+            .filter(|a| a["id"].is_null() && a["error"]["code"] == code)
+            .count()
+    };
     let complete = |answers: &[Value]| {
-        [2, 3, 4]
+        [json!(2), json!(3), json!(4), json!("x")]
             .iter()
             .all(|id| answers.iter().any(|a| a["id"] == *id))
-            && answers
-                .iter()
-                .any(|a| a["id"].is_null() && a["error"]["code"] == -32600)
+            && null_errors(answers, -32700) == 1
+            && null_errors(answers, -32600) == 3
     };
     let read = async {
         while !complete(&answers) {
@@ -344,12 +356,22 @@ async fn malformed_json_rpc_gets_an_error_and_the_session_goes_on() {
     };
     tokio::time::timeout(BOUND, read).await.expect("bound");
     let by_id = |id: Value| answers.iter().find(|a| a["id"] == id).cloned();
+    // Not JSON: a parse error. A batch, a big-integer id and an oversized line: invalid
+    // requests with `id: null`; the oversized line's error names the bound.
+    assert_eq!(null_errors(&answers, -32700), 1, "{answers:#?}");
+    assert_eq!(null_errors(&answers, -32600), 3, "{answers:#?}");
     assert!(
-        answers
-            .iter()
-            .any(|a| a["id"].is_null() && a["error"]["code"] == -32600),
-        "a malformed message gets Invalid Request: {answers:#?}"
+        answers.iter().any(|a| a["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("16777216 bytes"))),
+        "{answers:#?}"
     );
+    assert!(
+        by_id(json!(8)).is_none(),
+        "the oversized request was not served"
+    );
+    let no_method = by_id(json!("x")).expect("answer to a message without a method");
+    assert_eq!(no_method["error"]["code"], -32600, "{no_method}");
     let unknown = by_id(json!(2)).expect("answer to the unknown method");
     assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
     let not_object = by_id(json!(3)).expect("answer to non-object arguments");
@@ -1053,6 +1075,62 @@ async fn a_declared_length_past_the_bound_gets_413_at_once() {
             .is_some_and(|m| m.contains("65536")),
         "{answer}"
     );
+    shutdown.cancel();
+    tokio::time::timeout(BOUND, serving)
+        .await
+        .expect("bound")
+        .expect("task")
+        .expect("served");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_messages_over_http_get_json_rpc_errors() {
+    let fixture = fixture();
+    let (addr, shutdown, serving) = serve_with(&fixture.server, HttpOptions::default()).await;
+    let cases: [(&str, i64, Value); 6] = [
+        ("{not json", -32700, Value::Null),
+        (
+            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
+            -32600,
+            Value::Null,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+            -32600,
+            Value::Null,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}"#,
+            -32600,
+            Value::Null,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":"q","result":{},"error":{}}"#,
+            -32600,
+            Value::Null,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":5,"method":"initialize","params":7}"#,
+            -32602,
+            json!(5),
+        ),
+    ];
+    for (body, code, id) in cases {
+        let (status, head, answer) = http_response(addr, &[], body).await;
+        assert_eq!(status, 400, "{body}: {answer}");
+        assert!(
+            header_value(&head, "content-type").is_some_and(|t| t.contains("application/json")),
+            "{head}"
+        );
+        let answer: Value = serde_json::from_str(&answer).expect("a JSON-RPC error");
+        assert_eq!(answer["jsonrpc"], "2.0", "{answer}");
+        assert_eq!(answer["error"]["code"], code, "{body}: {answer}");
+        assert_eq!(answer["id"], id, "{body}: {answer}");
+    }
+    assert_eq!(fixture.server.open_sessions(), 0);
+    // A well-formed message still opens a session.
+    let (status, _, body) = http_response(addr, &[], &initialize_body()).await;
+    assert_eq!(status, 200, "{body}");
     shutdown.cancel();
     tokio::time::timeout(BOUND, serving)
         .await
