@@ -18,6 +18,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio_util::sync::CancellationToken;
 
 use crate::authority::{self, AllowedOrigin, Authority};
+use crate::connections::{self, ConnectionLimits, ConnectionTicket};
 use crate::handler::{SessionHandler, too_many_sessions};
 use crate::message;
 use crate::{ServeError, ServerState};
@@ -32,6 +33,17 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 /// Default for [`HttpOptions::session_idle`]: an HTTP session that sees no request for 30
 /// minutes is closed, and its suspended runs dropped.
 pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+
+/// Default for [`HttpOptions::header_timeout`]: 30 s (hyper's own default, which `axum::serve`
+/// never enabled).
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Default for [`HttpOptions::connection_idle`]: 5 minutes, past the longest `exec` deadline
+/// (60 s) and rmcp's SSE keep-alive (15 s).
+pub const DEFAULT_CONNECTION_IDLE: Duration = Duration::from_secs(5 * 60);
+
+/// Default for [`HttpOptions::max_unauthenticated_connections`].
+pub const DEFAULT_MAX_UNAUTHENTICATED_CONNECTIONS: usize = 32;
 
 /// The security options of the HTTP transport.
 ///
@@ -68,6 +80,18 @@ pub struct HttpOptions {
     /// How long a session stays restorable after it was opened (default
     /// [`DEFAULT_SESSION_RETENTION`]).
     pub session_retention: Duration,
+    /// How long a connection may take to send a request head, counted from its accept or from
+    /// the end of its last response (so it also bounds a keep-alive connection's wait for its
+    /// next request); past it the connection is closed (default [`DEFAULT_HEADER_TIMEOUT`]).
+    pub header_timeout: Duration,
+    /// How long a connection may move no byte either way (a body that stalls, a client that
+    /// stops reading) before it is closed (default [`DEFAULT_CONNECTION_IDLE`]).
+    pub connection_idle: Duration,
+    /// How many connections may be open that have not yet carried a request past the guard
+    /// (the token check, or without a token the header checks); past it, the oldest of them is
+    /// closed for the newcomer, as it is when the process runs out of descriptors (default
+    /// [`DEFAULT_MAX_UNAUTHENTICATED_CONNECTIONS`]; 0 is taken as 1).
+    pub max_unauthenticated_connections: usize,
 }
 
 /// Default for [`HttpOptions::session_retention`]: a day.
@@ -90,6 +114,9 @@ impl Default for HttpOptions {
             session_idle: DEFAULT_SESSION_IDLE,
             session_store: None,
             session_retention: DEFAULT_SESSION_RETENTION,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            connection_idle: DEFAULT_CONNECTION_IDLE,
+            max_unauthenticated_connections: DEFAULT_MAX_UNAUTHENTICATED_CONNECTIONS,
         }
     }
 }
@@ -128,6 +155,21 @@ impl HttpOptions {
     #[must_use]
     pub fn session_idle(mut self, idle: Duration) -> Self {
         self.session_idle = idle;
+        self
+    }
+
+    /// Sets the header-read timeout, the idle timeout and the cap on connections not yet
+    /// authenticated (see the fields).
+    #[must_use]
+    pub fn connection_limits(
+        mut self,
+        header_timeout: Duration,
+        connection_idle: Duration,
+        max_unauthenticated: usize,
+    ) -> Self {
+        self.header_timeout = header_timeout;
+        self.connection_idle = connection_idle;
+        self.max_unauthenticated_connections = max_unauthenticated;
         self
     }
 
@@ -385,6 +427,10 @@ async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Resp
             return response;
         }
     }
+    // The request passed the guard: its connection no longer counts as unauthenticated.
+    if let Some(ticket) = request.extensions().get::<ConnectionTicket>() {
+        ticket.authenticated();
+    }
     if let Err(response) = guard.check_declared_length(&request) {
         return response;
     }
@@ -522,12 +568,11 @@ pub(crate) async fn serve(
     let app = router(shared, &options, &shutdown);
     on_bound(bound);
     tracing::info!(target: "codemode", %bound, "serving MCP over HTTP at {MCP_PATH}");
-    axum::serve(listener, app.into_make_service())
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await
-        .map_err(|source| ServeError::Http {
-            addr: bound.to_string(),
-            source,
-        })?;
+    let limits = ConnectionLimits {
+        header_timeout: options.header_timeout,
+        idle_timeout: options.connection_idle,
+        max_unauthenticated: options.max_unauthenticated_connections,
+    };
+    connections::serve(listener, app, limits, shutdown).await;
     Ok(())
 }

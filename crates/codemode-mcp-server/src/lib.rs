@@ -13,11 +13,13 @@
 //! `codemode-mcp`), and the only one that knows axum; no rmcp or axum type appears in its API.
 //! It knows nothing about where the tools come from (demo catalog, MCP servers), QuickJS,
 //! TypeScript or the CLI: the host hands it a [`CodeMode`] and a [`ToolSource`].
-//! HTTP security (loopback hosts, `Origin` validation, bearer token, body and session bounds)
+//! HTTP security (loopback hosts, `Origin` validation, bearer token, body and session bounds,
+//! connection timeouts and the cap on unauthenticated connections)
 //! is configured by [`HttpOptions`]. Runs on Tokio. No feature flags.
 #![forbid(unsafe_code)]
 
 mod authority;
+mod connections;
 mod handler;
 mod http;
 mod message;
@@ -32,7 +34,9 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 pub use http::{
-    DEFAULT_MAX_BODY_BYTES, DEFAULT_SESSION_IDLE, DEFAULT_SESSION_RETENTION, HttpOptions, MCP_PATH,
+    DEFAULT_CONNECTION_IDLE, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_UNAUTHENTICATED_CONNECTIONS, DEFAULT_SESSION_IDLE, DEFAULT_SESSION_RETENTION,
+    HttpOptions, MCP_PATH,
 };
 
 /// Default bound on concurrent client sessions ([`CodeModeServer::max_sessions`]).

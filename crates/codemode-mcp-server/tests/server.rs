@@ -1138,3 +1138,141 @@ async fn malformed_messages_over_http_get_json_rpc_errors() {
         .expect("task")
         .expect("served");
 }
+
+/// Ends when the peer has closed `stream` (a read gives 0 bytes or an error).
+async fn closed(stream: &mut tokio::net::TcpStream) {
+    let mut chunk = [0u8; 1024];
+    loop {
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+}
+
+/// Reads one whole answer with a `Content-Length` from a kept-alive connection.
+async fn read_answer(stream: &mut tokio::net::TcpStream) -> (u16, String) {
+    let mut response = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = stream.read(&mut chunk).await.expect("read");
+        assert!(n > 0, "the connection closed before its answer");
+        response.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&response).into_owned();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length = header_value(head, "content-length")
+                .and_then(|length| length.parse::<usize>().ok())
+                .unwrap_or(0);
+            if body.len() >= length {
+                let status = text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+                return (status, text);
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_that_send_nothing_useful_are_closed_and_a_client_is_served_throughout() {
+    let fixture = fixture();
+    let options = HttpOptions::default()
+        .auth_token("s3cret")
+        .connection_limits(Duration::from_millis(300), Duration::from_millis(300), 1000);
+    let (addr, shutdown, serving) = serve_with(&fixture.server, options).await;
+    let host = format!("Host: 127.0.0.1:{}", addr.port());
+    // Idle from the start; half a request head; a whole head and a body that stalls.
+    let mut idle = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let mut partial = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    partial
+        .write_all(
+            format!(
+                "POST {MCP_PATH} HTTP/1.1\r\n{host}\r\nX-Pad: {}",
+                "a".repeat(4096)
+            )
+            .as_bytes(),
+        )
+        .await
+        .expect("send");
+    let mut stalled = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stalled
+        .write_all(
+            format!(
+                "POST {MCP_PATH} HTTP/1.1\r\n{host}\r\nAuthorization: Bearer s3cret\r\n\
+                 Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+                 Content-Length: 100\r\n\r\n{{\"jsonrpc\""
+            )
+            .as_bytes(),
+        )
+        .await
+        .expect("send");
+    // An authenticated client is served meanwhile.
+    let (status, body) = http(
+        addr,
+        &[("Authorization", "Bearer s3cret")],
+        &initialize_body(),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    for stream in [&mut idle, &mut partial, &mut stalled] {
+        tokio::time::timeout(Duration::from_secs(10), closed(stream))
+            .await
+            .expect("the server closes a connection that sends nothing useful");
+    }
+    shutdown.cancel();
+    tokio::time::timeout(BOUND, serving)
+        .await
+        .expect("bound")
+        .expect("task")
+        .expect("served");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unauthenticated_connections_are_capped_and_an_authenticated_one_is_kept() {
+    let fixture = fixture();
+    // Timeouts far past the test: only the cap closes a connection here.
+    let options = HttpOptions::default()
+        .auth_token("s3cret")
+        .connection_limits(Duration::from_secs(600), Duration::from_secs(600), 4);
+    let (addr, shutdown, serving) = serve_with(&fixture.server, options).await;
+    let host = format!("Host: 127.0.0.1:{}", addr.port());
+    // A kept-alive connection that authenticated with a request (a GET without a session:
+    // refused by rmcp, but past the guard).
+    let mut kept = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let get = format!(
+        "GET {MCP_PATH} HTTP/1.1\r\n{host}\r\nAuthorization: Bearer s3cret\r\n\
+         Accept: text/event-stream\r\n\r\n"
+    );
+    kept.write_all(get.as_bytes()).await.expect("send");
+    let (status, answer) = tokio::time::timeout(BOUND, read_answer(&mut kept))
+        .await
+        .expect("an answer");
+    assert!((400..500).contains(&status), "{answer}");
+    // Eight idle connections: each past the fourth closes the oldest.
+    let mut idle = Vec::new();
+    for _ in 0..8 {
+        idle.push(tokio::net::TcpStream::connect(addr).await.expect("connect"));
+    }
+    for stream in idle.iter_mut().take(4) {
+        tokio::time::timeout(BOUND, closed(stream))
+            .await
+            .expect("the oldest unauthenticated connections are closed");
+    }
+    // The authenticated connection is still served, and so is a new client.
+    kept.write_all(get.as_bytes()).await.expect("send");
+    let (status, answer) = tokio::time::timeout(BOUND, read_answer(&mut kept))
+        .await
+        .expect("an answer");
+    assert!((400..500).contains(&status), "{answer}");
+    let (status, body) = http(
+        addr,
+        &[("Authorization", "Bearer s3cret")],
+        &initialize_body(),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    shutdown.cancel();
+    tokio::time::timeout(BOUND, serving)
+        .await
+        .expect("bound")
+        .expect("task")
+        .expect("served");
+}
