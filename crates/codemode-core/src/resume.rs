@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::bridge::RunHost;
-use crate::durable::{Durable, RunJournal, run_scope};
+use crate::durable::{Durable, RunJournal, journal_admits};
 use crate::result::{CodeModeResult, ErrorCode};
 use crate::session::Parked;
 use crate::state::Counters;
@@ -181,7 +181,7 @@ impl CodeModeSession {
                         return self.store_failure(StoreError::Unavailable);
                     }
                 };
-                if let Err(error) = run_scope(&scope).admits(&self.scope()) {
+                if let Err(error) = journal_admits(&scope, &self.scope()) {
                     return self.store_failure(error);
                 }
                 match durable.claim(run_id, hold).await {

@@ -21,6 +21,16 @@ pub(crate) fn too_many_sessions(max: usize) -> String {
     format!("too many MCP sessions: this server allows {max} at a time; close one and retry")
 }
 
+/// What the state store keeps for an HTTP session id (`Mcp-Session-Id`): its SHA-256, in hex.
+/// The id is the session's only credential (with the bearer token, when one is asked for), so
+/// a reader of the store must not find it there: the session's row is keyed by this digest and
+/// its runs' scope is `mcp_<digest>`.
+pub(crate) fn session_digest(session_id: &str) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(session_id.as_bytes());
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
 /// The state of one client session. Dropping it ends the session: its suspended runs are
 /// dropped and their host work cancelled.
 pub(crate) struct SessionHandler {
@@ -31,7 +41,7 @@ pub(crate) struct SessionHandler {
     /// The HTTP transport's session id, once a request carried it.
     http_session: OnceLock<String>,
     /// The scope of this session's runs (session id, session key and agent-run id), fixed at
-    /// its first tool request: `mcp_<Mcp-Session-Id>` when sessions are restorable (a restored
+    /// its first tool request: `mcp_<SHA-256 of its Mcp-Session-Id>` when sessions are restorable (a restored
     /// session finds its runs again), else [`SessionHandler::id`].
     scope: OnceLock<String>,
     /// The runIds of this session's suspended runs, oldest first.
@@ -92,7 +102,7 @@ impl SessionHandler {
                     .restorable
                     .load(std::sync::atomic::Ordering::Relaxed);
             match self.http_session.get() {
-                Some(http) if restorable => format!("mcp_{http}"),
+                Some(http) if restorable => format!("mcp_{}", session_digest(http)),
                 _ => self.id.clone(),
             }
         })

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::authority::{self, AllowedOrigin, Authority};
 use crate::connections::{self, ConnectionLimits, ConnectionTicket};
-use crate::handler::{SessionHandler, too_many_sessions};
+use crate::handler::{SessionHandler, session_digest, too_many_sessions};
 use crate::message;
 use crate::{ServeError, ServerState};
 
@@ -191,7 +191,8 @@ impl HttpOptions {
     }
 }
 
-/// rmcp's external session store over a journal store: the handshake of each session as JSON.
+/// rmcp's external session store over a journal store: the handshake of each session as JSON,
+/// keyed by the SHA-256 of its id ([`session_digest`]), never the id itself.
 struct JournalSessions {
     store: Arc<dyn JournalStore>,
     retention: Duration,
@@ -208,17 +209,14 @@ fn now_ms() -> i64 {
 #[async_trait::async_trait]
 impl SessionStore for JournalSessions {
     async fn load(&self, session_id: &str) -> Result<Option<SessionState>, SessionStoreError> {
-        let Some(text) = self
-            .store
-            .load_transport_session(session_id, now_ms())
-            .await?
-        else {
+        let key = session_digest(session_id);
+        let Some(text) = self.store.load_transport_session(&key, now_ms()).await? else {
             return Ok(None);
         };
         // A row that does not parse is refused, never trusted.
         serde_json::from_str(&text)
             .map(Some)
-            .map_err(|error| format!("stored MCP session {session_id} is corrupt: {error}").into())
+            .map_err(|error| format!("stored MCP session {key} is corrupt: {error}").into())
     }
 
     async fn store(&self, session_id: &str, state: &SessionState) -> Result<(), SessionStoreError> {
@@ -226,13 +224,20 @@ impl SessionStore for JournalSessions {
         let now = now_ms();
         let retention = i64::try_from(self.retention.as_millis()).unwrap_or(i64::MAX);
         self.store
-            .save_transport_session(session_id, &text, now, now.saturating_add(retention))
+            .save_transport_session(
+                &session_digest(session_id),
+                &text,
+                now,
+                now.saturating_add(retention),
+            )
             .await?;
         Ok(())
     }
 
     async fn delete(&self, session_id: &str) -> Result<(), SessionStoreError> {
-        self.store.delete_transport_session(session_id).await?;
+        self.store
+            .delete_transport_session(&session_digest(session_id))
+            .await?;
         Ok(())
     }
 }

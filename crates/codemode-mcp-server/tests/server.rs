@@ -784,6 +784,43 @@ async fn a_client_returning_to_a_restarted_server_goes_on_in_its_session() {
     assert_eq!(waiting["status"], "waiting", "{waiting}");
     let run_id = waiting["runId"].as_str().expect("a runId").to_owned();
 
+    // A reader of the state file cannot resume the session: its id is in no row, neither as the
+    // transport session's key nor in its run's scope.
+    let now = i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_millis(),
+    )
+    .expect("ms");
+    assert_eq!(
+        store
+            .load_transport_session(&session_id, now)
+            .await
+            .expect("load"),
+        None
+    );
+    let scope = store
+        .scope(&run_id, now)
+        .await
+        .expect("scope")
+        .expect("the run is journaled");
+    for field in [&scope.session_id, &scope.session_key, &scope.agent_run_id] {
+        let field = field.as_deref().expect("a scope field");
+        assert!(!field.contains(&session_id), "{field}");
+    }
+    for suffix in ["", "-wal"] {
+        let file = dir.join(format!("state.db{suffix}"));
+        let bytes = std::fs::read(&file).unwrap_or_default();
+        assert!(
+            !bytes
+                .windows(session_id.len())
+                .any(|window| window == session_id.as_bytes()),
+            "{} holds the session id",
+            file.display()
+        );
+    }
+
     // The server stops and its process state goes with it.
     shutdown.cancel();
     tokio::time::timeout(BOUND, serving)
