@@ -44,6 +44,8 @@ mod session;
 mod state;
 mod surface;
 
+/// How many suspended runs one [`CodeMode`] parks at once, for all its sessions together.
+pub use codemode_sandbox::MAX_SUSPENDED_RUNS;
 pub use config::{
     CodeModeConfig, CodeModeConfigBuilder, ConfigError, DEFAULT_MAX_OUTPUT_BYTES,
     DEFAULT_MAX_PENDING_TOOL_CALLS, DEFAULT_MAX_QUEUED_TOOL_CALLS, DEFAULT_MAX_SAVED_RESULT_BYTES,

@@ -1313,3 +1313,58 @@ async fn unauthenticated_connections_are_capped_and_an_authenticated_one_is_kept
         .expect("task")
         .expect("served");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn greedy_sessions_cannot_keep_another_from_parking() {
+    let fixture = fixture();
+    let server = fixture.server.clone();
+    let park = json!({ "code": "await yield_control(); return 1" });
+    // Four sessions park 16 runs each: the store's 64 are taken.
+    let mut greedy = Vec::new();
+    for _ in 0..4 {
+        let (client, session) = connect(&server).await;
+        let mut runs = Vec::new();
+        for _ in 0..16 {
+            let parked = call(&client, "exec", park.clone()).await;
+            let parked = structured(&parked);
+            assert_eq!(parked["status"], "waiting", "{parked}");
+            runs.push(parked["runId"].as_str().expect("a runId").to_owned());
+        }
+        greedy.push((client, session, runs));
+    }
+    assert_eq!(
+        server.code_mode().suspended_runs(),
+        codemode_core::MAX_SUSPENDED_RUNS
+    );
+    // A fifth session still parks, twice: its share is 64 / 5 runs.
+    let (fifth, fifth_session) = connect(&server).await;
+    for _ in 0..2 {
+        let parked = call(&fifth, "exec", park.clone()).await;
+        assert_eq!(structured(&parked)["status"], "waiting", "{parked:?}");
+    }
+    assert_eq!(
+        server.code_mode().suspended_runs(),
+        codemode_core::MAX_SUSPENDED_RUNS
+    );
+    // What made room: the oldest runs of greedy sessions, not anything of the fifth.
+    let mut lost = 0;
+    for (client, _, runs) in &greedy {
+        let first = call(client, "wait", json!({ "runId": runs[0] })).await;
+        if structured(&first)["status"] == "failed" {
+            lost += 1;
+        }
+    }
+    assert_eq!(lost, 2, "one oldest run of a greedy session per park");
+    for (client, session, _) in greedy {
+        client.cancel().await.expect("close");
+        tokio::time::timeout(BOUND, session)
+            .await
+            .expect("bound")
+            .expect("session task");
+    }
+    fifth.cancel().await.expect("close");
+    tokio::time::timeout(BOUND, fifth_session)
+        .await
+        .expect("bound")
+        .expect("session task");
+}
