@@ -144,7 +144,7 @@ impl CodeModeSession {
                     let host = Arc::clone(&resumption.extra().host);
                     let Some(journal) = host.journal.clone() else {
                         resumption.finish();
-                        return self.store_failure(StoreError::Unavailable);
+                        return self.wait_failure(run_id, StoreError::Unavailable);
                     };
                     let step = self
                         .legs(resumption.run_mut(), Some(&journal), idle_budget, &span)
@@ -164,35 +164,37 @@ impl CodeModeSession {
                 }
                 Ok(Claim::Busy) => {
                     let _ = resumption.repark();
-                    self.store_failure(StoreError::AlreadyResuming)
+                    self.wait_failure(run_id, StoreError::AlreadyResuming)
                 }
                 Ok(Claim::Missing) | Err(_) => {
                     resumption.finish();
-                    self.store_failure(StoreError::Unavailable)
+                    self.wait_failure(run_id, StoreError::Unavailable)
                 }
             },
             Err(StoreError::Unavailable) => {
                 // Only the scope now: the journal is loaded once this host holds the run.
                 let scope = match durable.store.scope(run_id, crate::durable::now_ms()).await {
                     Ok(Some(scope)) => scope,
-                    Ok(None) => return self.store_failure(StoreError::Unavailable),
+                    Ok(None) => return self.wait_failure(run_id, StoreError::Unavailable),
                     Err(error) => {
                         tracing::warn!(target: "codemode", %error, "journal load failed");
-                        return self.store_failure(StoreError::Unavailable);
+                        return self.wait_failure(run_id, StoreError::Unavailable);
                     }
                 };
                 if let Err(error) = journal_admits(&scope, &self.scope()) {
-                    return self.store_failure(error);
+                    return self.wait_failure(run_id, error);
                 }
                 match durable.claim(run_id, hold).await {
                     Ok(Claim::Held { epoch, .. }) => {
                         self.replay(durable, run_id, epoch, idle_budget, span).await
                     }
-                    Ok(Claim::Busy) => self.store_failure(StoreError::AlreadyResuming),
-                    Ok(Claim::Missing) | Err(_) => self.store_failure(StoreError::Unavailable),
+                    Ok(Claim::Busy) => self.wait_failure(run_id, StoreError::AlreadyResuming),
+                    Ok(Claim::Missing) | Err(_) => {
+                        self.wait_failure(run_id, StoreError::Unavailable)
+                    }
                 }
             }
-            Err(error) => self.store_failure(error),
+            Err(error) => self.wait_failure(run_id, error),
         }
     }
 
@@ -208,7 +210,7 @@ impl CodeModeSession {
         // Loaded again now that this host holds it: nobody writes to it any more.
         let loaded = match durable.store.load(run_id, crate::durable::now_ms()).await {
             Ok(Some(journal)) => journal,
-            _ => return self.store_failure(StoreError::Unavailable),
+            _ => return self.wait_failure(run_id, StoreError::Unavailable),
         };
         tracing::debug!(target: "codemode", %run_id, receipts = loaded.receipts.len(), "replaying a journaled run");
         let journal = RunJournal::for_replay(Arc::clone(durable), loaded, epoch);

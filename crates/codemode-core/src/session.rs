@@ -634,7 +634,10 @@ impl CodeModeSession {
         )
     }
 
-    pub(crate) fn store_failure(&self, error: StoreError) -> CodeModeResult {
-        outcome::store_failed(error, Vec::new(), self.inner.telemetry.clone())
+    /// A `wait` on `run_id` the store refused, with its machine-readable reason, the same with
+    /// a journal store as in memory.
+    pub(crate) fn wait_failure(&self, run_id: &str, error: StoreError) -> CodeModeResult {
+        let expired = self.inner.park_deadlines.expired(run_id);
+        outcome::wait_failed(error, expired, self.inner.telemetry.clone())
     }
 }

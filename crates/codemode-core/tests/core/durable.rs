@@ -186,6 +186,9 @@ async fn a_restarted_host_replays_the_journal_and_the_side_effect_happens_once()
     assert_eq!(store.count(i64::MAX / 2).await.unwrap(), 0);
     let gone = wait(&second, &run_id).await;
     assert_eq!(gone["error"], "code mode run is unavailable or expired.");
+    assert_eq!(gone["reason"], "unknown", "{gone:#}");
+    let never = wait(&second, "cm_00000000000000000000000000000000").await;
+    assert_eq!(never["reason"], "unknown", "{never:#}");
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -416,11 +419,16 @@ async fn a_journal_is_scoped_expires_and_counts_against_the_snapshot_bound() {
         refused["error"],
         "code mode run belongs to a different session."
     );
+    // The same machine-readable reason as without a journal store.
+    assert_eq!(refused["reason"], "other_session", "{refused:#}");
     // A journal past its TTL is gone.
     assert_eq!(store.delete_expired(i64::MAX / 2).await.unwrap(), 1);
     let second = process(&store, &world, CodeModeConfig::enabled().build().unwrap());
     let gone = wait(&second, &run_id).await;
     assert_eq!(gone["error"], "code mode run is unavailable or expired.");
+    assert_eq!(gone["reason"], "unknown", "{gone:#}");
+    let never = wait(&second, "cm_00000000000000000000000000000000").await;
+    assert_eq!(never["reason"], "unknown", "{never:#}");
 
     // The journal counts against maxSnapshotBytes: a run whose receipts are larger than the
     // bound cannot park.
