@@ -274,6 +274,12 @@ impl RunJournal {
     }
 
     /// Whether the run is still being replayed from its journal.
+    /// Whether this journal is a replay's (its run started again from its journal), recorded
+    /// events left or not.
+    pub(crate) fn is_replay(&self) -> bool {
+        self.lock().replay.is_some()
+    }
+
     pub(crate) fn replaying(&self) -> bool {
         self.lock()
             .replay

@@ -72,6 +72,7 @@ impl CodeModeSession {
         let leg = self.inner.config.timeout().min(idle_budget);
         let started = Instant::now();
         let mut carried = Vec::new();
+        let mut first_leg = true;
         loop {
             if let Some(journal) = journal
                 && let Err(message) = journal.resuming()
@@ -83,8 +84,12 @@ impl CodeModeSession {
             }
             // Whether this leg starts inside the recorded part: a yield it reaches is then one
             // the journal has (resumed, if more events follow), or the yield the run parked in
-            // when the journal ends there, which this `wait` resumes as a live one would.
-            let replayed_leg = journal.is_some_and(RunJournal::replaying);
+            // when the journal ends there, which this `wait` resumes as a live one would. The
+            // first leg of a replay is one even when the journal has no events at all (a run
+            // that yielded before anything was recorded).
+            let replayed_leg = journal
+                .is_some_and(|journal| journal.replaying() || (first_leg && journal.is_replay()));
+            first_leg = false;
             let deadline = Instant::now() + leg;
             let step = run.drive(deadline).instrument(span.clone()).await;
             let step = with_output_before(std::mem::take(&mut carried), step);

@@ -590,3 +590,46 @@ async fn a_journal_whose_scope_is_missing_fails_closed() {
     assert_eq!(world.appended.lock().unwrap().len(), 1, "nothing ran again");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_yielded_before_anything_was_recorded_is_resumed_by_one_wait() {
+    for (code, awaited) in [
+        ("await yield_control(); return 41 + 1", true),
+        ("yield_control(); return 42", false),
+    ] {
+        let (store, dir) = sqlite_store().await;
+        let world = Arc::new(World::default());
+        let first = process(&store, &world, short_legs());
+        let yielded = exec(&first, code).await;
+        assert_eq!(yielded["reason"], "yield", "{yielded:#}");
+        let run_id = yielded["runId"].as_str().unwrap().to_owned();
+        lose(first, &world);
+        let second = process(&store, &world, CodeModeConfig::enabled().build().unwrap());
+        // The journal has no event: the replay still goes past the yield the run parked in.
+        let done = wait(&second, &run_id).await;
+        assert_eq!(
+            done["status"], "completed",
+            "{code} (awaited: {awaited}): {done:#}"
+        );
+        assert_eq!(done["value"], 42, "{done:#}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    // Only that yield: the next one stops the run again, as it would live.
+    let (store, dir) = sqlite_store().await;
+    let world = Arc::new(World::default());
+    let first = process(&store, &world, short_legs());
+    let yielded = exec(
+        &first,
+        "await yield_control(); await yield_control(); return 1",
+    )
+    .await;
+    let run_id = yielded["runId"].as_str().unwrap().to_owned();
+    lose(first, &world);
+    let second = process(&store, &world, CodeModeConfig::enabled().build().unwrap());
+    let again = wait(&second, &run_id).await;
+    assert_eq!(again["status"], "waiting", "{again:#}");
+    assert_eq!(again["reason"], "yield", "{again:#}");
+    let done = wait(&second, &run_id).await;
+    assert_eq!(done["status"], "completed", "{done:#}");
+    let _ = std::fs::remove_dir_all(dir);
+}
