@@ -2,7 +2,8 @@
 //! free: every connection has a header-read timeout (from accept, or from the end of its last
 //! response, to the end of the next request head) and an idle timeout (no byte either way),
 //! and the connections that have not yet carried an authenticated request are capped: past
-//! the cap, the oldest of them is closed for the newcomer. A connection stops counting toward
+//! the cap, the oldest of them (if it has had [`EVICTION_GRACE`] to send its request) is closed
+//! for the newcomer. A connection stops counting toward
 //! the cap at its first request that passes the guard (`http.rs`); without a token, its first
 //! request with allowed headers.
 
@@ -27,36 +28,48 @@ pub(crate) struct ConnectionLimits {
     pub(crate) max_unauthenticated: usize,
 }
 
-/// The connections not yet authenticated, oldest first, each with the token that closes it.
+/// A connection younger than this is not closed for a newcomer (a burst of clients that
+/// connect at once all get to send their first request); it still counts toward the cap.
+pub(crate) const EVICTION_GRACE: Duration = Duration::from_secs(1);
+
+/// The connections not yet authenticated, oldest first: id, when it was accepted, and the
+/// token that closes it.
 struct Unauthenticated {
-    queue: Mutex<VecDeque<(u64, CancellationToken)>>,
+    queue: Mutex<VecDeque<(u64, Instant, CancellationToken)>>,
     max: usize,
 }
 
 impl Unauthenticated {
-    /// Counts a new connection; past the cap, closes the oldest one.
+    /// Counts a new connection; past the cap, closes the oldest ones that are older than
+    /// [`EVICTION_GRACE`].
     fn admit(&self, id: u64, close: CancellationToken) {
         let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
         while queue.len() >= self.max.max(1) {
-            if let Some((_, oldest)) = queue.pop_front() {
-                tracing::debug!(target: "codemode", "closing the oldest unauthenticated connection");
-                oldest.cancel();
+            match queue.front() {
+                Some((_, opened, _)) if opened.elapsed() >= EVICTION_GRACE => {
+                    if let Some((_, _, oldest)) = queue.pop_front() {
+                        tracing::debug!(target: "codemode", "closing the oldest unauthenticated connection");
+                        oldest.cancel();
+                    }
+                }
+                _ => break,
             }
         }
-        queue.push_back((id, close));
+        queue.push_back((id, Instant::now(), close));
     }
 
-    /// Closes the oldest connection not yet authenticated, if any.
+    /// Closes the oldest connection not yet authenticated, if any, whatever its age (the
+    /// process is out of descriptors).
     fn close_oldest(&self) {
         let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, oldest)) = queue.pop_front() {
+        if let Some((_, _, oldest)) = queue.pop_front() {
             oldest.cancel();
         }
     }
 
     fn remove(&self, id: u64) {
         let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-        queue.retain(|(queued, _)| *queued != id);
+        queue.retain(|(queued, _, _)| *queued != id);
     }
 }
 

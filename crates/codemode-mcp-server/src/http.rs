@@ -88,8 +88,9 @@ pub struct HttpOptions {
     /// stops reading) before it is closed (default [`DEFAULT_CONNECTION_IDLE`]).
     pub connection_idle: Duration,
     /// How many connections may be open that have not yet carried a request past the guard
-    /// (the token check, or without a token the header checks); past it, the oldest of them is
-    /// closed for the newcomer, as it is when the process runs out of descriptors (default
+    /// (the token check, or without a token the header checks); past it, the oldest of them
+    /// that is over a second old is closed for the newcomer, and the oldest whatever its age
+    /// when the process runs out of descriptors (default
     /// [`DEFAULT_MAX_UNAUTHENTICATED_CONNECTIONS`]; 0 is taken as 1).
     pub max_unauthenticated_connections: usize,
 }

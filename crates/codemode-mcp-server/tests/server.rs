@@ -1277,9 +1277,14 @@ async fn unauthenticated_connections_are_capped_and_an_authenticated_one_is_kept
         .await
         .expect("an answer");
     assert!((400..500).contains(&status), "{answer}");
-    // Eight idle connections: each past the fourth closes the oldest.
+    // Four idle connections fill the cap; once they have had their grace to send a request,
+    // each newcomer closes the oldest of them.
     let mut idle = Vec::new();
-    for _ in 0..8 {
+    for _ in 0..4 {
+        idle.push(tokio::net::TcpStream::connect(addr).await.expect("connect"));
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for _ in 0..4 {
         idle.push(tokio::net::TcpStream::connect(addr).await.expect("connect"));
     }
     for stream in idle.iter_mut().take(4) {
@@ -1361,4 +1366,38 @@ async fn greedy_sessions_cannot_keep_another_from_parking() {
         .await
         .expect("bound")
         .expect("session task");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_clients_past_the_cap_is_served() {
+    let fixture = fixture();
+    let options = HttpOptions::default()
+        .auth_token("s3cret")
+        .connection_limits(Duration::from_secs(600), Duration::from_secs(600), 4);
+    let (addr, shutdown, serving) = serve_with(&fixture.server, options).await;
+    let host = format!("Host: 127.0.0.1:{}", addr.port());
+    // Twelve clients connect at once, past a cap of 4, then each sends its request.
+    let mut streams = Vec::new();
+    for _ in 0..12 {
+        streams.push(tokio::net::TcpStream::connect(addr).await.expect("connect"));
+    }
+    let get = format!(
+        "GET {MCP_PATH} HTTP/1.1\r\n{host}\r\nAuthorization: Bearer s3cret\r\n\
+         Accept: text/event-stream\r\n\r\n"
+    );
+    for stream in &mut streams {
+        stream.write_all(get.as_bytes()).await.expect("send");
+    }
+    for stream in &mut streams {
+        let (status, answer) = tokio::time::timeout(BOUND, read_answer(stream))
+            .await
+            .expect("an answer");
+        assert!((400..500).contains(&status), "{answer}");
+    }
+    shutdown.cancel();
+    tokio::time::timeout(BOUND, serving)
+        .await
+        .expect("bound")
+        .expect("task")
+        .expect("served");
 }
