@@ -27,6 +27,7 @@
 
 mod activation;
 mod bridge;
+mod budget;
 mod config;
 mod durable;
 mod executor;
@@ -44,6 +45,9 @@ mod session;
 mod state;
 mod surface;
 
+pub use budget::{
+    FALLBACK_MAX_MEMORY_BYTES, MAX_CALLS_WAITING_FOR_MEMORY, default_max_memory_bytes,
+};
 /// How many suspended runs one [`CodeMode`] parks at once, for all its sessions together.
 pub use codemode_sandbox::MAX_SUSPENDED_RUNS;
 pub use config::{

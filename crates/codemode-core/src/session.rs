@@ -18,6 +18,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
 
 use crate::bridge::RunHost;
+use crate::budget::MemoryBudget;
 use crate::durable::{Durable, Forget, RunJournal};
 use crate::executor::{EventSink, NoEvents, ToolExecutor};
 use crate::result::{CodeModeResult, ErrorCode, Telemetry};
@@ -71,6 +72,8 @@ pub(crate) struct CodeModeState {
     pub(crate) vm_pool: Option<VmPool>,
     /// Where runs are journaled, when they are (durable.rs).
     pub(crate) durable: Option<Arc<Durable>>,
+    /// The host memory budget every running call reserves its VM's limit against.
+    pub(crate) budget: Arc<MemoryBudget>,
 }
 
 impl std::fmt::Debug for CodeMode {
@@ -94,6 +97,7 @@ pub struct CodeModeBuilder {
     namespaces: Arc<NamespaceRegistry>,
     prebuilt_vms: usize,
     journal: Option<Arc<dyn JournalStore>>,
+    max_memory: Option<u64>,
 }
 
 impl std::fmt::Debug for CodeModeBuilder {
@@ -176,6 +180,18 @@ impl CodeModeBuilder {
         self
     }
 
+    /// The host memory budget, in bytes (default [`default_max_memory_bytes`](crate::default_max_memory_bytes):
+    /// half the machine's memory). Each `exec` and `wait` reserves its VM's
+    /// `memoryLimitBytes` against it while it runs; a call that finds no room waits for one, in
+    /// turn with the other sessions' calls, at most its `timeoutMs`, then fails with
+    /// `runtime_unavailable`. A call whose VM limit is larger than the budget runs alone. What
+    /// it does not cover: suspended runs (bounded by `maxSnapshotBytes` each, 64 at most) and
+    /// the host's own tools.
+    pub fn max_memory(mut self, bytes: u64) -> Self {
+        self.max_memory = Some(bytes);
+        self
+    }
+
     /// Finishes the builder. With `isolation: "process"` this starts the pool's warm workers
     /// in the background; with VMs built ahead of time (threads only), their first builds.
     pub fn build(self) -> CodeMode {
@@ -201,6 +217,10 @@ impl CodeModeBuilder {
                 decl_cache: DeclCache::new(DECL_CACHE_CAPACITY),
                 vm_pool,
                 durable: self.journal.map(|store| Arc::new(Durable::new(store))),
+                budget: MemoryBudget::new(
+                    self.max_memory
+                        .unwrap_or_else(crate::default_max_memory_bytes),
+                ),
             }),
         }
     }
@@ -218,6 +238,7 @@ impl CodeMode {
             namespaces: Arc::new(NamespaceRegistry::new()),
             prebuilt_vms: 0,
             journal: None,
+            max_memory: None,
         }
     }
 
@@ -373,6 +394,10 @@ impl CodeModeSession {
         let deadline = Instant::now() + self.inner.config.timeout();
         let config = &self.inner.config;
         let telemetry = || self.inner.telemetry.clone();
+        let _room = match self.reserve_memory(deadline).await {
+            Ok(room) => room,
+            Err(failed) => return *failed,
+        };
         if !config.allows(input.language) {
             let message = format!("code mode {} input is disabled.", input.language.as_str());
             return CodeModeResult::failed(Some(ErrorCode::InvalidInput), message, telemetry());
@@ -471,6 +496,10 @@ impl CodeModeSession {
         let idle_budget = match input.timeout {
             Some(asked) => config.max_wait().min(asked.max(Duration::from_millis(1))),
             None => config.max_wait(),
+        };
+        let _room = match self.reserve_memory(Instant::now() + config.timeout()).await {
+            Ok(room) => room,
+            Err(failed) => return *failed,
         };
         let resumption = self.store.resume(&input.run_id, &self.scope());
         if let Some(durable) = &self.durable {
@@ -632,6 +661,29 @@ impl CodeModeSession {
             error.to_string(),
             self.inner.telemetry.clone(),
         )
+    }
+
+    /// Reserves this call's VM memory limit against the host memory budget, waiting in this
+    /// session's turn until `deadline`.
+    async fn reserve_memory(
+        &self,
+        deadline: Instant,
+    ) -> Result<crate::budget::Reservation, Box<CodeModeResult>> {
+        let budget = &self.inner.budget;
+        budget
+            .reserve(
+                self.inner.budget_session,
+                self.inner.config.memory_limit_bytes(),
+                deadline,
+            )
+            .await
+            .map_err(|why| {
+                Box::new(CodeModeResult::failed(
+                    Some(ErrorCode::RuntimeUnavailable),
+                    budget.refusal(why),
+                    self.inner.telemetry.clone(),
+                ))
+            })
     }
 
     /// A `wait` on `run_id` the store refused, with its machine-readable reason, the same with
