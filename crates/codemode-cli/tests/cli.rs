@@ -770,14 +770,23 @@ fn serve_with_process_isolation_answers_exec() {
 /// One POST to `/mcp` over a fresh connection; returns the head and the body up to the first
 /// JSON-RPC message (an SSE answer) or the end of the connection.
 fn post_mcp(addr: &str, session: Option<&str>, body: &str) -> (String, String) {
+    post_mcp_with(addr, session, "", body)
+}
+
+/// [`post_mcp`] with `extra` header lines (each ending in `\r\n`).
+fn post_mcp_with(addr: &str, session: Option<&str>, extra: &str, body: &str) -> (String, String) {
     use std::io::Read as _;
     let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    // A failure bound only: a server that never answers fails the test instead of hanging it.
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(120)))
+        .expect("read timeout");
     let session = session
         .map(|id| format!("Mcp-Session-Id: {id}\r\n"))
         .unwrap_or_default();
     let request = format!(
         "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\n{session}Content-Length: {}\r\n\
+         Accept: application/json, text/event-stream\r\n{session}{extra}Content-Length: {}\r\n\
          Connection: close\r\n\r\n{body}",
         body.len()
     );
@@ -924,4 +933,65 @@ fn serve_holds_concurrent_vms_within_the_memory_budget() {
         grown / MIB,
         budget / MIB
     );
+}
+
+/// Out of descriptors (a limit of 64), with 80 idle connections open: the server closes idle
+/// unauthenticated connections to accept more, and an authenticated client is served.
+#[cfg(target_os = "linux")]
+#[test]
+fn serve_out_of_descriptors_still_serves_an_authenticated_client() {
+    let codemode = env!("CARGO_BIN_EXE_codemode");
+    let mut server = Command::new("sh")
+        .args([
+            "-c",
+            "ulimit -n 64 && exec \"$0\" serve --demo --http 127.0.0.1:0 --prebuilt-vms 0 \
+             --auth-token-env CODEMODE_SERVE_TOKEN",
+            codemode,
+        ])
+        .env("CODEMODE_SERVE_TOKEN", "fd-token")
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("codemode serve starts");
+    let mut stderr = std::io::BufReader::new(server.stderr.take().unwrap());
+    let mut url = None;
+    let mut line = String::new();
+    while std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() > 0 {
+        if let Some(rest) = line.trim().strip_prefix("codemode: serving MCP at ") {
+            url = Some(rest.to_owned());
+            break;
+        }
+        line.clear();
+    }
+    let drain = std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let url = url.expect("the server reports its address");
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let idle: Vec<std::net::TcpStream> = (0..80)
+        .map(|_| std::net::TcpStream::connect(&addr).expect("connect"))
+        .collect();
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": { "name": "raw", "version": "0" } } })
+    .to_string();
+    let (head, body) = post_mcp_with(
+        &addr,
+        None,
+        "Authorization: Bearer fd-token\r\n",
+        &initialize,
+    );
+    let interrupted = Command::new("kill")
+        .args(["-INT", &server.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(interrupted.success());
+    let _ = server.wait();
+    let _ = drain.join();
+    drop(idle);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}\n{body}");
+    assert!(body.contains("\"result\""), "{body}");
 }
