@@ -163,7 +163,9 @@ impl Drop for Place {
 }
 
 impl MemoryBudget {
+    /// A budget of `total` bytes (0 is taken as 1: one call at a time).
     pub(crate) fn new(total: u64) -> Arc<Self> {
+        let total = total.max(1);
         Arc::new(MemoryBudget {
             total,
             queues: Mutex::new(Queues {
@@ -350,6 +352,19 @@ mod tests {
         assert_eq!(budget.lock().queued, 0);
         drop(held);
         assert_eq!(budget.lock().available, 10);
+        // A budget of 0 still lets one call run at a time.
+        let none = MemoryBudget::new(0);
+        let one = none
+            .reserve(5, 100, Instant::now() + Duration::from_secs(60))
+            .await
+            .expect("room");
+        assert_eq!(
+            none.reserve(6, 100, Instant::now() + Duration::from_millis(10))
+                .await
+                .err(),
+            Some(NoRoom::Timeout)
+        );
+        drop(one);
         // A call larger than the budget runs alone.
         let alone = budget
             .reserve(4, 100, Instant::now() + Duration::from_secs(60))

@@ -184,7 +184,8 @@ impl CodeModeBuilder {
     /// half the machine's memory). Each `exec` and `wait` reserves its VM's
     /// `memoryLimitBytes` against it while it runs; a call that finds no room waits for one, in
     /// turn with the other sessions' calls, at most its `timeoutMs`, then fails with
-    /// `runtime_unavailable`. A call whose VM limit is larger than the budget runs alone. What
+    /// `runtime_unavailable`. A call whose VM limit is larger than the budget runs alone (a
+    /// budget of 0 is taken as 1 byte: one call at a time). What
     /// it does not cover: suspended runs (bounded by `maxSnapshotBytes` each, 64 at most) and
     /// the host's own tools.
     pub fn max_memory(mut self, bytes: u64) -> Self {
