@@ -83,6 +83,7 @@ pub struct HttpOptions {
     /// How long a connection may take to send a request head, counted from its accept or from
     /// the end of its last response (so it also bounds a keep-alive connection's wait for its
     /// next request); past it the connection is closed (default [`DEFAULT_HEADER_TIMEOUT`]).
+    /// A request's body must arrive within the same time after its head, or it gets 408.
     pub header_timeout: Duration,
     /// How long a connection may move no byte either way (a body that stalls, a client that
     /// stops reading) before it is closed (default [`DEFAULT_CONNECTION_IDLE`]).
@@ -253,6 +254,8 @@ struct Guard {
     /// The allowed origins, parsed.
     origins: Arc<[AllowedOrigin]>,
     max_body_bytes: usize,
+    /// How long a request's body may take to arrive (the header timeout).
+    body_timeout: Duration,
 }
 
 impl Guard {
@@ -326,11 +329,31 @@ impl Guard {
     async fn screen_body(&self, request: Request) -> Result<Request, Response> {
         let (parts, mut body) = request.into_parts();
         let mut bytes = Vec::new();
+        // The whole body within the header timeout: a body that trickles a byte at a time
+        // (never idle long enough for the idle timeout) does not hold its connection.
+        let deadline = tokio::time::Instant::now() + self.body_timeout;
         loop {
-            let frame = std::future::poll_fn(|cx| {
-                axum::body::HttpBody::poll_frame(std::pin::Pin::new(&mut body), cx)
-            })
+            let frame = tokio::time::timeout_at(
+                deadline,
+                std::future::poll_fn(|cx| {
+                    axum::body::HttpBody::poll_frame(std::pin::Pin::new(&mut body), cx)
+                }),
+            )
             .await;
+            let Ok(frame) = frame else {
+                let mut response = json_error(
+                    StatusCode::REQUEST_TIMEOUT,
+                    message::INVALID_REQUEST,
+                    &format!(
+                        "request timeout: the body did not arrive within {} ms",
+                        self.body_timeout.as_millis()
+                    ),
+                );
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                return Err(response);
+            };
             let Some(frame) = frame else { break };
             let Ok(frame) = frame else {
                 return Err(json_error(
@@ -529,6 +552,7 @@ fn router(
             .filter_map(|entry| authority::parse_allowed_origin(entry))
             .collect(),
         max_body_bytes: options.max_body_bytes,
+        body_timeout: options.header_timeout,
     };
     axum::Router::new()
         .route_service(MCP_PATH, service)

@@ -1401,3 +1401,52 @@ async fn a_burst_of_clients_past_the_cap_is_served() {
         .expect("task")
         .expect("served");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_trickles_gets_408_within_the_header_timeout() {
+    let fixture = fixture();
+    // Idle timeout far past the test: only the body deadline can end this request.
+    let options = HttpOptions::default().connection_limits(
+        Duration::from_millis(300),
+        Duration::from_secs(600),
+        32,
+    );
+    let (addr, shutdown, serving) = serve_with(&fixture.server, options).await;
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let head = format!(
+        "POST {MCP_PATH} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{{",
+        addr.port()
+    );
+    stream.write_all(head.as_bytes()).await.expect("send");
+    // A byte every 100 ms: never idle, never done. The answer comes while it trickles.
+    let trickle = async {
+        let mut answer = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            tokio::select! {
+                read = stream.read(&mut chunk) => {
+                    let n = read.unwrap_or(0);
+                    if n == 0 {
+                        break;
+                    }
+                    answer.extend_from_slice(&chunk[..n]);
+                }
+                () = tokio::time::sleep(Duration::from_millis(100)) => {
+                    let _ = stream.write_all(b" ").await;
+                }
+            }
+        }
+        String::from_utf8_lossy(&answer).into_owned()
+    };
+    let answer = tokio::time::timeout(Duration::from_secs(10), trickle)
+        .await
+        .expect("the trickling request is answered and closed");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    shutdown.cancel();
+    tokio::time::timeout(BOUND, serving)
+        .await
+        .expect("bound")
+        .expect("task")
+        .expect("served");
+}
