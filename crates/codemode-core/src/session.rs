@@ -498,11 +498,25 @@ impl CodeModeSession {
             Some(asked) => config.max_wait().min(asked.max(Duration::from_millis(1))),
             None => config.max_wait(),
         };
+        // A run this process does not have is refused at once, whatever the memory budget
+        // (with a journal store, it may still be replayed: that needs room).
+        let resumption = match self.store.resume(&input.run_id, &self.scope()) {
+            Err(error) if self.durable.is_none() => {
+                let expired = self.inner.park_deadlines.expired(&input.run_id);
+                return outcome::wait_failed(error, expired, self.inner.telemetry.clone());
+            }
+            resumption => resumption,
+        };
         let _room = match self.reserve_memory(Instant::now() + config.timeout()).await {
             Ok(room) => room,
-            Err(failed) => return *failed,
+            Err(failed) => {
+                if let Ok(resumption) = resumption {
+                    // No room this time: the run stays parked for a later `wait`.
+                    let _ = resumption.repark();
+                }
+                return *failed;
+            }
         };
-        let resumption = self.store.resume(&input.run_id, &self.scope());
         if let Some(durable) = &self.durable {
             return self
                 .wait_durable(durable, &input.run_id, resumption, idle_budget, span)

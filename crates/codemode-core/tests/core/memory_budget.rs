@@ -169,6 +169,12 @@ async fn a_call_that_finds_no_room_until_its_deadline_fails_as_runtime_unavailab
         }
     }
     assert_eq!(refused["code"], "runtime_unavailable", "{refused:#}");
+    // A `wait` on a run this process does not have is refused at once, room or not.
+    let unknown = second
+        .wait(&json!({ "runId": "cm_00000000000000000000000000000000" }))
+        .await
+        .to_json();
+    assert_eq!(unknown["reason"], "unknown", "{unknown:#}");
     assert!(
         refused["error"]
             .as_str()
