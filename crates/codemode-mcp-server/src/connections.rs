@@ -28,6 +28,11 @@ pub(crate) struct ConnectionLimits {
     pub(crate) max_unauthenticated: usize,
 }
 
+/// The most a connection may buffer while it reads, and the largest request head: a head past
+/// it gets 431 (hyper's default, about 400 KiB, let each connection that trickles a huge head
+/// hold that much).
+pub(crate) const MAX_READ_BUFFER_BYTES: usize = 64 * 1024;
+
 /// A connection younger than this is not closed for a newcomer (a burst of clients that
 /// connect at once all get to send their first request); it still counts toward the cap.
 pub(crate) const EVICTION_GRACE: Duration = Duration::from_secs(1);
@@ -219,7 +224,9 @@ pub(crate) async fn serve(
             let mut builder = hyper::server::conn::http1::Builder::new();
             builder
                 .timer(TokioTimer::new())
-                .header_read_timeout(limits.header_timeout);
+                .header_read_timeout(limits.header_timeout)
+                .max_buf_size(MAX_READ_BUFFER_BYTES)
+                .max_header_size(MAX_READ_BUFFER_BYTES);
             let connection = builder.serve_connection(io, service);
             let mut connection = std::pin::pin!(connection);
             let mut draining = false;

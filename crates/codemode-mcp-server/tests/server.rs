@@ -1450,3 +1450,25 @@ async fn a_body_that_trickles_gets_408_within_the_header_timeout() {
         .expect("task")
         .expect("served");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_head_past_64_kib_is_refused() {
+    let fixture = fixture();
+    let (addr, shutdown, serving) = serve_with(&fixture.server, HttpOptions::default()).await;
+    let request = format!(
+        "POST {MCP_PATH} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nX-Pad: {}\r\n\
+         Content-Length: 0\r\nConnection: close\r\n\r\n",
+        addr.port(),
+        "a".repeat(100 * 1024)
+    );
+    // Refused before the guard or rmcp, which would answer with a JSON-RPC body.
+    let (status, _, body) = raw_http(addr, &request).await;
+    assert_eq!(status, 431, "{body}");
+    assert!(!body.contains("jsonrpc"), "{body}");
+    shutdown.cancel();
+    tokio::time::timeout(BOUND, serving)
+        .await
+        .expect("bound")
+        .expect("task")
+        .expect("served");
+}
