@@ -7,7 +7,7 @@
 //! codemode surface [--config FILE]
 //! codemode decls [--config FILE] [PATH]
 //! codemode serve [--config FILE] [--demo] [--isolation thread|process] [--http ADDR] [--auth-token-env NAME] [--max-sessions N]
-//!                [--state memory|sqlite:PATH|postgres://...] [--session-key KEY] [--prebuilt-vms N]
+//!                [--state memory|sqlite:PATH|postgres://...] [--session-key KEY] [--prebuilt-vms N] [--max-memory BYTES]
 //! ```
 //! `run` answers every `waiting` result with an automatic `wait` call, at most `--max-waits`
 //! times (default [`DEFAULT_MAX_WAITS`]), so a cell that yields forever cannot keep the command
@@ -172,6 +172,12 @@ struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 4,
           value_parser = clap::value_parser!(u32).range(0..=64))]
     prebuilt_vms: u32,
+    /// The host memory budget, in bytes: every running `exec` and `wait` reserves its VM's
+    /// memory limit against it, and a call that finds no room waits its turn (fairly across
+    /// sessions, at most its timeout), then fails as runtime_unavailable. Default: half the
+    /// machine's memory.
+    #[arg(long, value_name = "BYTES")]
+    max_memory: Option<u64>,
 }
 
 fn parse_language(name: &str) -> Result<Language, String> {
@@ -241,7 +247,7 @@ async fn run(command: Command) -> anyhow::Result<u8> {
         Command::Serve(_) => None,
     };
     // One-shot commands run one cell at a time: a pool would only build VMs nobody takes.
-    let host = ToolHost::start(config, true, None, 0, None).await?;
+    let host = ToolHost::start(config, true, None, 0, None, None).await?;
     let code_mode = host.code_mode();
     let activation = code_mode
         .activate(host.activation_request(AgentRunContext {
@@ -288,6 +294,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<u8> {
         args.isolation,
         args.prebuilt_vms as usize,
         journal,
+        args.max_memory,
     )
     .await?;
     if host.tool_count() == 0 {

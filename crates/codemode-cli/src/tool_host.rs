@@ -117,13 +117,15 @@ fn worker_command() -> Option<WorkerCommand> {
 impl ToolHost {
     /// Reads the config (none: code mode on) and starts the host, with the demo catalog when
     /// `demo` is set; `isolation` overrides the config's, and `prebuilt_vms` sandbox VMs are
-    /// kept built ahead of time (thread isolation only); `journal` keeps durable runs.
+    /// kept built ahead of time (thread isolation only); `journal` keeps durable runs;
+    /// `max_memory` is the host memory budget (default: half the machine's memory).
     pub(crate) async fn start(
         config_file: Option<&Path>,
         demo: bool,
         isolation: Option<IsolationMode>,
         prebuilt_vms: usize,
         journal: Option<Arc<dyn codemode_journal::JournalStore>>,
+        max_memory: Option<u64>,
     ) -> anyhow::Result<ToolHost> {
         let mut mcp_servers = BTreeMap::new();
         let config = match config_file {
@@ -182,6 +184,9 @@ impl ToolHost {
             });
         if let Some(journal) = journal {
             builder = builder.journal(journal);
+        }
+        if let Some(bytes) = max_memory {
+            builder = builder.max_memory(bytes);
         }
         let code_mode = builder.build();
         Ok(ToolHost {

@@ -766,3 +766,232 @@ fn serve_with_process_isolation_answers_exec() {
     assert_eq!(result["status"], "completed", "{answer:#}");
     assert_eq!(result["value"], 42, "{answer:#}");
 }
+
+/// One POST to `/mcp` over a fresh connection; returns the head and the body up to the first
+/// JSON-RPC message (an SSE answer) or the end of the connection.
+fn post_mcp(addr: &str, session: Option<&str>, body: &str) -> (String, String) {
+    post_mcp_with(addr, session, "", body)
+}
+
+/// [`post_mcp`] with `extra` header lines (each ending in `\r\n`).
+fn post_mcp_with(addr: &str, session: Option<&str>, extra: &str, body: &str) -> (String, String) {
+    use std::io::Read as _;
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    // A failure bound only: a server that never answers fails the test instead of hanging it.
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(120)))
+        .expect("read timeout");
+    let session = session
+        .map(|id| format!("Mcp-Session-Id: {id}\r\n"))
+        .unwrap_or_default();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{session}{extra}Content-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut response = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        let n = stream.read(&mut chunk).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        response.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&response);
+        if text.contains("\"jsonrpc\"") && text.ends_with("\n\n") {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (head.to_owned(), body.to_owned())
+}
+
+/// The peak resident memory of process `pid` (`VmHWM`), in bytes.
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM");
+    kib * 1024
+}
+
+/// Many concurrent calls that each fill a large array in one session: the VMs running at once
+/// hold at most the `--max-memory` budget, so the server's peak memory stays within the budget
+/// plus a constant (64 MiB, room for the server's own buffers and allocator slack).
+#[cfg(target_os = "linux")]
+#[test]
+fn serve_holds_concurrent_vms_within_the_memory_budget() {
+    const MIB: u64 = 1024 * 1024;
+    let vm_limit = 16 * MIB;
+    let budget = 2 * vm_limit;
+    let config = TempConfig::new(
+        "memory-budget",
+        &format!(
+            r#"{{ "tools": {{ "codeMode": {{ "enabled": true, "memoryLimitBytes": {vm_limit}, "timeoutMs": 60000 }} }} }}"#
+        ),
+    );
+    let mut server = Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args([
+            "serve",
+            "--demo",
+            "--config",
+            config.path(),
+            "--http",
+            "127.0.0.1:0",
+            "--prebuilt-vms",
+            "0",
+            "--max-memory",
+            &budget.to_string(),
+        ])
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("codemode serve starts");
+    let mut stderr = std::io::BufReader::new(server.stderr.take().unwrap());
+    let mut url = None;
+    let mut line = String::new();
+    while std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() > 0 {
+        if let Some(rest) = line.trim().strip_prefix("codemode: serving MCP at ") {
+            url = Some(rest.to_owned());
+            break;
+        }
+        line.clear();
+    }
+    let drain = std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let url = url.expect("the server reports its address");
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": { "name": "raw", "version": "0" } } })
+    .to_string();
+    let (head, body) = post_mcp(&addr, None, &initialize);
+    assert!(body.contains("\"result\""), "{head}\n{body}");
+    let session = head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        })
+        .expect("an Mcp-Session-Id");
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    post_mcp(&addr, Some(&session), &initialized.to_string());
+    let before = peak_rss(server.id());
+
+    // 48 calls at once, each holding an 8 MiB array across a tool call.
+    let code = "const a = new Float64Array(1048576).fill(1.5); \
+                await tools.sleep({ ms: 100 }); return a.length";
+    let calls: Vec<_> = (0..48)
+        .map(|n| {
+            let (addr, session) = (addr.clone(), session.clone());
+            let call = json!({ "jsonrpc": "2.0", "id": 10 + n, "method": "tools/call",
+                "params": { "name": "exec", "arguments": { "code": code } } })
+            .to_string();
+            std::thread::spawn(move || post_mcp(&addr, Some(&session), &call).1)
+        })
+        .collect();
+    let mut completed = 0;
+    for call in calls {
+        let body = call.join().expect("client thread");
+        let answer: Value = body
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .find_map(|text| serde_json::from_str(text.trim()).ok())
+            .unwrap_or_else(|| panic!("no JSON-RPC answer in {body}"));
+        let result = &answer["result"]["structuredContent"];
+        match result["status"].as_str() {
+            Some("completed") => {
+                assert_eq!(result["value"], 1_048_576, "{result}");
+                completed += 1;
+            }
+            // A call that found no room before its deadline.
+            _ => assert_eq!(result["code"], "runtime_unavailable", "{answer}"),
+        }
+    }
+    let grown = peak_rss(server.id()).saturating_sub(before);
+    let interrupted = Command::new("kill")
+        .args(["-INT", &server.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(interrupted.success());
+    let _ = server.wait();
+    let _ = drain.join();
+    assert!(completed > 0, "no call completed");
+    assert!(
+        grown <= budget + 64 * MIB,
+        "peak RSS grew by {} MiB for a budget of {} MiB",
+        grown / MIB,
+        budget / MIB
+    );
+}
+
+/// Out of descriptors (a limit of 64), with 80 idle connections open: the server closes idle
+/// unauthenticated connections to accept more, and an authenticated client is served.
+#[cfg(target_os = "linux")]
+#[test]
+fn serve_out_of_descriptors_still_serves_an_authenticated_client() {
+    let codemode = env!("CARGO_BIN_EXE_codemode");
+    let mut server = Command::new("sh")
+        .args([
+            "-c",
+            "ulimit -n 64 && exec \"$0\" serve --demo --http 127.0.0.1:0 --prebuilt-vms 0 \
+             --auth-token-env CODEMODE_SERVE_TOKEN",
+            codemode,
+        ])
+        .env("CODEMODE_SERVE_TOKEN", "fd-token")
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("codemode serve starts");
+    let mut stderr = std::io::BufReader::new(server.stderr.take().unwrap());
+    let mut url = None;
+    let mut line = String::new();
+    while std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() > 0 {
+        if let Some(rest) = line.trim().strip_prefix("codemode: serving MCP at ") {
+            url = Some(rest.to_owned());
+            break;
+        }
+        line.clear();
+    }
+    let drain = std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let url = url.expect("the server reports its address");
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let idle: Vec<std::net::TcpStream> = (0..80)
+        .map(|_| std::net::TcpStream::connect(&addr).expect("connect"))
+        .collect();
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": { "name": "raw", "version": "0" } } })
+    .to_string();
+    let (head, body) = post_mcp_with(
+        &addr,
+        None,
+        "Authorization: Bearer fd-token\r\n",
+        &initialize,
+    );
+    let interrupted = Command::new("kill")
+        .args(["-INT", &server.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(interrupted.success());
+    let _ = server.wait();
+    let _ = drain.join();
+    drop(idle);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}\n{body}");
+    assert!(body.contains("\"result\""), "{body}");
+}

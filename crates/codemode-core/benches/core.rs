@@ -18,9 +18,58 @@ use codemode_core::{
 use serde_json::{Value, json};
 
 fn main() {
+    if std::env::var_os(FIRST_EXEC_CHILD).is_some() {
+        first_exec_child();
+        return;
+    }
+    report_first_exec_in_a_new_process();
     report_parked_memory();
     report_trivial_exec_beside_cpu_bound_cells();
     divan::main();
+}
+
+/// Set in a child of this bench binary: it makes one session, times its first `exec("return 1")`
+/// (everything a process pays once: the bootstrap's compilation, the VM threads, the engine
+/// check) and prints the nanoseconds.
+const FIRST_EXEC_CHILD: &str = "CODEMODE_BENCH_FIRST_EXEC_CHILD";
+
+fn first_exec_child() {
+    let rt = runtime();
+    let (_code_mode, session) = session_with(CodeModeConfig::enabled().build().unwrap(), 1);
+    let input = json!({ "code": "return 1" });
+    let start = std::time::Instant::now();
+    let result = rt.block_on(session.exec("first", &input));
+    let elapsed = start.elapsed();
+    assert_eq!(result.status(), "completed", "{}", result.to_json());
+    println!("{}", elapsed.as_nanos());
+}
+
+/// The first `exec("return 1")` of a new process, library defaults (no prebuilt VMs): 20 child
+/// processes, each timing its own first exec (printed, not timed by divan: the cost is paid once
+/// per process).
+fn report_first_exec_in_a_new_process() {
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let mut samples: Vec<u128> = (0..20)
+        .filter_map(|_| {
+            let output = std::process::Command::new(&exe)
+                .env(FIRST_EXEC_CHILD, "1")
+                .output()
+                .ok()?;
+            String::from_utf8_lossy(&output.stdout).trim().parse().ok()
+        })
+        .collect();
+    if samples.is_empty() {
+        return;
+    }
+    samples.sort_unstable();
+    println!(
+        "row: core: first exec(\"return 1\") in a new process: median {:.2} ms, fastest {:.2} ms ({} processes)",
+        samples[samples.len() / 2] as f64 / 1e6,
+        samples[0] as f64 / 1e6,
+        samples.len()
+    );
 }
 
 /// p50 / p99 of `exec("return 1")` on a 2-worker runtime while two other cells spin until their

@@ -212,6 +212,8 @@ impl CodeMode {
         );
         let session = SessionState {
             config: config.clone(),
+            budget: Arc::clone(&self.shared.budget),
+            budget_session: crate::budget::next_session(),
             executor: Arc::clone(&self.shared.executor),
             events: Arc::clone(&self.shared.events),
             agent_run: request.agent_run,

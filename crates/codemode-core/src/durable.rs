@@ -130,12 +130,26 @@ pub(crate) fn journal_scope(scope: &RunScope) -> Scope {
     }
 }
 
-pub(crate) fn run_scope(scope: &Scope) -> RunScope {
+fn run_scope(scope: &Scope) -> RunScope {
     RunScope {
         agent_run_id: scope.agent_run_id.clone(),
         session_id: scope.session_id.clone(),
         session_key: scope.session_key.clone(),
     }
+}
+
+/// Whether `caller` may resume a journaled run of `scope`: every field must be the caller's.
+/// A parked run's scope admits anyone on a field it was parked without; a journal's row is
+/// data anyone who writes the store can edit, so there a missing (NULL) field fails closed.
+pub(crate) fn journal_admits(scope: &Scope, caller: &RunScope) -> Result<(), StoreError> {
+    run_scope(scope).admits(caller)?;
+    if scope.session_id != caller.session_id || scope.session_key != caller.session_key {
+        return Err(StoreError::DifferentSession);
+    }
+    if scope.agent_run_id != caller.agent_run_id {
+        return Err(StoreError::DifferentAgentRun);
+    }
+    Ok(())
 }
 
 /// What a recorded journal still has to give a replay.
@@ -260,6 +274,12 @@ impl RunJournal {
     }
 
     /// Whether the run is still being replayed from its journal.
+    /// Whether this journal is a replay's (its run started again from its journal), recorded
+    /// events left or not.
+    pub(crate) fn is_replay(&self) -> bool {
+        self.lock().replay.is_some()
+    }
+
     pub(crate) fn replaying(&self) -> bool {
         self.lock()
             .replay

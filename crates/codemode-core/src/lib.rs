@@ -32,6 +32,7 @@
 
 mod activation;
 mod bridge;
+mod budget;
 mod config;
 mod durable;
 mod executor;
@@ -49,6 +50,11 @@ mod session;
 mod state;
 mod surface;
 
+pub use budget::{
+    FALLBACK_MAX_MEMORY_BYTES, MAX_CALLS_WAITING_FOR_MEMORY, default_max_memory_bytes,
+};
+/// How many suspended runs one [`CodeMode`] parks at once, for all its sessions together.
+pub use codemode_sandbox::MAX_SUSPENDED_RUNS;
 pub use config::{
     CodeModeConfig, CodeModeConfigBuilder, ConfigError, DEFAULT_MAX_OUTPUT_BYTES,
     DEFAULT_MAX_PENDING_TOOL_CALLS, DEFAULT_MAX_QUEUED_TOOL_CALLS, DEFAULT_MAX_SAVED_RESULT_BYTES,

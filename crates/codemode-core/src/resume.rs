@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::bridge::RunHost;
-use crate::durable::{Durable, RunJournal, run_scope};
+use crate::durable::{Durable, RunJournal, journal_admits};
 use crate::result::{CodeModeResult, ErrorCode};
 use crate::session::Parked;
 use crate::state::Counters;
@@ -72,6 +72,7 @@ impl CodeModeSession {
         let leg = self.inner.config.timeout().min(idle_budget);
         let started = Instant::now();
         let mut carried = Vec::new();
+        let mut first_leg = true;
         loop {
             if let Some(journal) = journal
                 && let Err(message) = journal.resuming()
@@ -83,8 +84,12 @@ impl CodeModeSession {
             }
             // Whether this leg starts inside the recorded part: a yield it reaches is then one
             // the journal has (resumed, if more events follow), or the yield the run parked in
-            // when the journal ends there, which this `wait` resumes as a live one would.
-            let replayed_leg = journal.is_some_and(RunJournal::replaying);
+            // when the journal ends there, which this `wait` resumes as a live one would. The
+            // first leg of a replay is one even when the journal has no events at all (a run
+            // that yielded before anything was recorded).
+            let replayed_leg = journal
+                .is_some_and(|journal| journal.replaying() || (first_leg && journal.is_replay()));
+            first_leg = false;
             let deadline = Instant::now() + leg;
             let step = run.drive(deadline).instrument(span.clone()).await;
             let step = with_output_before(std::mem::take(&mut carried), step);
@@ -144,7 +149,7 @@ impl CodeModeSession {
                     let host = Arc::clone(&resumption.extra().host);
                     let Some(journal) = host.journal.clone() else {
                         resumption.finish();
-                        return self.store_failure(StoreError::Unavailable);
+                        return self.wait_failure(run_id, StoreError::Unavailable);
                     };
                     let step = self
                         .legs(resumption.run_mut(), Some(&journal), idle_budget, &span)
@@ -164,35 +169,37 @@ impl CodeModeSession {
                 }
                 Ok(Claim::Busy) => {
                     let _ = resumption.repark();
-                    self.store_failure(StoreError::AlreadyResuming)
+                    self.wait_failure(run_id, StoreError::AlreadyResuming)
                 }
                 Ok(Claim::Missing) | Err(_) => {
                     resumption.finish();
-                    self.store_failure(StoreError::Unavailable)
+                    self.wait_failure(run_id, StoreError::Unavailable)
                 }
             },
             Err(StoreError::Unavailable) => {
                 // Only the scope now: the journal is loaded once this host holds the run.
                 let scope = match durable.store.scope(run_id, crate::durable::now_ms()).await {
                     Ok(Some(scope)) => scope,
-                    Ok(None) => return self.store_failure(StoreError::Unavailable),
+                    Ok(None) => return self.wait_failure(run_id, StoreError::Unavailable),
                     Err(error) => {
                         tracing::warn!(target: "codemode", %error, "journal load failed");
-                        return self.store_failure(StoreError::Unavailable);
+                        return self.wait_failure(run_id, StoreError::Unavailable);
                     }
                 };
-                if let Err(error) = run_scope(&scope).admits(&self.scope()) {
-                    return self.store_failure(error);
+                if let Err(error) = journal_admits(&scope, &self.scope()) {
+                    return self.wait_failure(run_id, error);
                 }
                 match durable.claim(run_id, hold).await {
                     Ok(Claim::Held { epoch, .. }) => {
                         self.replay(durable, run_id, epoch, idle_budget, span).await
                     }
-                    Ok(Claim::Busy) => self.store_failure(StoreError::AlreadyResuming),
-                    Ok(Claim::Missing) | Err(_) => self.store_failure(StoreError::Unavailable),
+                    Ok(Claim::Busy) => self.wait_failure(run_id, StoreError::AlreadyResuming),
+                    Ok(Claim::Missing) | Err(_) => {
+                        self.wait_failure(run_id, StoreError::Unavailable)
+                    }
                 }
             }
-            Err(error) => self.store_failure(error),
+            Err(error) => self.wait_failure(run_id, error),
         }
     }
 
@@ -208,7 +215,7 @@ impl CodeModeSession {
         // Loaded again now that this host holds it: nobody writes to it any more.
         let loaded = match durable.store.load(run_id, crate::durable::now_ms()).await {
             Ok(Some(journal)) => journal,
-            _ => return self.store_failure(StoreError::Unavailable),
+            _ => return self.wait_failure(run_id, StoreError::Unavailable),
         };
         tracing::debug!(target: "codemode", %run_id, receipts = loaded.receipts.len(), "replaying a journaled run");
         let journal = RunJournal::for_replay(Arc::clone(durable), loaded, epoch);

@@ -18,6 +18,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
 
 use crate::bridge::RunHost;
+use crate::budget::MemoryBudget;
 use crate::durable::{Durable, Forget, RunJournal};
 use crate::executor::{EventSink, NoEvents, ToolExecutor};
 use crate::result::{CodeModeResult, ErrorCode, Telemetry};
@@ -75,6 +76,8 @@ pub(crate) struct CodeModeState {
     pub(crate) vm_pool: Option<VmPool>,
     /// Where runs are journaled, when they are (durable.rs).
     pub(crate) durable: Option<Arc<Durable>>,
+    /// The host memory budget every running call reserves its VM's limit against.
+    pub(crate) budget: Arc<MemoryBudget>,
 }
 
 impl std::fmt::Debug for CodeMode {
@@ -98,6 +101,7 @@ pub struct CodeModeBuilder {
     namespaces: Arc<NamespaceRegistry>,
     prebuilt_vms: usize,
     journal: Option<Arc<dyn JournalStore>>,
+    max_memory: Option<u64>,
 }
 
 impl std::fmt::Debug for CodeModeBuilder {
@@ -180,6 +184,19 @@ impl CodeModeBuilder {
         self
     }
 
+    /// The host memory budget, in bytes (default [`default_max_memory_bytes`](crate::default_max_memory_bytes):
+    /// half the machine's memory). Each `exec` and `wait` reserves its VM's
+    /// `memoryLimitBytes` against it while it runs; a call that finds no room waits for one, in
+    /// turn with the other sessions' calls, at most its `timeoutMs`, then fails with
+    /// `runtime_unavailable`. A call whose VM limit is larger than the budget runs alone (a
+    /// budget of 0 is taken as 1 byte: one call at a time). What
+    /// it does not cover: suspended runs (bounded by `maxSnapshotBytes` each, 64 at most) and
+    /// the host's own tools.
+    pub fn max_memory(mut self, bytes: u64) -> Self {
+        self.max_memory = Some(bytes);
+        self
+    }
+
     /// Finishes the builder. With `isolation: "process"` this starts the pool's warm workers
     /// in the background; with VMs built ahead of time (threads only), their first builds.
     pub fn build(self) -> CodeMode {
@@ -205,6 +222,10 @@ impl CodeModeBuilder {
                 decl_cache: DeclCache::new(DECL_CACHE_CAPACITY),
                 vm_pool,
                 durable: self.journal.map(|store| Arc::new(Durable::new(store))),
+                budget: MemoryBudget::new(
+                    self.max_memory
+                        .unwrap_or_else(crate::default_max_memory_bytes),
+                ),
             }),
         }
     }
@@ -222,6 +243,7 @@ impl CodeMode {
             namespaces: Arc::new(NamespaceRegistry::new()),
             prebuilt_vms: 0,
             journal: None,
+            max_memory: None,
         }
     }
 
@@ -377,6 +399,10 @@ impl CodeModeSession {
         let deadline = Instant::now() + self.inner.config.timeout();
         let config = &self.inner.config;
         let telemetry = || self.inner.telemetry.clone();
+        let _room = match self.reserve_memory(deadline).await {
+            Ok(room) => room,
+            Err(failed) => return *failed,
+        };
         if !config.allows(input.language) {
             let message = format!("code mode {} input is disabled.", input.language.as_str());
             return CodeModeResult::failed(Some(ErrorCode::InvalidInput), message, telemetry());
@@ -485,7 +511,25 @@ impl CodeModeSession {
             Some(asked) => config.max_wait().min(asked.max(Duration::from_millis(1))),
             None => config.max_wait(),
         };
-        let resumption = self.store.resume(&input.run_id, &self.scope());
+        // A run this process does not have is refused at once, whatever the memory budget
+        // (with a journal store, it may still be replayed: that needs room).
+        let resumption = match self.store.resume(&input.run_id, &self.scope()) {
+            Err(error) if self.durable.is_none() => {
+                let expired = self.inner.park_deadlines.expired(&input.run_id);
+                return outcome::wait_failed(error, expired, self.inner.telemetry.clone());
+            }
+            resumption => resumption,
+        };
+        let _room = match self.reserve_memory(Instant::now() + config.timeout()).await {
+            Ok(room) => room,
+            Err(failed) => {
+                if let Ok(resumption) = resumption {
+                    // No room this time: the run stays parked for a later `wait`.
+                    let _ = resumption.repark();
+                }
+                return *failed;
+            }
+        };
         if let Some(durable) = &self.durable {
             return self
                 .wait_durable(durable, &input.run_id, resumption, idle_budget, span)
@@ -647,7 +691,33 @@ impl CodeModeSession {
         )
     }
 
-    pub(crate) fn store_failure(&self, error: StoreError) -> CodeModeResult {
-        outcome::store_failed(error, Vec::new(), self.inner.telemetry.clone())
+    /// Reserves this call's VM memory limit against the host memory budget, waiting in this
+    /// session's turn until `deadline`.
+    async fn reserve_memory(
+        &self,
+        deadline: Instant,
+    ) -> Result<crate::budget::Reservation, Box<CodeModeResult>> {
+        let budget = &self.inner.budget;
+        budget
+            .reserve(
+                self.inner.budget_session,
+                self.inner.config.memory_limit_bytes(),
+                deadline,
+            )
+            .await
+            .map_err(|why| {
+                Box::new(CodeModeResult::failed(
+                    Some(ErrorCode::RuntimeUnavailable),
+                    budget.refusal(why),
+                    self.inner.telemetry.clone(),
+                ))
+            })
+    }
+
+    /// A `wait` on `run_id` the store refused, with its machine-readable reason, the same with
+    /// a journal store as in memory.
+    pub(crate) fn wait_failure(&self, run_id: &str, error: StoreError) -> CodeModeResult {
+        let expired = self.inner.park_deadlines.expired(run_id);
+        outcome::wait_failed(error, expired, self.inner.telemetry.clone())
     }
 }

@@ -55,6 +55,9 @@ pub(crate) struct Counters {
 /// last [`CodeMode`] and [`CodeModeSession`] releases every parked VM.
 pub(crate) struct SessionState {
     pub(crate) config: CodeModeConfig,
+    /// The code mode's host memory budget, and this session's number in its turns.
+    pub(crate) budget: std::sync::Arc<crate::budget::MemoryBudget>,
+    pub(crate) budget_session: u64,
     pub(crate) executor: Arc<dyn ToolExecutor>,
     pub(crate) events: Arc<dyn EventSink>,
     pub(crate) agent_run: AgentRunContext,

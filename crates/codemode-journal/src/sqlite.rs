@@ -194,9 +194,45 @@ fn checkpointer(connection: &Connection, asked: &crossbeam_channel::Receiver<()>
     }
 }
 
+/// Creates the state file readable and writable by its owner only (SQLite gives its `-wal` and
+/// `-shm` files the mode of the database file), and warns about an existing one that others
+/// may read or write: the file holds tool data and who may resume which run.
+fn owner_only(path: &str) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+        let created = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path);
+        match created {
+            Ok(_) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                if let Ok(metadata) = std::fs::metadata(path)
+                    && metadata.mode() & 0o077 != 0
+                {
+                    tracing::warn!(
+                        target: "codemode",
+                        path,
+                        mode = format!("{:o}", metadata.mode() & 0o777),
+                        "the state file may be read or written by other users; it holds tool data \
+                         and run scopes: `chmod 600` it"
+                    );
+                }
+            }
+            // SQLite reports what is wrong with the path when it opens it.
+            Err(_) => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+}
+
 impl SqliteJournal {
-    /// Opens (creating it when missing) a SQLite file in WAL mode with `synchronous=NORMAL` and
-    /// migrates it: a commit survives the process being killed; the last commits before a power
+    /// Opens (creating it when missing, readable by its owner only: mode 0600, and so its
+    /// `-wal` and `-shm` files; an existing file others may read gets a warning) a SQLite file
+    /// in WAL mode with `synchronous=NORMAL` and migrates it: a commit survives the process being killed; the last commits before a power
     /// loss may not.
     ///
     /// # Errors
@@ -210,6 +246,7 @@ impl SqliteJournal {
         };
         let owned = path.to_owned();
         let opened = tokio::task::spawn_blocking(move || -> rusqlite::Result<_> {
+            owner_only(&owned);
             let mut connection = connect(&owned)?;
             migrate(&mut connection)?;
             let checkpointing = connect(&owned)?;

@@ -1,6 +1,9 @@
 //! Load figure of `cargo xtask bench`: 32 concurrent MCP client sessions over streamable HTTP,
 //! each running `return 1` and a 10-call cell in a loop; then the trivial cell again while 2
 //! more sessions run CPU-bound cells. Prints `row:` lines (throughput, p50/p99 latency).
+//! Last, the sustained load row: 32 clients in a closed loop beside one client that spins the
+//! CPU, for `CODEMODE_BENCH_LOAD_SECONDS` (default 30): throughput, errors, p50/p99 and the
+//! process's resident memory sampled every second (start, peak, end).
 //!
 //! The clients speak raw HTTP/1.1 on loopback, one connection per request (`Connection: close`),
 //! so each latency includes a loopback TCP connect. Server and clients share one process and
@@ -249,7 +252,100 @@ fn main() {
         for hog in hogs {
             let _ = hog.await;
         }
+
+        sustained(addr, &sessions).await;
         shutdown.cancel();
         let _ = serving.await;
     });
+}
+
+/// The resident memory of this process (`VmRSS`), in MiB (0 where it cannot be read).
+fn rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmRSS:"))
+                .and_then(|rest| {
+                    rest.trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<f64>()
+                        .ok()
+                })
+        })
+        .map_or(0.0, |kib| kib / 1024.0)
+}
+
+/// 32 clients in a closed loop of `return 1` beside one spinning client, for the load time;
+/// prints the throughput, errors, latency and resident memory over time.
+async fn sustained(addr: SocketAddr, sessions: &[String]) {
+    let seconds = std::env::var("CODEMODE_BENCH_LOAD_SECONDS")
+        .ok()
+        .and_then(|text| text.parse::<u64>().ok())
+        .unwrap_or(30)
+        .max(1);
+    let until = Instant::now() + Duration::from_secs(seconds);
+    let spinner = {
+        let session = open_session(addr).await;
+        tokio::spawn(async move {
+            let mut id = 1;
+            while Instant::now() < until {
+                let _ = exec(addr, &session, id, CPU_BOUND).await;
+                id += 1;
+            }
+        })
+    };
+    let sampler = tokio::spawn(async move {
+        let mut samples = vec![rss_mib()];
+        while Instant::now() < until {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            samples.push(rss_mib());
+        }
+        samples
+    });
+    let started = Instant::now();
+    let clients: Vec<_> = sessions
+        .iter()
+        .cloned()
+        .map(|session| {
+            tokio::spawn(async move {
+                let (mut latencies, mut errors, mut id) = (Vec::new(), 0usize, 1);
+                while Instant::now() < until {
+                    let (latency, completed) = exec(addr, &session, id, "return 1").await;
+                    latencies.push(latency);
+                    errors += usize::from(!completed);
+                    id += 1;
+                }
+                (latencies, errors)
+            })
+        })
+        .collect();
+    let (mut latencies, mut errors) = (Vec::new(), 0);
+    for client in clients {
+        let (mine, failed) = client.await.expect("client task");
+        latencies.extend(mine);
+        errors += failed;
+    }
+    let wall = started.elapsed();
+    let _ = spinner.await;
+    let samples = sampler.await.unwrap_or_default();
+    latencies.sort();
+    println!(
+        "row: serve load, {SESSIONS} clients + 1 spinning, {seconds} s: {:.0} exec/s ({} execs, \
+         {errors} errors), p50 {}, p99 {}",
+        latencies.len() as f64 / wall.as_secs_f64(),
+        latencies.len(),
+        ms(percentile(&latencies, 0.5)),
+        ms(percentile(&latencies, 0.99))
+    );
+    let peak = samples.iter().copied().fold(0.0, f64::max);
+    println!(
+        "row: serve load, {SESSIONS} clients + 1 spinning, RSS over {seconds} s: start {:.0} MiB, \
+         peak {peak:.0} MiB, end {:.0} MiB ({} samples)",
+        samples.first().copied().unwrap_or_default(),
+        samples.last().copied().unwrap_or_default(),
+        samples.len()
+    );
 }

@@ -21,6 +21,16 @@ pub(crate) fn too_many_sessions(max: usize) -> String {
     format!("too many MCP sessions: this server allows {max} at a time; close one and retry")
 }
 
+/// What the state store keeps for an HTTP session id (`Mcp-Session-Id`): its SHA-256, in hex.
+/// The id is the session's only credential (with the bearer token, when one is asked for), so
+/// a reader of the store must not find it there: the session's row is keyed by this digest and
+/// its runs' scope is `mcp_<digest>`.
+pub(crate) fn session_digest(session_id: &str) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(session_id.as_bytes());
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
 /// The state of one client session. Dropping it ends the session: its suspended runs are
 /// dropped and their host work cancelled.
 pub(crate) struct SessionHandler {
@@ -31,12 +41,56 @@ pub(crate) struct SessionHandler {
     /// The HTTP transport's session id, once a request carried it.
     http_session: OnceLock<String>,
     /// The scope of this session's runs (session id, session key and agent-run id), fixed at
-    /// its first tool request: `mcp_<Mcp-Session-Id>` when sessions are restorable (a restored
+    /// its first tool request: `mcp_<SHA-256 of its Mcp-Session-Id>` when sessions are restorable (a restored
     /// session finds its runs again), else [`SessionHandler::id`].
     scope: OnceLock<String>,
-    /// The runIds of this session's suspended runs, oldest first.
-    parked: Mutex<VecDeque<String>>,
+    /// This session's suspended runs, also in the server's registry (its fair share).
+    parked: Arc<ParkedRuns>,
+    /// This session's key in [`ServerState::parked`].
+    serial: u64,
     _permit: OwnedSemaphorePermit,
+}
+
+/// The suspended runs of one session, as the server's fair share of the parked-run cap sees
+/// them.
+#[derive(Default)]
+pub(crate) struct ParkedRuns {
+    /// runIds, oldest first.
+    runs: Mutex<VecDeque<String>>,
+    /// The session, once activated: what cancels one of its runs for another session.
+    session: OnceLock<CodeModeSession>,
+}
+
+impl ParkedRuns {
+    fn len(&self) -> usize {
+        self.runs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// Cancels this session's oldest suspended run.
+    fn cancel_oldest(&self) -> bool {
+        let oldest = self
+            .runs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front();
+        match (oldest, self.session.get()) {
+            (Some(run_id), Some(session)) => {
+                tracing::debug!(target: "codemode", %run_id, "a suspended run was cancelled for another session's share");
+                session.cancel(&run_id);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The share of the parked-run cap each session is sure of when the store is full: the cap
+/// divided among the sessions that hold suspended runs, `asking` included (at least one).
+pub(crate) fn fair_share(cap: usize, holders: usize) -> usize {
+    (cap / holders.max(1)).max(1)
 }
 
 impl SessionHandler {
@@ -50,13 +104,23 @@ impl SessionHandler {
             .clone()
             .unwrap_or_else(|| format!("mcp_{}", uuid::Uuid::new_v4().simple()));
         tracing::debug!(target: "codemode", session = %id, "MCP session opened");
+        let parked = Arc::new(ParkedRuns::default());
+        let serial = shared
+            .next_serial
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        shared
+            .parked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(serial, Arc::clone(&parked));
         Ok(SessionHandler {
             shared: Arc::clone(shared),
             id,
             activation: OnceLock::new(),
             http_session: OnceLock::new(),
             scope: OnceLock::new(),
-            parked: Mutex::default(),
+            parked,
+            serial,
             _permit: permit,
         })
     }
@@ -92,7 +156,7 @@ impl SessionHandler {
                     .restorable
                     .load(std::sync::atomic::Ordering::Relaxed);
             match self.http_session.get() {
-                Some(http) if restorable => format!("mcp_{http}"),
+                Some(http) if restorable => format!("mcp_{}", session_digest(http)),
                 _ => self.id.clone(),
             }
         })
@@ -111,7 +175,10 @@ impl SessionHandler {
                 };
                 let request = self.shared.tools.activation_request(run);
                 match self.shared.code_mode.activate(request) {
-                    Ok(Activation::Active(session)) => Ok(session),
+                    Ok(Activation::Active(session)) => {
+                        let _ = self.parked.session.set(session.clone());
+                        Ok(session)
+                    }
                     Ok(Activation::Unchanged(tools)) if tools.is_empty() => {
                         Err("this code-mode server has no tools to offer".to_owned())
                     }
@@ -135,7 +202,11 @@ impl SessionHandler {
         waited_on: Option<&str>,
         result: &CodeModeResult,
     ) {
-        let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut parked = self
+            .parked
+            .runs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if let Some(run_id) = waited_on
             && !matches!(result, CodeModeResult::Waiting { .. })
         {
@@ -154,8 +225,51 @@ impl SessionHandler {
     }
 }
 
+impl SessionHandler {
+    /// Makes room for this session's next suspended run when the parked-run cap is reached and
+    /// this session holds less than its fair share: the oldest run of the session holding the
+    /// most, if that is more than its share, is cancelled. So no session keeps another from
+    /// parking, whatever it parks first.
+    fn make_parking_room(&self) {
+        let cap = codemode_core::MAX_SUSPENDED_RUNS;
+        if self.shared.code_mode.suspended_runs() < cap {
+            return;
+        }
+        let mine = self.parked.len();
+        let victim = {
+            let registry = self
+                .shared
+                .parked
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let holders = registry
+                .iter()
+                .filter(|(serial, runs)| **serial == self.serial || runs.len() > 0)
+                .count();
+            let share = fair_share(cap, holders);
+            if mine >= share {
+                return;
+            }
+            registry
+                .values()
+                .map(|runs| (runs.len(), runs))
+                .filter(|(len, _)| *len > share)
+                .max_by_key(|(len, _)| *len)
+                .map(|(_, runs)| Arc::clone(runs))
+        };
+        if let Some(victim) = victim {
+            victim.cancel_oldest();
+        }
+    }
+}
+
 impl Drop for SessionHandler {
     fn drop(&mut self) {
+        self.shared
+            .parked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.serial);
         tracing::debug!(target: "codemode", session = %self.id, "MCP session closed");
         let scope = self.scope().to_owned();
         if self.shared.session_key.is_some() || scope != self.id {
@@ -239,11 +353,13 @@ impl ServerHandler for SessionHandler {
         let work = async {
             match name {
                 "exec" => {
+                    self.make_parking_room();
                     let result = session.exec(&call_id, &input).await;
                     self.track_parked(session, None, &result);
                     Ok(tool_result(&result))
                 }
                 "wait" => {
+                    self.make_parking_room();
                     let result = session.wait(&input).await;
                     let run_id = ["runId", "run_id"]
                         .iter()
@@ -292,7 +408,11 @@ where
     let handler = SessionHandler::open(shared).map_err(ServeError::Handshake)?;
     let id = handler.id.clone();
     let running = handler
-        .serve((read, write))
+        .serve(crate::stdio::ScreenedIo::new(
+            read,
+            write,
+            crate::stdio::MAX_LINE_BYTES,
+        ))
         .await
         .map_err(|error| ServeError::Handshake(error.to_string()))?;
     let _ = running.waiting().await;

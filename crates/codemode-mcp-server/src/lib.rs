@@ -13,12 +13,17 @@
 //! `codemode-mcp`), and the only one that knows axum; no rmcp or axum type appears in its API.
 //! It knows nothing about where the tools come from (demo catalog, MCP servers), QuickJS,
 //! TypeScript or the CLI: the host hands it a [`CodeMode`] and a [`ToolSource`].
-//! HTTP security (loopback hosts, `Origin` validation, bearer token, body and session bounds)
+//! HTTP security (loopback hosts, `Origin` validation, bearer token, body and session bounds,
+//! connection timeouts and the cap on unauthenticated connections)
 //! is configured by [`HttpOptions`]. Runs on Tokio. No feature flags.
 #![forbid(unsafe_code)]
 
+mod authority;
+mod connections;
 mod handler;
 mod http;
+mod message;
+mod stdio;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -29,7 +34,9 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 pub use http::{
-    DEFAULT_MAX_BODY_BYTES, DEFAULT_SESSION_IDLE, DEFAULT_SESSION_RETENTION, HttpOptions, MCP_PATH,
+    DEFAULT_CONNECTION_IDLE, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_UNAUTHENTICATED_CONNECTIONS, DEFAULT_SESSION_IDLE, DEFAULT_SESSION_RETENTION,
+    HttpOptions, MCP_PATH,
 };
 
 /// Default bound on concurrent client sessions ([`CodeModeServer::max_sessions`]).
@@ -38,7 +45,10 @@ pub const DEFAULT_MAX_SESSIONS: usize = 64;
 /// Default bound on the suspended runs one session keeps
 /// ([`CodeModeServer::max_parked_runs_per_session`]). The snapshot store of a `CodeMode` holds
 /// at most 64 suspended runs for all sessions together; this keeps one session from taking
-/// them all.
+/// them all, and the fair share keeps several from taking them all: when the store is full, a
+/// session holding fewer than its share (64 divided among the sessions that hold suspended
+/// runs, itself included) gets room at its next `exec` or `wait`, by the cancellation of the
+/// oldest run of the session holding the most, if that holds more than its share.
 pub const DEFAULT_MAX_PARKED_RUNS_PER_SESSION: usize = 16;
 
 /// Where a session's tools come from: asked once per client session, when it activates, so a
@@ -132,6 +142,10 @@ pub(crate) struct ServerState {
     /// Set while serving HTTP with restorable sessions ([`HttpOptions::restorable_sessions`]):
     /// a session's scope is then its `Mcp-Session-Id`, and closing it keeps its journals.
     pub(crate) restorable: std::sync::atomic::AtomicBool,
+    /// Every open session's suspended runs, by a serial of its own: the fair share of the
+    /// parked-run cap (`handler.rs`, `make_parking_room`).
+    pub(crate) parked: std::sync::Mutex<std::collections::HashMap<u64, Arc<handler::ParkedRuns>>>,
+    pub(crate) next_serial: std::sync::atomic::AtomicU64,
 }
 
 impl CodeModeServer {
@@ -165,6 +179,8 @@ impl CodeModeServer {
                 http_sessions: Default::default(),
                 session_key,
                 restorable: std::sync::atomic::AtomicBool::new(false),
+                parked: Default::default(),
+                next_serial: std::sync::atomic::AtomicU64::new(0),
             }),
         }
     }

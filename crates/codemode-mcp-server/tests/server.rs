@@ -306,6 +306,13 @@ async fn malformed_json_rpc_gets_an_error_and_the_session_goes_on() {
         json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }).to_string(),
         "{ this is not json".to_owned(),
         json!({ "jsonrpc": "2.0", "id": "x", "oops": true }).to_string(),
+        json!([{ "jsonrpc": "2.0", "id": 9, "method": "ping" }]).to_string(),
+        r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}"#.to_owned(),
+        // Past the 16 MiB bound of one line.
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\",\"pad\":\"{}\"}}",
+            "x".repeat(17 << 20)
+        ),
         json!({ "jsonrpc": "2.0", "id": 2, "method": "no/such/method" }).to_string(),
         json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call",
                 "params": { "name": "exec", "arguments": [1, 2] } })
@@ -322,13 +329,18 @@ async fn malformed_json_rpc_gets_an_error_and_the_session_goes_on() {
     // served concurrently, so answers may come in any order.
     let mut answers: Vec<Value> = Vec::new();
     let mut buffer = Vec::new();
+    let null_errors = |answers: &[Value], code: i64| {
+        answers
+            .iter()
+            .filter(|a| a["id"].is_null() && a["error"]["code"] == code)
+            .count()
+    };
     let complete = |answers: &[Value]| {
-        [2, 3, 4]
+        [json!(2), json!(3), json!(4), json!("x")]
             .iter()
             .all(|id| answers.iter().any(|a| a["id"] == *id))
-            && answers
-                .iter()
-                .any(|a| a["id"].is_null() && a["error"]["code"] == -32600)
+            && null_errors(answers, -32700) == 1
+            && null_errors(answers, -32600) == 3
     };
     let read = async {
         while !complete(&answers) {
@@ -344,12 +356,22 @@ async fn malformed_json_rpc_gets_an_error_and_the_session_goes_on() {
     };
     tokio::time::timeout(BOUND, read).await.expect("bound");
     let by_id = |id: Value| answers.iter().find(|a| a["id"] == id).cloned();
+    // Not JSON: a parse error. A batch, a big-integer id and an oversized line: invalid
+    // requests with `id: null`; the oversized line's error names the bound.
+    assert_eq!(null_errors(&answers, -32700), 1, "{answers:#?}");
+    assert_eq!(null_errors(&answers, -32600), 3, "{answers:#?}");
     assert!(
-        answers
-            .iter()
-            .any(|a| a["id"].is_null() && a["error"]["code"] == -32600),
-        "a malformed message gets Invalid Request: {answers:#?}"
+        answers.iter().any(|a| a["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("16777216 bytes"))),
+        "{answers:#?}"
     );
+    assert!(
+        by_id(json!(8)).is_none(),
+        "the oversized request was not served"
+    );
+    let no_method = by_id(json!("x")).expect("answer to a message without a method");
+    assert_eq!(no_method["error"]["code"], -32600, "{no_method}");
     let unknown = by_id(json!(2)).expect("answer to the unknown method");
     assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
     let not_object = by_id(json!(3)).expect("answer to non-object arguments");
@@ -762,6 +784,43 @@ async fn a_client_returning_to_a_restarted_server_goes_on_in_its_session() {
     assert_eq!(waiting["status"], "waiting", "{waiting}");
     let run_id = waiting["runId"].as_str().expect("a runId").to_owned();
 
+    // A reader of the state file cannot resume the session: its id is in no row, neither as the
+    // transport session's key nor in its run's scope.
+    let now = i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_millis(),
+    )
+    .expect("ms");
+    assert_eq!(
+        store
+            .load_transport_session(&session_id, now)
+            .await
+            .expect("load"),
+        None
+    );
+    let scope = store
+        .scope(&run_id, now)
+        .await
+        .expect("scope")
+        .expect("the run is journaled");
+    for field in [&scope.session_id, &scope.session_key, &scope.agent_run_id] {
+        let field = field.as_deref().expect("a scope field");
+        assert!(!field.contains(&session_id), "{field}");
+    }
+    for suffix in ["", "-wal"] {
+        let file = dir.join(format!("state.db{suffix}"));
+        let bytes = std::fs::read(&file).unwrap_or_default();
+        assert!(
+            !bytes
+                .windows(session_id.len())
+                .any(|window| window == session_id.as_bytes()),
+            "{} holds the session id",
+            file.display()
+        );
+    }
+
     // The server stops and its process state goes with it.
     shutdown.cancel();
     tokio::time::timeout(BOUND, serving)
@@ -775,21 +834,15 @@ async fn a_client_returning_to_a_restarted_server_goes_on_in_its_session() {
     // initialize, and its run goes on.
     let second = journaled_server(&store);
     let (addr, shutdown, serving) = serve_restorable(&second, &store).await;
-    // (A replay stops again at the yield it had not passed: a second `wait` resumes it.)
-    let mut done = Value::Null;
-    for id in 3..6 {
-        let (status, body) = http(
-            addr,
-            &[session],
-            &tool_call(id, "wait", json!({ "runId": run_id })),
-        )
-        .await;
-        assert_eq!(status, 200, "{body}");
-        done = rpc_answer(&body)["result"]["structuredContent"].clone();
-        if done["status"] != "waiting" {
-            break;
-        }
-    }
+    // One `wait`, as with the live run: the replay goes past the yield the run parked in.
+    let (status, body) = http(
+        addr,
+        &[session],
+        &tool_call(3, "wait", json!({ "runId": run_id })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let done = rpc_answer(&body)["result"]["structuredContent"].clone();
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["value"], 7, "{done}");
 
@@ -814,4 +867,608 @@ fn uuid_like() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos())
+}
+
+/// Serves `server` over HTTP with `options` on a loopback port.
+async fn serve_with(
+    server: &CodeModeServer,
+    options: HttpOptions,
+) -> (
+    std::net::SocketAddr,
+    CancellationToken,
+    tokio::task::JoinHandle<Result<(), codemode_mcp_server::ServeError>>,
+) {
+    let shutdown = CancellationToken::new();
+    let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
+    let serving = {
+        let server = server.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            server
+                .serve_http(
+                    "127.0.0.1:0".parse().expect("addr"),
+                    options,
+                    shutdown,
+                    |addr| {
+                        let _ = bound_tx.send(addr);
+                    },
+                )
+                .await
+        })
+    };
+    let addr = tokio::time::timeout(BOUND, bound_rx)
+        .await
+        .expect("bound")
+        .expect("addr");
+    (addr, shutdown, serving)
+}
+
+/// Sends `request` as it is (request line, headers, body) and reads the answer: the status,
+/// the head and the body (up to the first JSON-RPC message of an SSE stream).
+async fn raw_http(addr: std::net::SocketAddr, request: &str) -> (u16, String, String) {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let read = async {
+        let mut response = Vec::new();
+        let mut chunk = [0u8; 8192];
+        loop {
+            let n = stream.read(&mut chunk).await.unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            response.extend_from_slice(&chunk[..n]);
+            let text = String::from_utf8_lossy(&response);
+            if text.starts_with("HTTP/1.1 200")
+                && text.contains("\"jsonrpc\"")
+                && text.ends_with("\n\n")
+            {
+                break;
+            }
+            if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                let length = head.lines().find_map(|line| {
+                    let (name, value) = line.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse::<usize>().ok())
+                        .flatten()
+                });
+                if length.is_some_and(|length| body.len() >= length) {
+                    break;
+                }
+            }
+        }
+        response
+    };
+    let response = tokio::time::timeout(BOUND, read).await.expect("an answer");
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("a status line in {text:?}"));
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .map(|(h, b)| (h.to_owned(), b.to_owned()))
+        .unwrap_or_default();
+    (status, head, body)
+}
+
+/// A POST of `body` to `target` with `headers` (no `Host` unless given).
+fn post(target: &str, headers: &[&str], body: &str) -> String {
+    let mut request = format!(
+        "POST {target} HTTP/1.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for header in headers {
+        request.push_str(header);
+        request.push_str("\r\n");
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    request
+}
+
+fn header_value(head: &str, name: &str) -> Option<String> {
+    head.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        key.eq_ignore_ascii_case(name)
+            .then(|| value.trim().to_owned())
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_are_checked_strictly_and_every_one_of_them() {
+    let fixture = fixture();
+    let (addr, shutdown, serving) = serve_with(&fixture.server, HttpOptions::default()).await;
+    let port = addr.port();
+    let host = format!("Host: 127.0.0.1:{port}");
+    let init = initialize_body();
+
+    // Refused: two Host headers (the second foreign), two Origin headers, an absolute-form
+    // target naming a foreign host, origins that only start like a loopback origin.
+    let refused: Vec<(String, u16)> = vec![
+        (
+            post(MCP_PATH, &["Host: localhost", "Host: evil.com"], &init),
+            400,
+        ),
+        (
+            post(MCP_PATH, &["Host: evil.com", "Host: localhost"], &init),
+            400,
+        ),
+        (post(MCP_PATH, &[], &init), 400),
+        (
+            post(
+                MCP_PATH,
+                &[&host, "Origin: http://localhost", "Origin: http://evil.com"],
+                &init,
+            ),
+            403,
+        ),
+        (
+            post(
+                &format!("http://evil.com{MCP_PATH}"),
+                &["Host: localhost"],
+                &init,
+            ),
+            403,
+        ),
+        (
+            post(
+                MCP_PATH,
+                &[&host, &format!("Origin: http://localhost:{port}.evil.com")],
+                &init,
+            ),
+            403,
+        ),
+        (
+            post(MCP_PATH, &[&host, "Origin: http://localhost:abc"], &init),
+            403,
+        ),
+        (
+            post(MCP_PATH, &[&host, "Origin: http://localhost/path"], &init),
+            403,
+        ),
+        (
+            post(
+                MCP_PATH,
+                &[&host, "Origin: http://localhost.evil.com"],
+                &init,
+            ),
+            403,
+        ),
+        (post(MCP_PATH, &[&host, "Origin: null"], &init), 403),
+    ];
+    for (request, expected) in &refused {
+        let (status, _, body) = raw_http(addr, request).await;
+        assert_eq!(status, *expected, "{request}\n{body}");
+    }
+    assert_eq!(
+        fixture.server.open_sessions(),
+        0,
+        "no refused request opened a session"
+    );
+
+    // Accepted: https loopback origins, with and without a port, and an absolute-form target
+    // that names an allowed host.
+    for origin in [
+        "https://localhost",
+        "https://127.0.0.1:8443",
+        "https://[::1]:1",
+    ] {
+        let request = post(MCP_PATH, &[&host, &format!("Origin: {origin}")], &init);
+        let (status, head, body) = raw_http(addr, &request).await;
+        assert_eq!(status, 200, "{origin}: {body}");
+        let session = header_value(&head, "mcp-session-id").expect("a session id");
+        let delete = format!(
+            "DELETE {MCP_PATH} HTTP/1.1\r\n{host}\r\nMcp-Session-Id: {session}\r\n\
+             Connection: close\r\n\r\n"
+        );
+        let (status, _, body) = raw_http(addr, &delete).await;
+        assert_eq!(
+            status, 200,
+            "a DELETE that ends a session answers 200: {body}"
+        );
+    }
+    let absolute = post(
+        &format!("http://127.0.0.1:{port}{MCP_PATH}"),
+        &[&host],
+        &init,
+    );
+    let (status, head, body) = raw_http(addr, &absolute).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(header_value(&head, "mcp-session-id").is_some());
+
+    shutdown.cancel();
+    tokio::time::timeout(BOUND, serving)
+        .await
+        .expect("bound")
+        .expect("task")
+        .expect("served");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declared_length_past_the_bound_gets_413_at_once() {
+    let fixture = fixture();
+    let options = HttpOptions::default().max_body_bytes(64 * 1024);
+    let (addr, shutdown, serving) = serve_with(&fixture.server, options).await;
+    // The body is never sent: the answer must not wait for it.
+    let request = format!(
+        "POST {MCP_PATH} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: 99999999999\r\n\r\n",
+        addr.port()
+    );
+    let (status, _, body) = raw_http(addr, &request).await;
+    assert_eq!(status, 413, "{body}");
+    let answer: Value = serde_json::from_str(&body).expect("a JSON-RPC error");
+    assert!(answer["id"].is_null(), "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("65536")),
+        "{answer}"
+    );
+    shutdown.cancel();
+    tokio::time::timeout(BOUND, serving)
+        .await
+        .expect("bound")
+        .expect("task")
+        .expect("served");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_messages_over_http_get_json_rpc_errors() {
+    let fixture = fixture();
+    let (addr, shutdown, serving) = serve_with(&fixture.server, HttpOptions::default()).await;
+    let cases: [(&str, i64, Value); 6] = [
+        ("{not json", -32700, Value::Null),
+        (
+            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
+            -32600,
+            Value::Null,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+            -32600,
+            Value::Null,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}"#,
+            -32600,
+            Value::Null,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":"q","result":{},"error":{}}"#,
+            -32600,
+            Value::Null,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":5,"method":"initialize","params":7}"#,
+            -32602,
+            json!(5),
+        ),
+    ];
+    for (body, code, id) in cases {
+        let (status, head, answer) = http_response(addr, &[], body).await;
+        assert_eq!(status, 400, "{body}: {answer}");
+        assert!(
+            header_value(&head, "content-type").is_some_and(|t| t.contains("application/json")),
+            "{head}"
+        );
+        let answer: Value = serde_json::from_str(&answer).expect("a JSON-RPC error");
+        assert_eq!(answer["jsonrpc"], "2.0", "{answer}");
+        assert_eq!(answer["error"]["code"], code, "{body}: {answer}");
+        assert_eq!(answer["id"], id, "{body}: {answer}");
+    }
+    assert_eq!(fixture.server.open_sessions(), 0);
+    // A well-formed message still opens a session.
+    let (status, _, body) = http_response(addr, &[], &initialize_body()).await;
+    assert_eq!(status, 200, "{body}");
+    shutdown.cancel();
+    tokio::time::timeout(BOUND, serving)
+        .await
+        .expect("bound")
+        .expect("task")
+        .expect("served");
+}
+
+/// Ends when the peer has closed `stream` (a read gives 0 bytes or an error).
+async fn closed(stream: &mut tokio::net::TcpStream) {
+    let mut chunk = [0u8; 1024];
+    loop {
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+}
+
+/// Reads one whole answer with a `Content-Length` from a kept-alive connection.
+async fn read_answer(stream: &mut tokio::net::TcpStream) -> (u16, String) {
+    let mut response = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = stream.read(&mut chunk).await.expect("read");
+        assert!(n > 0, "the connection closed before its answer");
+        response.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&response).into_owned();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length = header_value(head, "content-length")
+                .and_then(|length| length.parse::<usize>().ok())
+                .unwrap_or(0);
+            if body.len() >= length {
+                let status = text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+                return (status, text);
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_that_send_nothing_useful_are_closed_and_a_client_is_served_throughout() {
+    let fixture = fixture();
+    let options = HttpOptions::default()
+        .auth_token("s3cret")
+        .connection_limits(Duration::from_millis(300), Duration::from_millis(300), 1000);
+    let (addr, shutdown, serving) = serve_with(&fixture.server, options).await;
+    let host = format!("Host: 127.0.0.1:{}", addr.port());
+    // Idle from the start; half a request head; a whole head and a body that stalls.
+    let mut idle = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let mut partial = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    partial
+        .write_all(
+            format!(
+                "POST {MCP_PATH} HTTP/1.1\r\n{host}\r\nX-Pad: {}",
+                "a".repeat(4096)
+            )
+            .as_bytes(),
+        )
+        .await
+        .expect("send");
+    let mut stalled = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stalled
+        .write_all(
+            format!(
+                "POST {MCP_PATH} HTTP/1.1\r\n{host}\r\nAuthorization: Bearer s3cret\r\n\
+                 Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+                 Content-Length: 100\r\n\r\n{{\"jsonrpc\""
+            )
+            .as_bytes(),
+        )
+        .await
+        .expect("send");
+    // An authenticated client is served meanwhile.
+    let (status, body) = http(
+        addr,
+        &[("Authorization", "Bearer s3cret")],
+        &initialize_body(),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    for stream in [&mut idle, &mut partial, &mut stalled] {
+        tokio::time::timeout(Duration::from_secs(10), closed(stream))
+            .await
+            .expect("the server closes a connection that sends nothing useful");
+    }
+    shutdown.cancel();
+    tokio::time::timeout(BOUND, serving)
+        .await
+        .expect("bound")
+        .expect("task")
+        .expect("served");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unauthenticated_connections_are_capped_and_an_authenticated_one_is_kept() {
+    let fixture = fixture();
+    // Timeouts far past the test: only the cap closes a connection here.
+    let options = HttpOptions::default()
+        .auth_token("s3cret")
+        .connection_limits(Duration::from_secs(600), Duration::from_secs(600), 4);
+    let (addr, shutdown, serving) = serve_with(&fixture.server, options).await;
+    let host = format!("Host: 127.0.0.1:{}", addr.port());
+    // A kept-alive connection that authenticated with a request (a GET without a session:
+    // refused by rmcp, but past the guard).
+    let mut kept = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let get = format!(
+        "GET {MCP_PATH} HTTP/1.1\r\n{host}\r\nAuthorization: Bearer s3cret\r\n\
+         Accept: text/event-stream\r\n\r\n"
+    );
+    kept.write_all(get.as_bytes()).await.expect("send");
+    let (status, answer) = tokio::time::timeout(BOUND, read_answer(&mut kept))
+        .await
+        .expect("an answer");
+    assert!((400..500).contains(&status), "{answer}");
+    // Four idle connections fill the cap; once they have had their grace to send a request,
+    // each newcomer closes the oldest of them.
+    let mut idle = Vec::new();
+    for _ in 0..4 {
+        idle.push(tokio::net::TcpStream::connect(addr).await.expect("connect"));
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for _ in 0..4 {
+        idle.push(tokio::net::TcpStream::connect(addr).await.expect("connect"));
+    }
+    for stream in idle.iter_mut().take(4) {
+        tokio::time::timeout(BOUND, closed(stream))
+            .await
+            .expect("the oldest unauthenticated connections are closed");
+    }
+    // The authenticated connection is still served, and so is a new client.
+    kept.write_all(get.as_bytes()).await.expect("send");
+    let (status, answer) = tokio::time::timeout(BOUND, read_answer(&mut kept))
+        .await
+        .expect("an answer");
+    assert!((400..500).contains(&status), "{answer}");
+    let (status, body) = http(
+        addr,
+        &[("Authorization", "Bearer s3cret")],
+        &initialize_body(),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    shutdown.cancel();
+    tokio::time::timeout(BOUND, serving)
+        .await
+        .expect("bound")
+        .expect("task")
+        .expect("served");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn greedy_sessions_cannot_keep_another_from_parking() {
+    let fixture = fixture();
+    let server = fixture.server.clone();
+    let park = json!({ "code": "await yield_control(); return 1" });
+    // Four sessions park 16 runs each: the store's 64 are taken.
+    let mut greedy = Vec::new();
+    for _ in 0..4 {
+        let (client, session) = connect(&server).await;
+        let mut runs = Vec::new();
+        for _ in 0..16 {
+            let parked = call(&client, "exec", park.clone()).await;
+            let parked = structured(&parked);
+            assert_eq!(parked["status"], "waiting", "{parked}");
+            runs.push(parked["runId"].as_str().expect("a runId").to_owned());
+        }
+        greedy.push((client, session, runs));
+    }
+    assert_eq!(
+        server.code_mode().suspended_runs(),
+        codemode_core::MAX_SUSPENDED_RUNS
+    );
+    // A fifth session still parks, twice: its share is 64 / 5 runs.
+    let (fifth, fifth_session) = connect(&server).await;
+    for _ in 0..2 {
+        let parked = call(&fifth, "exec", park.clone()).await;
+        assert_eq!(structured(&parked)["status"], "waiting", "{parked:?}");
+    }
+    assert_eq!(
+        server.code_mode().suspended_runs(),
+        codemode_core::MAX_SUSPENDED_RUNS
+    );
+    // What made room: the oldest runs of greedy sessions, not anything of the fifth.
+    let mut lost = 0;
+    for (client, _, runs) in &greedy {
+        let first = call(client, "wait", json!({ "runId": runs[0] })).await;
+        if structured(&first)["status"] == "failed" {
+            lost += 1;
+        }
+    }
+    assert_eq!(lost, 2, "one oldest run of a greedy session per park");
+    for (client, session, _) in greedy {
+        client.cancel().await.expect("close");
+        tokio::time::timeout(BOUND, session)
+            .await
+            .expect("bound")
+            .expect("session task");
+    }
+    fifth.cancel().await.expect("close");
+    tokio::time::timeout(BOUND, fifth_session)
+        .await
+        .expect("bound")
+        .expect("session task");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_clients_past_the_cap_is_served() {
+    let fixture = fixture();
+    let options = HttpOptions::default()
+        .auth_token("s3cret")
+        .connection_limits(Duration::from_secs(600), Duration::from_secs(600), 4);
+    let (addr, shutdown, serving) = serve_with(&fixture.server, options).await;
+    let host = format!("Host: 127.0.0.1:{}", addr.port());
+    // Twelve clients connect at once, past a cap of 4, then each sends its request.
+    let mut streams = Vec::new();
+    for _ in 0..12 {
+        streams.push(tokio::net::TcpStream::connect(addr).await.expect("connect"));
+    }
+    let get = format!(
+        "GET {MCP_PATH} HTTP/1.1\r\n{host}\r\nAuthorization: Bearer s3cret\r\n\
+         Accept: text/event-stream\r\n\r\n"
+    );
+    for stream in &mut streams {
+        stream.write_all(get.as_bytes()).await.expect("send");
+    }
+    for stream in &mut streams {
+        let (status, answer) = tokio::time::timeout(BOUND, read_answer(stream))
+            .await
+            .expect("an answer");
+        assert!((400..500).contains(&status), "{answer}");
+    }
+    shutdown.cancel();
+    tokio::time::timeout(BOUND, serving)
+        .await
+        .expect("bound")
+        .expect("task")
+        .expect("served");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_trickles_gets_408_within_the_header_timeout() {
+    let fixture = fixture();
+    // Idle timeout far past the test: only the body deadline can end this request.
+    let options = HttpOptions::default().connection_limits(
+        Duration::from_millis(300),
+        Duration::from_secs(600),
+        32,
+    );
+    let (addr, shutdown, serving) = serve_with(&fixture.server, options).await;
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let head = format!(
+        "POST {MCP_PATH} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{{",
+        addr.port()
+    );
+    stream.write_all(head.as_bytes()).await.expect("send");
+    // A byte every 100 ms: never idle, never done. The answer comes while it trickles.
+    let trickle = async {
+        let mut answer = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            tokio::select! {
+                read = stream.read(&mut chunk) => {
+                    let n = read.unwrap_or(0);
+                    if n == 0 {
+                        break;
+                    }
+                    answer.extend_from_slice(&chunk[..n]);
+                }
+                () = tokio::time::sleep(Duration::from_millis(100)) => {
+                    let _ = stream.write_all(b" ").await;
+                }
+            }
+        }
+        String::from_utf8_lossy(&answer).into_owned()
+    };
+    let answer = tokio::time::timeout(Duration::from_secs(10), trickle)
+        .await
+        .expect("the trickling request is answered and closed");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    shutdown.cancel();
+    tokio::time::timeout(BOUND, serving)
+        .await
+        .expect("bound")
+        .expect("task")
+        .expect("served");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_head_past_64_kib_is_refused() {
+    let fixture = fixture();
+    let (addr, shutdown, serving) = serve_with(&fixture.server, HttpOptions::default()).await;
+    let request = format!(
+        "POST {MCP_PATH} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nX-Pad: {}\r\n\
+         Content-Length: 0\r\nConnection: close\r\n\r\n",
+        addr.port(),
+        "a".repeat(100 * 1024)
+    );
+    // Refused before the guard or rmcp, which would answer with a JSON-RPC body.
+    let (status, _, body) = raw_http(addr, &request).await;
+    assert_eq!(status, 431, "{body}");
+    assert!(!body.contains("jsonrpc"), "{body}");
+    shutdown.cancel();
+    tokio::time::timeout(BOUND, serving)
+        .await
+        .expect("bound")
+        .expect("task")
+        .expect("served");
 }

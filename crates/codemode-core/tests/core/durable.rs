@@ -186,6 +186,9 @@ async fn a_restarted_host_replays_the_journal_and_the_side_effect_happens_once()
     assert_eq!(store.count(i64::MAX / 2).await.unwrap(), 0);
     let gone = wait(&second, &run_id).await;
     assert_eq!(gone["error"], "code mode run is unavailable or expired.");
+    assert_eq!(gone["reason"], "unknown", "{gone:#}");
+    let never = wait(&second, "cm_00000000000000000000000000000000").await;
+    assert_eq!(never["reason"], "unknown", "{never:#}");
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -416,11 +419,16 @@ async fn a_journal_is_scoped_expires_and_counts_against_the_snapshot_bound() {
         refused["error"],
         "code mode run belongs to a different session."
     );
+    // The same machine-readable reason as without a journal store.
+    assert_eq!(refused["reason"], "other_session", "{refused:#}");
     // A journal past its TTL is gone.
     assert_eq!(store.delete_expired(i64::MAX / 2).await.unwrap(), 1);
     let second = process(&store, &world, CodeModeConfig::enabled().build().unwrap());
     let gone = wait(&second, &run_id).await;
     assert_eq!(gone["error"], "code mode run is unavailable or expired.");
+    assert_eq!(gone["reason"], "unknown", "{gone:#}");
+    let never = wait(&second, "cm_00000000000000000000000000000000").await;
+    assert_eq!(never["reason"], "unknown", "{never:#}");
 
     // The journal counts against maxSnapshotBytes: a run whose receipts are larger than the
     // bound cannot park.
@@ -442,5 +450,186 @@ async fn a_journal_is_scoped_expires_and_counts_against_the_snapshot_bound() {
     assert_eq!(small["status"], "waiting", "{small:#}");
     let big = exec(&third, &cell(800_000)).await;
     assert_eq!(big["code"], "snapshot_limit_exceeded", "{big:#}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A store that writes every run with no scope at all, as a row whose scope columns someone
+/// set to NULL reads back.
+#[derive(Debug)]
+struct NullScopes(Arc<dyn JournalStore>);
+
+#[async_trait]
+impl JournalStore for NullScopes {
+    async fn create(
+        &self,
+        record: &codemode_journal::RunRecord,
+        host: &str,
+        now_ms: i64,
+        held_until_ms: i64,
+    ) -> Result<(), codemode_journal::JournalError> {
+        let mut record = record.clone();
+        record.scope = codemode_journal::Scope::default();
+        self.0.create(&record, host, now_ms, held_until_ms).await
+    }
+    async fn append(
+        &self,
+        run_id: &str,
+        epoch: u64,
+        batch: &codemode_journal::Batch,
+    ) -> Result<(), codemode_journal::JournalError> {
+        self.0.append(run_id, epoch, batch).await
+    }
+    async fn load(
+        &self,
+        run_id: &str,
+        now_ms: i64,
+    ) -> Result<Option<codemode_journal::Journal>, codemode_journal::JournalError> {
+        self.0.load(run_id, now_ms).await
+    }
+    async fn claim(
+        &self,
+        run_id: &str,
+        host: &str,
+        now_ms: i64,
+        held_until_ms: i64,
+    ) -> Result<codemode_journal::Claim, codemode_journal::JournalError> {
+        self.0.claim(run_id, host, now_ms, held_until_ms).await
+    }
+    async fn release(
+        &self,
+        run_id: &str,
+        epoch: u64,
+        expires_at_ms: i64,
+    ) -> Result<(), codemode_journal::JournalError> {
+        self.0.release(run_id, epoch, expires_at_ms).await
+    }
+    async fn delete(
+        &self,
+        run_id: &str,
+        epoch: Option<u64>,
+    ) -> Result<(), codemode_journal::JournalError> {
+        self.0.delete(run_id, epoch).await
+    }
+    async fn delete_session(&self, session: &str) -> Result<u64, codemode_journal::JournalError> {
+        self.0.delete_session(session).await
+    }
+    async fn delete_agent_run(
+        &self,
+        agent_run_id: &str,
+    ) -> Result<u64, codemode_journal::JournalError> {
+        self.0.delete_agent_run(agent_run_id).await
+    }
+    async fn delete_expired(&self, now_ms: i64) -> Result<u64, codemode_journal::JournalError> {
+        self.0.delete_expired(now_ms).await
+    }
+    async fn count(&self, now_ms: i64) -> Result<u64, codemode_journal::JournalError> {
+        self.0.count(now_ms).await
+    }
+    async fn save_transport_session(
+        &self,
+        session_id: &str,
+        state: &str,
+        now_ms: i64,
+        expires_at_ms: i64,
+    ) -> Result<(), codemode_journal::JournalError> {
+        self.0
+            .save_transport_session(session_id, state, now_ms, expires_at_ms)
+            .await
+    }
+    async fn load_transport_session(
+        &self,
+        session_id: &str,
+        now_ms: i64,
+    ) -> Result<Option<String>, codemode_journal::JournalError> {
+        self.0.load_transport_session(session_id, now_ms).await
+    }
+    async fn delete_transport_session(
+        &self,
+        session_id: &str,
+    ) -> Result<(), codemode_journal::JournalError> {
+        self.0.delete_transport_session(session_id).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_journal_whose_scope_is_missing_fails_closed() {
+    let (sqlite, dir) = sqlite_store().await;
+    let store: Arc<dyn JournalStore> = Arc::new(NullScopes(sqlite));
+    let world = Arc::new(World::default());
+    let first = process(&store, &world, short_legs());
+    let waiting = exec(
+        &first,
+        "await tools.append({ line: 'a' }); await tools.slow({ ms: 1500 }); return 1",
+    )
+    .await;
+    assert_eq!(waiting["status"], "waiting", "{waiting:#}");
+    let run_id = waiting["runId"].as_str().unwrap().to_owned();
+    lose(first, &world);
+    // Neither another session nor the run's own can resume a journal that names no scope.
+    let code_mode = CodeMode::builder(
+        CodeModeConfig::enabled().build().unwrap(),
+        Arc::new(Tools {
+            world: Arc::clone(&world),
+        }),
+    )
+    .journal(Arc::clone(&store))
+    .build();
+    for session in ["s2", "s1"] {
+        let Ok(Activation::Active(other)) = code_mode
+            .activate(ActivationRequest::new(durable_tools()).with_agent_run(run_context(session)))
+        else {
+            panic!("no session")
+        };
+        let refused = other.wait(&json!({ "runId": run_id })).await.to_json();
+        assert_eq!(refused["status"], "failed", "{refused:#}");
+        assert_eq!(
+            refused["error"], "code mode run belongs to a different session.",
+            "{refused:#}"
+        );
+    }
+    assert_eq!(world.appended.lock().unwrap().len(), 1, "nothing ran again");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_yielded_before_anything_was_recorded_is_resumed_by_one_wait() {
+    for (code, awaited) in [
+        ("await yield_control(); return 41 + 1", true),
+        ("yield_control(); return 42", false),
+    ] {
+        let (store, dir) = sqlite_store().await;
+        let world = Arc::new(World::default());
+        let first = process(&store, &world, short_legs());
+        let yielded = exec(&first, code).await;
+        assert_eq!(yielded["reason"], "yield", "{yielded:#}");
+        let run_id = yielded["runId"].as_str().unwrap().to_owned();
+        lose(first, &world);
+        let second = process(&store, &world, CodeModeConfig::enabled().build().unwrap());
+        // The journal has no event: the replay still goes past the yield the run parked in.
+        let done = wait(&second, &run_id).await;
+        assert_eq!(
+            done["status"], "completed",
+            "{code} (awaited: {awaited}): {done:#}"
+        );
+        assert_eq!(done["value"], 42, "{done:#}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    // Only that yield: the next one stops the run again, as it would live.
+    let (store, dir) = sqlite_store().await;
+    let world = Arc::new(World::default());
+    let first = process(&store, &world, short_legs());
+    let yielded = exec(
+        &first,
+        "await yield_control(); await yield_control(); return 1",
+    )
+    .await;
+    let run_id = yielded["runId"].as_str().unwrap().to_owned();
+    lose(first, &world);
+    let second = process(&store, &world, CodeModeConfig::enabled().build().unwrap());
+    let again = wait(&second, &run_id).await;
+    assert_eq!(again["status"], "waiting", "{again:#}");
+    assert_eq!(again["reason"], "yield", "{again:#}");
+    let done = wait(&second, &run_id).await;
+    assert_eq!(done["status"], "completed", "{done:#}");
     let _ = std::fs::remove_dir_all(dir);
 }

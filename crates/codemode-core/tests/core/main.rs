@@ -4,6 +4,7 @@ mod config;
 mod durable;
 mod embedding;
 mod exec;
+mod memory_budget;
 mod scale;
 mod support;
 mod wait;

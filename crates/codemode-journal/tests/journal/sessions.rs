@@ -66,3 +66,31 @@ async fn transport_sessions_are_kept_until_they_expire_or_are_forgotten() {
         backend.finish().await;
     }
 }
+
+/// The state file holds tool data and who may resume which run: it and its `-wal` and `-shm`
+/// files are created readable by their owner only, whatever the umask.
+#[cfg(unix)]
+#[tokio::test]
+async fn the_sqlite_file_and_its_wal_and_shm_are_created_for_their_owner_only() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let folder = std::env::temp_dir().join(crate::unique("codemode-journal-mode"));
+    std::fs::create_dir_all(&folder).expect("a temp folder");
+    let path = folder.join("state.db");
+    let store = codemode_journal::open(&format!("sqlite:{}", path.display()))
+        .await
+        .expect("sqlite");
+    store
+        .save_transport_session("s-1", "state", NOW, NOW + 1_000)
+        .await
+        .expect("a write");
+    for suffix in ["", "-wal", "-shm"] {
+        let file = format!("{}{suffix}", path.display());
+        let mode = std::fs::metadata(&file)
+            .unwrap_or_else(|error| panic!("{file}: {error}"))
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{file}: {:o}", mode & 0o777);
+    }
+    drop(store);
+    let _ = std::fs::remove_dir_all(folder);
+}
