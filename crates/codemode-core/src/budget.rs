@@ -179,6 +179,11 @@ impl MemoryBudget {
         self.queues.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// How many calls wait for room now.
+    pub(crate) fn waiting(&self) -> usize {
+        self.lock().queued
+    }
+
     fn release(&self, bytes: u64) {
         let mut queues = self.lock();
         queues.available = queues.available.saturating_add(bytes).min(self.total);

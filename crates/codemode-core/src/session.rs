@@ -252,6 +252,12 @@ impl CodeMode {
         &self.shared.config
     }
 
+    /// How many `exec` and `wait` calls wait for room in the host memory budget now (for a
+    /// host's metrics; a steady non-zero value means the budget is too small for the load).
+    pub fn calls_waiting_for_memory(&self) -> usize {
+        self.shared.budget.waiting()
+    }
+
     /// Drops every suspended run of a session (session end), cancelling their host work, and
     /// deletes their journals.
     pub fn end_session(&self, session_id: &str) {

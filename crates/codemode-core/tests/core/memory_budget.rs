@@ -51,6 +51,20 @@ fn code_mode(gate: Gate, timeout: Duration) -> CodeMode {
         .build()
 }
 
+/// Waits until `count` calls wait for room in the memory budget (a bounded poll of the count,
+/// not a guess of how long queueing takes).
+async fn until_waiting(code_mode: &CodeMode, count: usize) {
+    let give_up = std::time::Instant::now() + Duration::from_secs(60);
+    while code_mode.calls_waiting_for_memory() < count {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "{} calls wait, not {count}",
+            code_mode.calls_waiting_for_memory()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 fn session(code_mode: &CodeMode, name: &str) -> CodeModeSession {
     code_mode
         .activate(
@@ -96,8 +110,8 @@ async fn a_session_that_floods_calls_does_not_make_another_wait_behind_them() {
                 .forget();
         }
     }
-    // (Whether the other session asks before or after the five greedy calls reach the queue,
-    // it is served before them: the budget's unit test pins the order down exactly.)
+    // The five greedy calls are queued before the other session asks (no race on the order).
+    until_waiting(&code_mode, 5).await;
     let asked = {
         let other = other.clone();
         tokio::spawn(async move {
@@ -107,6 +121,7 @@ async fn a_session_that_floods_calls_does_not_make_another_wait_behind_them() {
                 .to_json()
         })
     };
+    until_waiting(&code_mode, 6).await;
     // Two of the greedy calls finish; the other session's call is served next in turn, while
     // greedy calls still wait.
     permits.add_permits(1);
