@@ -8714,6 +8714,17 @@ static inline __exception int js_poll_interrupts(JSContext *ctx)
     }
 }
 
+/* codemode-rs patch 10: charges `ticks` without polling: the handler runs at the next poll
+   point, after the current native returned. For BigInt work and for memory-bound walks that
+   have no exception path. */
+static inline void js_meter_charge(JSContext *ctx, int64_t ticks)
+{
+    if (ticks >= max_int(ctx->interrupt_counter, 1))
+        ctx->interrupt_counter = 1;
+    else
+        ctx->interrupt_counter -= (int)ticks;
+}
+
 /* codemode-rs patch 2 (see PATCHES.md): quadratic BigInt work counts toward the interrupt
    counter, one tick per JS_BIGINT_OPS_PER_TICK units of work (limb operations, or characters
    of text parsed as a BigInt), so a guest loop of BigInt operations reaches the interrupt
@@ -8722,11 +8733,7 @@ static inline __exception int js_poll_interrupts(JSContext *ctx)
 #define JS_BIGINT_OPS_PER_TICK 128
 static inline void js_bigint_charge(JSContext *ctx, uint64_t work)
 {
-    uint64_t ticks = work / JS_BIGINT_OPS_PER_TICK;
-    if (ticks >= (uint64_t)max_int(ctx->interrupt_counter, 1))
-        ctx->interrupt_counter = 1;
-    else
-        ctx->interrupt_counter -= (int)ticks;
+    js_meter_charge(ctx, (int64_t)(work / JS_BIGINT_OPS_PER_TICK));
 }
 
 /* codemode-rs patch 10 (see PATCHES.md): native built-ins meter their own work. A native whose
@@ -8756,17 +8763,6 @@ static inline __exception int js_meter_step(JSContext *ctx, int *steps)
         return 0;
     *steps = 0;
     return js_meter(ctx, 1024);
-}
-
-/* codemode-rs patch 10: charges `ticks` without polling (as js_bigint_charge): the handler runs
-   at the next poll point, after the current native returned. For memory-bound walks that have
-   no exception path. */
-static inline void js_meter_charge(JSContext *ctx, int64_t ticks)
-{
-    if (ticks >= max_int(ctx->interrupt_counter, 1))
-        ctx->interrupt_counter = 1;
-    else
-        ctx->interrupt_counter -= (int)ticks;
 }
 
 /* codemode-rs patch 10: memory-bound work (copying, zeroing, scanning typed elements) is charged
@@ -48658,6 +48654,7 @@ static JSValue js_string_toLowerCase(JSContext *ctx, JSValueConst this_val,
     StringBuffer b_s, *b = &b_s;
     JSString *p;
     int i, c, j, l;
+    int steps = 0; /* codemode-rs patch 10 */
     uint32_t res[LRE_CC_RES_LEN_MAX];
 
     val = JS_ToStringCheckObject(ctx, this_val);
@@ -48669,8 +48666,9 @@ static JSValue js_string_toLowerCase(JSContext *ctx, JSValueConst this_val,
     if (string_buffer_init(ctx, b, p->len))
         goto fail;
     for(i = 0; i < p->len;) {
-        /* codemode-rs patch 10: a tick per character (a case lookup each) */
-        if (unlikely((i & 1023) == 0) && js_meter(ctx, 1024))
+        /* codemode-rs patch 10: a tick per character (a case lookup each); counted apart
+           from `i`, which a surrogate pair advances by two */
+        if (js_meter_step(ctx, &steps))
             goto fail;
         c = string_getc(p, &i);
         if (c == 0x3a3 && to_lower && test_final_sigma(p, i - 1)) {

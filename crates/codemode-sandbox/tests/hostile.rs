@@ -206,6 +206,11 @@ const CELLS: &[(&str, &str)] = &[
         "const h = 'a'.repeat(2 ** 25); for (;;) { try { h.toUpperCase() } catch (e) {} }",
     ),
     (
+        // One BMP character, then surrogate pairs: the index moves by two from an odd start.
+        "String toUpperCase of a long text of astral characters",
+        "const h = 'a' + '\\ud801\\udc28'.repeat(2 ** 22); for (;;) { try { h.toUpperCase() } catch (e) {} }",
+    ),
+    (
         "encodeURIComponent of a long text",
         "const h = '\\u00e9'.repeat(2 ** 25); for (;;) { try { encodeURIComponent(h) } catch (e) {} }",
     ),
