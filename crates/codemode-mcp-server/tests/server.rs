@@ -291,6 +291,38 @@ async fn list_exec_wait_other_session_and_close() {
     assert_eq!(server.open_sessions(), 0);
 }
 
+/// `maxOutputBytes` bounds the output items as the client receives them, envelopes included:
+/// `for (;;) json(0)` stops with `output_limit_exceeded`, its `output` array serializes within
+/// the default 65,536 bytes, and the rest of the result is its few fixed fields. The text
+/// content is the same JSON as `structuredContent` (MCP's compatibility rule), so a tool
+/// result's message carries it twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_items_are_counted_as_the_client_receives_them() {
+    let fixture = fixture();
+    let (client, session) = connect(&fixture.server).await;
+    let result = call(&client, "exec", json!({ "code": "for (;;) json(0)" })).await;
+    let value = structured(&result);
+    assert_eq!(value["code"], "output_limit_exceeded", "{value:#}");
+    let output = serde_json::to_string(&value["output"]).expect("JSON");
+    let limit = 65_536;
+    // Full up to one item (`{"type":"json","value":0}` and its comma: 26 bytes).
+    assert!(
+        output.len() <= limit && output.len() > limit - 26,
+        "{} bytes of output",
+        output.len()
+    );
+    let whole = serde_json::to_string(value).expect("JSON");
+    assert!(
+        whole.len() < limit + 1024,
+        "{} bytes of result",
+        whole.len()
+    );
+    let text = result.content[0].as_text().expect("text").text.clone();
+    assert_eq!(serde_json::from_str::<Value>(&text).expect("JSON"), *value);
+    client.cancel().await.expect("close");
+    session.await.expect("session");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_json_rpc_gets_an_error_and_the_session_goes_on() {
     let fixture = fixture();

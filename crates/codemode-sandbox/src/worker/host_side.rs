@@ -412,6 +412,7 @@ fn describe(status: Option<ExitStatus>) -> String {
         if let Some(signal) = status.signal() {
             let name = match signal {
                 6 => " (SIGABRT)",
+                7 => " (SIGBUS)",
                 9 => " (SIGKILL)",
                 11 => " (SIGSEGV)",
                 31 => " (SIGSYS: a forbidden system call)",
