@@ -1,6 +1,5 @@
 //! Integration tests of codemode-sandbox: one test binary, one module per area.
 
-mod accessors;
 mod bridge;
 mod deferred;
 mod invariants;
