@@ -187,7 +187,8 @@ impl CodeModeSession {
                     self.replay(durable, run_id, epoch, idle_budget, span).await
                 }
                 Ok(Claim::Busy) => {
-                    let _ = resumption.repark();
+                    let life = resumption.extra().host.life.remaining();
+                    let _ = resumption.repark_within(life);
                     self.wait_failure(run_id, StoreError::AlreadyResuming)
                 }
                 Ok(Claim::Missing) | Err(_) => {

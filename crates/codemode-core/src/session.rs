@@ -536,7 +536,8 @@ impl CodeModeSession {
             Err(failed) => {
                 if let Ok(resumption) = resumption {
                     // No room this time: the run stays parked for a later `wait`.
-                    let _ = resumption.repark();
+                    let life = resumption.extra().host.life.remaining();
+                    let _ = resumption.repark_within(life);
                 }
                 return *failed;
             }

@@ -308,6 +308,30 @@ async fn a_terminated_journaled_run_writes_its_end_and_no_replay_restarts_it() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminated_run_is_never_recovered() {
+    let store = MemoryRecoveryStore::new();
+    let input = json!({ "code": "await tools.never({}); return 1", "restartSafe": true });
+    let before = host(short_legs());
+    let parked = before
+        .session
+        .exec_recoverable("call_1", &input, &store)
+        .await;
+    let run_id = parked.run_id().expect("parked").to_owned();
+    assert_eq!(store.len(), 1);
+    // The host restarts: the run is lost, only its recovery record is left. Terminating it
+    // forgets the record instead of running the cell again.
+    before.code_mode.shutdown();
+    let after = host(short_legs());
+    let ended = after
+        .session
+        .wait_or_recover(&json!({ "runId": run_id, "terminate": true }), &store)
+        .await;
+    assert_eq!(ended.wait_failure(), Some(WaitFailure::Unknown));
+    assert!(store.is_empty());
+    assert_eq!(after.code_mode.suspended_runs(), 0);
+}
+
 #[test]
 fn tool_call_timeout_and_max_run_seconds_default_and_clamp() {
     let parse = |key: &str, value: Value| {
