@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use codemode_catalog::{ToolDescriptor, ToolOrigin};
+use codemode_core::prelude::{HubOptions, McpHub, McpServerConfig};
 use codemode_core::*;
 use codemode_journal::{JournalStore, ReceiptState};
 use serde_json::{Value, json};
@@ -496,4 +497,111 @@ async fn sqlite_store() -> (Arc<dyn JournalStore>, std::path::PathBuf) {
         .await
         .unwrap();
     (store, dir)
+}
+
+/// The npm MCP server of `tests/mcp-servers/cancel-reporter.mjs` (the official TypeScript SDK),
+/// which reports every call it sees cancelled to `socket`; fails with instructions when the
+/// npm packages are missing.
+fn cancel_reporter(socket: &std::path::Path) -> McpServerConfig {
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let servers = workspace.join("tests/mcp-servers");
+    assert!(
+        servers
+            .join("node_modules/@modelcontextprotocol/sdk")
+            .exists(),
+        "run `npm ci --prefix tests/mcp-servers` at the workspace root"
+    );
+    McpServerConfig::new("node").with_args([
+        servers.join("cancel-reporter.mjs").display().to_string(),
+        socket.display().to_string(),
+    ])
+}
+
+/// Ending a run (terminate) and a call's deadline (`toolCallTimeoutMs`) both reach a real MCP
+/// upstream as `notifications/cancelled`: the npm server itself says it saw each call cancelled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_calls_of_an_ended_run_are_cancelled_at_the_npm_server() {
+    use tokio::io::AsyncBufReadExt as _;
+
+    let dir = std::env::temp_dir().join(format!(
+        "codemode-cancel-{}-{}",
+        std::process::id(),
+        codemode_sandbox::RunId::new()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let socket = dir.join("cancelled.sock");
+    let reports = tokio::net::UnixListener::bind(&socket).unwrap();
+    let next_report = || async {
+        let (stream, _) = tokio::time::timeout(FAILURE_BOUND, reports.accept())
+            .await
+            .expect("the server reported a cancellation")
+            .unwrap();
+        let mut line = String::new();
+        tokio::io::BufReader::new(stream)
+            .read_line(&mut line)
+            .await
+            .unwrap();
+        line
+    };
+    let servers =
+        std::collections::BTreeMap::from([("reporter".to_owned(), cancel_reporter(&socket))]);
+    let (hub, failures) = McpHub::start(servers, HubOptions::default()).await;
+    assert!(failures.is_empty(), "{failures:?}");
+    let (cancelled, _) = mpsc::unbounded_channel();
+    let (signalled, _) = mpsc::unbounded_channel();
+    let executor = WithMcp::new(
+        hub.clone(),
+        Tools {
+            cancelled,
+            signalled,
+        },
+    );
+    let config = CodeModeConfig::from_json(
+        &json!({ "enabled": true, "timeoutMs": 500, "toolCallTimeoutMs": 1000 }),
+    )
+    .unwrap();
+    let code_mode = CodeMode::builder(config, Arc::new(executor)).build();
+    let request = ActivationRequest::new(Vec::new())
+        .with_mcp(&hub)
+        .with_agent_run(run_context("s1"));
+    let Ok(Activation::Active(session)) = code_mode.activate(request) else {
+        panic!("code mode did not activate")
+    };
+
+    // Terminated while the MCP call is in flight.
+    let parked = session
+        .exec(
+            "call_1",
+            &json!({ "code": "await MCP.reporter.hang({}); return 1" }),
+        )
+        .await
+        .to_json();
+    assert_eq!(parked["status"], "waiting", "{parked:#}");
+    let ended = session
+        .wait(&json!({ "runId": parked["runId"], "terminate": true }))
+        .await
+        .to_json();
+    assert_terminated(&ended);
+    assert!(next_report().await.starts_with("cancelled "));
+
+    // Past its deadline: cancelled upstream too, and the guest catches the rejection.
+    let code = "try { await MCP.reporter.hang({}) } catch (e) { return e.message }";
+    let mut result = session
+        .exec("call_2", &json!({ "code": code }))
+        .await
+        .to_json();
+    while result["status"] == "waiting" {
+        result = session
+            .wait(&json!({ "runId": result["runId"] }))
+            .await
+            .to_json();
+    }
+    assert_eq!(
+        result["value"],
+        messages::tool_call_timed_out("mcp:reporter:hang", 1000),
+        "{result:#}"
+    );
+    assert!(next_report().await.starts_with("cancelled "));
+    hub.shutdown().await;
+    let _ = std::fs::remove_dir_all(dir);
 }
