@@ -23,6 +23,8 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+mod call_deadline;
+
 use codemode_journal::{
     Batch, Claim, Event, Journal, JournalError, JournalStore, Reading, Receipt, ReceiptKey,
     ReceiptState, RunRecord, Scope, input_hash,

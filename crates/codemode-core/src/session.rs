@@ -403,6 +403,8 @@ impl CodeModeSession {
         // One deadline for the whole call: the TypeScript transform, building and compiling the
         // VM, and running the program.
         let deadline = Instant::now() + self.inner.config.timeout();
+        // The run's whole life (`maxRunSeconds`) counts from here, its first `exec`.
+        let life = crate::run_life::RunLife::starting_now(self.inner.config.max_run());
         let config = &self.inner.config;
         let telemetry = || self.inner.telemetry.clone();
         let _room = match self.reserve_memory(deadline).await {
@@ -476,6 +478,7 @@ impl CodeModeSession {
             cancellation: cancellation.clone(),
             in_flight: Default::default(),
             journal: journal.clone(),
+            life,
         });
         let setup = self.inner.guest.clone();
         let started = match &self.inner.vm_pool {
@@ -509,6 +512,9 @@ impl CodeModeSession {
 
     /// Runs a validated `wait` input (the counterpart of [`CodeModeSession::exec_input`]).
     pub async fn wait_input(&self, input: &WaitInput) -> CodeModeResult {
+        if input.terminate {
+            return self.terminate(&input.run_id).await;
+        }
         let span = tracing::debug_span!(target: "codemode", "wait", run_id = %input.run_id);
         // Idle while the guest only waits on host work (`legs`), at most `maxWaitMs` (or the
         // smaller `timeoutMs` the caller asked for).
@@ -521,8 +527,7 @@ impl CodeModeSession {
         // (with a journal store, it may still be replayed: that needs room).
         let resumption = match self.store.resume(&input.run_id, &self.scope()) {
             Err(error) if self.durable.is_none() => {
-                let expired = self.inner.park_deadlines.expired(&input.run_id);
-                return outcome::wait_failed(error, expired, self.inner.telemetry.clone());
+                return self.wait_failure(&input.run_id, error);
             }
             resumption => resumption,
         };
@@ -531,7 +536,8 @@ impl CodeModeSession {
             Err(failed) => {
                 if let Ok(resumption) = resumption {
                     // No room this time: the run stays parked for a later `wait`.
-                    let _ = resumption.repark();
+                    let life = resumption.extra().host.life.remaining();
+                    let _ = resumption.repark_within(life);
                 }
                 return *failed;
             }
@@ -543,15 +549,12 @@ impl CodeModeSession {
         }
         let mut resumption = match resumption {
             Ok(resumption) => resumption,
-            Err(error) => {
-                let expired = self.inner.park_deadlines.expired(&input.run_id);
-                return outcome::wait_failed(error, expired, self.inner.telemetry.clone());
-            }
+            Err(error) => return self.wait_failure(&input.run_id, error),
         };
-        let step = self
-            .legs(resumption.run_mut(), None, idle_budget, &span)
-            .await;
         let host = Arc::clone(&resumption.extra().host);
+        let step = self
+            .legs(resumption.run_mut(), None, &host.life, idle_budget, &span)
+            .await;
         let restart_safe = host.restart_safe;
         let telemetry = self.telemetry(&host.counters);
         match step {
@@ -561,11 +564,14 @@ impl CodeModeSession {
                 output,
             } => {
                 let run_id = input.run_id.clone();
-                // Taken before reparking, so it is never later than the store's own deadline.
-                let deadline = Instant::now() + config.snapshot_ttl();
-                match resumption.repark() {
+                // Taken before reparking, so it is never later than the store's own deadline;
+                // the run expires parked at the end of its life at the latest.
+                let ttl = config.snapshot_ttl().min(host.life.remaining());
+                let deadline = Instant::now() + ttl;
+                match resumption.repark_within(ttl) {
                     Ok(()) => {
                         self.inner.park_deadlines.record(&run_id, deadline);
+                        self.inner.lives.record(&run_id, &host.life);
                         outcome::waiting(
                             run_id,
                             reason,
@@ -577,6 +583,7 @@ impl CodeModeSession {
                     }
                     Err(error) => {
                         self.inner.park_deadlines.forget(&run_id);
+                        self.inner.lives.forget(&run_id);
                         outcome::store_failed(error, output, telemetry)
                     }
                 }
@@ -584,6 +591,7 @@ impl CodeModeSession {
             other => {
                 resumption.finish();
                 self.inner.park_deadlines.forget(&input.run_id);
+                self.inner.lives.forget(&input.run_id);
                 outcome::finished(other, restart_safe, telemetry)
             }
         }
@@ -595,6 +603,7 @@ impl CodeModeSession {
         let cancelled = self.store.cancel(run_id, &self.scope());
         if cancelled {
             self.inner.park_deadlines.forget(run_id);
+            self.inner.lives.forget(run_id);
             if let Some(durable) = &self.durable {
                 durable.forget(Forget::Run(run_id.to_owned()));
             }
@@ -628,7 +637,8 @@ impl CodeModeSession {
     }
 
     async fn drive_new(&self, mut run: Run, parked: Parked, deadline: Instant) -> CodeModeResult {
-        let step = run.drive(deadline).await;
+        let life = Arc::clone(&parked.host.life);
+        let step = run.drive_until(deadline, Arc::clone(&life).ending()).await;
         if let Some(journal) = parked.host.journal.clone() {
             let step = journaled_step(&journal, step);
             return self.conclude(run, parked, &journal, step).await;
@@ -643,7 +653,8 @@ impl CodeModeSession {
             } => {
                 let pending = parked.host.pending(pending);
                 let config = &self.inner.config;
-                let ttl = config.snapshot_ttl();
+                // The run expires parked at the end of its life at the latest.
+                let ttl = config.snapshot_ttl().min(life.remaining());
                 // Taken before parking, so it is never later than the store's own deadline.
                 let deadline = Instant::now() + ttl;
                 match self.store.park(
@@ -656,6 +667,7 @@ impl CodeModeSession {
                     Ok(run_id) => {
                         let run_id = run_id.to_string();
                         self.inner.park_deadlines.record(&run_id, deadline);
+                        self.inner.lives.record(&run_id, &life);
                         outcome::waiting(run_id, reason, pending, output, restart_safe, telemetry)
                     }
                     Err(error) => outcome::store_failed(error, output, telemetry),
@@ -723,6 +735,12 @@ impl CodeModeSession {
     /// A `wait` on `run_id` the store refused, with its machine-readable reason, the same with
     /// a journal store as in memory.
     pub(crate) fn wait_failure(&self, run_id: &str, error: StoreError) -> CodeModeResult {
+        // A run dropped parked when its life ran out says so (`run_lifetime_exceeded`).
+        if matches!(error, StoreError::Unavailable)
+            && let Some(outlived) = self.inner.lives.outlived(run_id)
+        {
+            return outcome::failed_run(outlived, Vec::new(), self.inner.telemetry.clone());
+        }
         let expired = self.inner.park_deadlines.expired(run_id);
         outcome::wait_failed(error, expired, self.inner.telemetry.clone())
     }

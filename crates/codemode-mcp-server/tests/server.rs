@@ -1504,3 +1504,49 @@ async fn a_request_head_past_64_kib_is_refused() {
         .expect("task")
         .expect("served");
 }
+
+/// `wait` arguments reach code mode as sent: `terminate: true` ends a parked run over MCP, its
+/// in-flight call cancelled, and a malformed `terminate` is refused with its stable message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_with_terminate_ends_a_run_over_mcp() {
+    let mut fixture = fixture();
+    let (client, session) = connect(&fixture.server).await;
+    let parked = call(
+        &client,
+        "exec",
+        json!({ "code": "const held = tools.hold({}); await yield_control(); return await held" }),
+    )
+    .await;
+    assert_eq!(structured(&parked)["status"], "waiting");
+    let run_id = structured(&parked)["runId"].clone();
+    tokio::time::timeout(BOUND, fixture.started.recv())
+        .await
+        .expect("bound")
+        .expect("hold started");
+    let odd = call(&client, "wait", json!({ "runId": run_id, "terminate": 1 })).await;
+    assert_eq!(structured(&odd)["error"], "terminate must be a boolean.");
+    let ended = call(
+        &client,
+        "wait",
+        json!({ "runId": run_id, "terminate": true }),
+    )
+    .await;
+    assert_eq!(ended.is_error, Some(true));
+    assert_eq!(
+        structured(&ended)["code"],
+        "terminated",
+        "{:#}",
+        structured(&ended)
+    );
+    tokio::time::timeout(BOUND, fixture.cancelled.recv())
+        .await
+        .expect("bound")
+        .expect("hold cancelled");
+    let gone = call(&client, "wait", json!({ "runId": run_id })).await;
+    assert_eq!(structured(&gone)["reason"], "unknown");
+    client.cancel().await.expect("close");
+    tokio::time::timeout(BOUND, session)
+        .await
+        .expect("bound")
+        .expect("session ended");
+}

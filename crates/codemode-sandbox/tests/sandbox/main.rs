@@ -7,6 +7,7 @@ mod lazy_roots;
 mod lexer;
 mod pool;
 mod run;
+mod stop;
 mod support;
 mod suspend;
 mod tape;
