@@ -245,6 +245,7 @@ impl CodeMode {
             inner: Arc::new(session),
             store: self.shared.store.clone(),
             durable: self.shared.durable.clone(),
+            observer: None,
         }))
     }
 }
