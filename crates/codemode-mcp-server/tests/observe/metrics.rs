@@ -10,7 +10,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
-use crate::{BOUND, Watcher, call, connect, fixture, structured};
+use super::{BOUND, Watcher, call, connect, fixture, structured};
 
 async fn serve_metrics(
     server: &CodeModeServer,

@@ -4,7 +4,7 @@ use rmcp::model::{NumberOrString, ProgressToken};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 
-use crate::{BOUND, Watcher, call, connect, fixture, structured};
+use super::{BOUND, Watcher, call, connect, fixture, structured};
 
 /// The events of a list of messages, in order, without their ids.
 fn kinds(messages: &[(f64, Value)], event: &str) -> Vec<Value> {
