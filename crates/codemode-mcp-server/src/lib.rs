@@ -7,7 +7,10 @@
 //! session cannot be resumed from another. When a session ends (the stdio client exits, the
 //! HTTP session is deleted or idles out), its suspended runs are dropped and their host work is
 //! cancelled. `exec` and `wait` results go back as tool results: the result JSON (`CodeModeResult::to_json`) as
-//! `structuredContent` and as text, `isError: true` for a failed run.
+//! `structuredContent` and as text, `isError: true` for a failed run. A request that carries a
+//! `progressToken` gets progress notifications while it runs (nested calls, `cx.update` values,
+//! output items; rate-limited and bounded, see [`PROGRESS_INTERVAL`]), and
+//! [`CodeModeServer::serve_metrics`] serves the server's metrics as Prometheus text.
 //!
 //! This crate is the only one that knows rmcp's SERVER side (the client side stays in
 //! `codemode-mcp`), and the only one that knows axum; no rmcp or axum type appears in its API.
