@@ -30,6 +30,9 @@ pub const DEFAULT_METRICS_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default of [`MetricsOptions::max_connections`].
 pub const DEFAULT_MAX_METRICS_CONNECTIONS: usize = 16;
 
+/// How long the endpoint waits after a failed accept (out of descriptors) before the next.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+
 /// How the metrics endpoint is served ([`CodeModeServer::serve_metrics`](crate::CodeModeServer::serve_metrics)).
 #[derive(Debug, Clone)]
 pub struct MetricsOptions {
@@ -89,6 +92,17 @@ impl Reading {
         queue.push_back((id, close));
     }
 
+    fn close_oldest(&self) {
+        let oldest = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front();
+        if let Some((_, close)) = oldest {
+            close.cancel();
+        }
+    }
+
     fn remove(&self, id: u64) {
         self.0
             .lock()
@@ -128,8 +142,10 @@ pub(crate) async fn serve(
             accepted = listener.accept() => accepted,
         };
         let Ok((stream, _)) = accepted else {
-            // Out of descriptors or a connection reset before it was taken: the next one.
-            tokio::task::yield_now().await;
+            // Out of descriptors (or a connection reset before it was taken): free one by
+            // closing the oldest connection still reading its head, and do not spin meanwhile.
+            reading.close_oldest();
+            tokio::time::sleep(ACCEPT_BACKOFF).await;
             continue;
         };
         next_id += 1;

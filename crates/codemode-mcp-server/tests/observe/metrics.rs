@@ -107,6 +107,18 @@ async fn a_scrape_shows_the_counters_moving_after_a_cell() {
     assert_eq!(parked["status"], "waiting");
     let bad = structured(&call(&client, "wait", json!({ "runId": "cm_nope" })).await.0);
     assert_eq!(bad["status"], "failed");
+    // A journaled run that parks commits its receipt.
+    let store: std::sync::Arc<dyn codemode_journal::JournalStore> =
+        std::sync::Arc::new(codemode_journal::MemoryJournal::new());
+    let journaled = crate::journaled_server(&store);
+    let journaled_client = connect(&journaled, Watcher::default()).await;
+    let cell = "const r = await tools.add({ a: 1, b: 2 }); await yield_control(); return r";
+    let parked_journaled = structured(
+        &call(&journaled_client, "exec", json!({ "code": cell }))
+            .await
+            .0,
+    );
+    assert_eq!(parked_journaled["status"], "waiting", "{parked_journaled}");
     let after = scrape(addr).await;
 
     let grew = |name: &str, labels: &[(&str, &str)]| {
@@ -130,6 +142,7 @@ async fn a_scrape_shows_the_counters_moving_after_a_cell() {
     grew("codemode_call_duration_seconds", &[("tool", "exec")]);
     grew("codemode_nested_call_duration_seconds", &[]);
     grew("codemode_vm_builds_total", &[]);
+    grew("codemode_journal_commit_duration_seconds", &[]);
     assert!(value(&after, "codemode_runs_parked", &[]) >= 1.0);
     assert!(value(&after, "codemode_sessions_open", &[]) >= 1.0);
     assert!(value(&after, "codemode_memory_budget_bytes", &[]) > 0.0);
@@ -137,7 +150,6 @@ async fn a_scrape_shows_the_counters_moving_after_a_cell() {
         "codemode_calls_in_flight",
         "codemode_memory_budget_in_use_bytes",
         "codemode_calls_waiting_for_memory",
-        "codemode_journal_commit_duration_seconds",
         "codemode_worker_processes_started_total",
         "codemode_worker_restarts_total",
         "codemode_worker_processes",
@@ -149,6 +161,7 @@ async fn a_scrape_shows_the_counters_moving_after_a_cell() {
         );
     }
     client.cancel().await.expect("close");
+    journaled_client.cancel().await.expect("close");
     shutdown.cancel();
 }
 
