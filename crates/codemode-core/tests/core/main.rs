@@ -5,6 +5,7 @@ mod durable;
 mod embedding;
 mod exec;
 mod memory_budget;
+mod observe;
 mod scale;
 mod support;
 mod wait;
