@@ -6,6 +6,9 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
+/// `codemode serve` watched from outside: progress and `--metrics` (issue 31).
+mod serve_observe;
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }

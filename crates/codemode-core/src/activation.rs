@@ -246,6 +246,7 @@ impl CodeMode {
             inner: Arc::new(session),
             store: self.shared.store.clone(),
             durable: self.shared.durable.clone(),
+            observer: None,
         }))
     }
 }

@@ -53,6 +53,8 @@ pub(crate) struct RunHost {
     pub(crate) journal: Option<Arc<crate::durable::RunJournal>>,
     /// How the run ends early: terminated, or past `maxRunSeconds` (run_life.rs).
     pub(crate) life: Arc<crate::run_life::RunLife>,
+    /// The observer of the `exec` or `wait` driving the run now, if it has one (observe.rs).
+    pub(crate) observer: Arc<crate::observe::LegObserver>,
 }
 
 #[async_trait]
@@ -105,6 +107,19 @@ impl BridgeHost for RunHost {
         self.journal
             .clone()
             .map(|journal| journal as Arc<dyn codemode_sandbox::Tape>)
+    }
+
+    /// Output as the VM produces it, to the call's observer; none while the run is replayed
+    /// (what was delivered before is not shown again).
+    fn on_output(&self, items: &[codemode_sandbox::OutputItem]) {
+        if self
+            .journal
+            .as_ref()
+            .is_some_and(|journal| journal.is_replay())
+        {
+            return;
+        }
+        self.observer.output(items);
     }
 }
 
@@ -264,14 +279,17 @@ impl RunHost {
         );
         let updates = {
             let events = Arc::clone(&events);
+            let observer = Arc::clone(&self.observer);
             let (parent_call_id, nested_call_id, catalog_id) = event_ids.clone();
             Arc::new(move |update: Value| {
-                events.on_event(NestedCallEvent::Update {
+                let event = NestedCallEvent::Update {
                     parent_call_id: parent_call_id.clone(),
                     nested_call_id: nested_call_id.clone(),
                     catalog_id: catalog_id.clone(),
                     update,
-                })
+                };
+                observer.event(&event);
+                events.on_event(event);
             })
         };
         let call_token = self.cancellation.child_token();
@@ -283,16 +301,20 @@ impl RunHost {
         )
         .with_updates(updates);
         tracing::debug!(target: "codemode", %nested_call_id, %catalog_id, "nested call start");
-        events.on_event(NestedCallEvent::Start {
+        let start = NestedCallEvent::Start {
             parent_call_id: event_ids.0.clone(),
             nested_call_id: event_ids.1.clone(),
             catalog_id: event_ids.2.clone(),
-        });
+        };
+        self.observer.event(&start);
+        events.on_event(start);
         // Ends the call as `Cancelled` if this future is dropped (the run was dropped mid-call).
         let mut end = EndEvent {
             events: Arc::clone(&events),
+            observer: Arc::clone(&self.observer),
             ids: Some(event_ids),
             outcome: NestedCallOutcome::Cancelled,
+            started: std::time::Instant::now(),
         };
         let executor = Arc::clone(&self.session.executor);
         let call = executor.execute(&catalog_id, input, context);
@@ -328,20 +350,25 @@ impl RunHost {
 
 struct EndEvent {
     events: Arc<dyn crate::EventSink>,
+    observer: Arc<crate::observe::LegObserver>,
     ids: Option<(String, String, String)>,
     outcome: NestedCallOutcome,
+    started: std::time::Instant,
 }
 
 impl Drop for EndEvent {
     fn drop(&mut self) {
         if let Some((parent_call_id, nested_call_id, catalog_id)) = self.ids.take() {
             let outcome = std::mem::replace(&mut self.outcome, NestedCallOutcome::Cancelled);
-            self.events.on_event(NestedCallEvent::End {
+            crate::observe::nested_call_ended(&catalog_id, &outcome, self.started.elapsed());
+            let end = NestedCallEvent::End {
                 parent_call_id,
                 nested_call_id,
                 catalog_id,
                 outcome,
-            });
+            };
+            self.observer.event(&end);
+            self.events.on_event(end);
         }
     }
 }

@@ -603,12 +603,14 @@ impl RunJournal {
             self.lock().committed = upto;
             return Ok(());
         }
-        match self
+        let committing = std::time::Instant::now();
+        let appended = self
             .durable
             .store
             .append(&self.record.run_id, epoch, &batch)
-            .await
-        {
+            .await;
+        crate::observe::journal_committed(committing.elapsed());
+        match appended {
             Ok(()) => {
                 self.lock().committed = upto;
                 Ok(())

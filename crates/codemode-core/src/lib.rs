@@ -41,6 +41,7 @@ mod guest_dts;
 mod input;
 #[cfg(feature = "mcp")]
 mod mcp;
+pub mod observe;
 mod outcome;
 mod recovery;
 mod result;
@@ -72,6 +73,7 @@ pub use executor::{
 pub use input::{ExecInput, InputError, Language, MAX_PROGRAM_BYTES, WaitInput};
 #[cfg(feature = "mcp")]
 pub use mcp::WithMcp;
+pub use observe::CallObserver;
 pub use recovery::{MemoryRecoveryStore, RecoveryRecord, RecoveryStore};
 pub use result::{
     CodeModeResult, ErrorCode, OutputItem, PendingToolCall, SourceTelemetry, Telemetry, Truncation,

@@ -160,6 +160,7 @@ impl CodeModeSession {
                     live_here: true, ..
                 }) => {
                     let host = Arc::clone(&resumption.extra().host);
+                    let _observing = host.observer.install(self.observer.clone());
                     let Some(journal) = host.journal.clone() else {
                         resumption.finish();
                         return self.wait_failure(run_id, StoreError::Unavailable);
@@ -259,7 +260,9 @@ impl CodeModeSession {
             in_flight: Default::default(),
             journal: Some(Arc::clone(&journal)),
             life: Arc::clone(&life),
+            observer: Default::default(),
         });
+        let _observing = host.observer.install(self.observer.clone());
         // The host's tape is the journal: the replay reads its clock and answers from it.
         let setup = self.inner.guest.clone();
         let mut run = match Run::start(&record.program, setup, self.limits(), host.clone()) {

@@ -258,6 +258,12 @@ impl CodeMode {
         self.shared.budget.waiting()
     }
 
+    /// The host memory budget's bytes reserved now by running `exec` and `wait` calls, and its
+    /// size ([`CodeModeBuilder::max_memory`]), for a host's metrics.
+    pub fn memory_budget(&self) -> (u64, u64) {
+        self.shared.budget.in_use()
+    }
+
     /// Drops every suspended run of a session (session end), cancelling their host work, and
     /// deletes their journals.
     pub fn end_session(&self, session_id: &str) {
@@ -335,6 +341,8 @@ pub struct CodeModeSession {
     pub(crate) inner: Arc<SessionState>,
     pub(crate) store: SnapshotStore<Parked>,
     pub(crate) durable: Option<Arc<Durable>>,
+    /// The observer of this handle's `exec` and `wait` calls ([`CodeModeSession::observed`]).
+    pub(crate) observer: Option<Arc<dyn crate::CallObserver>>,
 }
 
 impl std::fmt::Debug for CodeModeSession {
@@ -377,6 +385,49 @@ impl CodeModeSession {
         tool_names: impl IntoIterator<Item = &'a str>,
     ) -> Result<(), PayloadError> {
         surface::check_payload(tool_names, &self.inner.direct_only)
+    }
+
+    /// This session, for `exec` and `wait` calls that `observer` watches while they are open:
+    /// the nested-call events and output items of the run each call drives
+    /// ([`CallObserver`](crate::CallObserver)). The same session (same runs, same scope);
+    /// only the calls made through the returned handle are observed.
+    ///
+    /// ```
+    /// # use std::sync::{Arc, Mutex};
+    /// # use codemode_core::*;
+    /// # use codemode_catalog::{ToolDescriptor, ToolOrigin};
+    /// # struct Echo;
+    /// # #[async_trait::async_trait]
+    /// # impl ToolExecutor for Echo {
+    /// #     async fn execute(&self, _id: &str, input: serde_json::Value, _cx: ToolCallContext)
+    /// #         -> Result<serde_json::Value, ToolError> { Ok(input) }
+    /// # }
+    /// struct Seen(Mutex<Vec<String>>);
+    /// impl CallObserver for Seen {
+    ///     fn on_event(&self, event: &NestedCallEvent) {
+    ///         let kind = serde_json::to_value(event).unwrap()["event"].to_string();
+    ///         self.0.lock().unwrap().push(kind);
+    ///     }
+    /// }
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let code_mode = CodeMode::builder(CodeModeConfig::enabled().build().unwrap(), Arc::new(Echo)).build();
+    /// # let echo = ToolDescriptor::new(ToolOrigin::Core, "echo", "Echo");
+    /// # let session = code_mode.activate(ActivationRequest::new(vec![echo])).unwrap().into_active().unwrap();
+    /// let seen = Arc::new(Seen(Mutex::new(Vec::new())));
+    /// let result = session
+    ///     .observed(seen.clone())
+    ///     .exec("call-1", &serde_json::json!({ "code": "return await tools.echo({})" }))
+    ///     .await;
+    /// assert_eq!(result.to_json()["status"], "completed");
+    /// assert_eq!(*seen.0.lock().unwrap(), ["\"start\"", "\"end\""]);
+    /// # });
+    /// ```
+    #[must_use]
+    pub fn observed(&self, observer: Arc<dyn crate::CallObserver>) -> CodeModeSession {
+        CodeModeSession {
+            observer: Some(observer),
+            ..self.clone()
+        }
     }
 
     /// Runs an `exec` call. `call_id` is the model's tool-call id (parent of nested calls).
@@ -479,7 +530,9 @@ impl CodeModeSession {
             in_flight: Default::default(),
             journal: journal.clone(),
             life,
+            observer: Default::default(),
         });
+        let _observing = host.observer.install(self.observer.clone());
         let setup = self.inner.guest.clone();
         let started = match &self.inner.vm_pool {
             Some(pool) => Run::start_pooled(&program, setup, pool, host.clone()),
@@ -552,9 +605,11 @@ impl CodeModeSession {
             Err(error) => return self.wait_failure(&input.run_id, error),
         };
         let host = Arc::clone(&resumption.extra().host);
+        let observing = host.observer.install(self.observer.clone());
         let step = self
             .legs(resumption.run_mut(), None, &host.life, idle_budget, &span)
             .await;
+        drop(observing);
         let restart_safe = host.restart_safe;
         let telemetry = self.telemetry(&host.counters);
         match step {

@@ -22,6 +22,9 @@ use tokio_util::sync::CancellationToken;
 /// Failure bound for anything awaited in these tests.
 const BOUND: Duration = Duration::from_secs(60);
 
+/// Progress notifications and the metrics endpoint (issue 31).
+mod observe;
+
 /// `add` answers at once; `hold` reports that it started, then waits for its cancellation and
 /// reports when it ends.
 struct Tools {

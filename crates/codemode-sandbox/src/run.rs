@@ -363,6 +363,9 @@ impl Run {
                 Ok(answer) => answer,
                 Err(error) => return self.fail(error, output),
             };
+            if !answer.output.is_empty() {
+                self.host.on_output(&answer.output);
+            }
             output.extend(answer.output);
             for (id, future) in answer.spawn {
                 let task = self.tasks.spawn(future);

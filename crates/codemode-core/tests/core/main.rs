@@ -6,6 +6,7 @@ mod embedding;
 mod exec;
 mod memory_budget;
 mod runs_end;
+mod observe;
 mod scale;
 mod support;
 mod wait;
