@@ -244,12 +244,15 @@ impl CodeModeSession {
         let counters = Arc::new(Counters::default());
         let cancellation = CancellationToken::new();
         // The life this session gave the run, if it remembers it; a run new to this process
-        // counts its life from the replay (the journal does not keep when it started).
-        let life = self
-            .inner
-            .lives
-            .get(run_id)
-            .unwrap_or_else(|| RunLife::starting_now(self.inner.config.max_run()));
+        // counts its life from the start its journal keeps (from the replay for a journal an
+        // older version wrote).
+        let life = self.inner.lives.get(run_id).unwrap_or_else(|| {
+            RunLife::started_at(
+                record.started_at_ms,
+                crate::durable::now_ms(),
+                self.inner.config.max_run(),
+            )
+        });
         let host = Arc::new(RunHost {
             session: Arc::clone(&self.inner),
             parent_call_id: record.parent_call_id.clone(),

@@ -36,6 +36,28 @@ impl RunLife {
         })
     }
 
+    /// The life of a run that started at `started_at_ms` (Unix milliseconds, from its journal:
+    /// untrusted), seen at `now_ms`. What is left is `max_run` less the time since then, never
+    /// more than `max_run` from now: a start in the future (another host's clock, a damaged
+    /// row) or none at all counts as now.
+    pub(crate) fn started_at(
+        started_at_ms: Option<i64>,
+        now_ms: i64,
+        max_run: Duration,
+    ) -> Arc<Self> {
+        let elapsed = started_at_ms
+            .and_then(|started| now_ms.checked_sub(started))
+            .and_then(|elapsed| u64::try_from(elapsed).ok())
+            .map_or(Duration::ZERO, Duration::from_millis);
+        let now = Instant::now();
+        let left = max_run.saturating_sub(elapsed);
+        Arc::new(Self {
+            ends_at: now.checked_add(left).unwrap_or(now),
+            max_run_seconds: max_run.as_secs(),
+            terminated: CancellationToken::new(),
+        })
+    }
+
     /// Ends the run on request.
     pub(crate) fn terminate(&self) {
         self.terminated.cancel();
@@ -128,5 +150,46 @@ impl RunLives {
         self.get(run_id)
             .filter(|life| life.is_past())
             .map(|life| life.exceeded())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINUTE: Duration = Duration::from_secs(60);
+    const NOW_MS: i64 = 1_764_000_000_000;
+
+    #[test]
+    fn a_life_counts_from_the_start_its_journal_keeps() {
+        // Started 61 s ago with a minute to live: over.
+        let over = RunLife::started_at(Some(NOW_MS - 61_000), NOW_MS, MINUTE);
+        assert!(over.is_past());
+        assert!(matches!(
+            over.ended(),
+            Some(RunError::LifetimeExceeded { seconds: 60 })
+        ));
+        // Started 30 s ago: about half is left, never more.
+        let half = RunLife::started_at(Some(NOW_MS - 30_000), NOW_MS, MINUTE);
+        assert!(!half.is_past());
+        assert!(half.remaining() <= Duration::from_secs(30));
+    }
+
+    #[test]
+    fn a_start_in_the_future_or_none_counts_as_now() {
+        for started in [
+            None,
+            Some(NOW_MS + 3_600_000),
+            Some(i64::MAX),
+            Some(i64::MIN),
+        ] {
+            let life = RunLife::started_at(started, NOW_MS, MINUTE);
+            assert!(life.remaining() <= MINUTE, "{started:?}");
+            if started != Some(i64::MIN) {
+                assert!(!life.is_past(), "{started:?}");
+            }
+        }
+        // i64::MIN: the subtraction overflows and counts as now too.
+        assert!(!RunLife::started_at(Some(i64::MIN), NOW_MS, MINUTE).is_past());
     }
 }

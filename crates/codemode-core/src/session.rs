@@ -517,6 +517,7 @@ impl CodeModeSession {
                     ttl_ms,
                     expires_at_ms: crate::durable::now_ms()
                         .saturating_add(i64::try_from(ttl_ms).unwrap_or(i64::MAX)),
+                    started_at_ms: Some(crate::durable::now_ms()),
                 },
             )
         });
