@@ -327,6 +327,8 @@ pub(crate) struct Parked {
     pub(crate) host: Arc<RunHost>,
     /// Cancels the run's host work when the parked run is dropped (expiry, cancel, session end).
     pub(crate) _cancel_on_drop: DropGuard,
+    /// The `traceparent` of the run's first leg, which its later legs continue (trace.rs).
+    pub(crate) trace: Option<String>,
 }
 
 /// Code mode active for one agent run: the model-visible tools and `exec` / `wait`.
@@ -400,6 +402,7 @@ impl CodeModeSession {
         nested_prefix: String,
     ) -> CodeModeResult {
         let span = tracing::debug_span!(target: "codemode", "exec", call_id, language = input.language.as_str());
+        let trace = crate::trace::traceparent(&span);
         // One deadline for the whole call: the TypeScript transform, building and compiling the
         // VM, and running the program.
         let deadline = Instant::now() + self.inner.config.timeout();
@@ -464,6 +467,7 @@ impl CodeModeSession {
                     ttl_ms,
                     expires_at_ms: crate::durable::now_ms()
                         .saturating_add(i64::try_from(ttl_ms).unwrap_or(i64::MAX)),
+                    trace_context: trace.clone(),
                 },
             )
         });
@@ -490,6 +494,7 @@ impl CodeModeSession {
         let parked = Parked {
             host,
             _cancel_on_drop: cancellation.drop_guard(),
+            trace,
         };
         self.drive_new(run, parked, deadline).instrument(span).await
     }
@@ -548,6 +553,7 @@ impl CodeModeSession {
                 return outcome::wait_failed(error, expired, self.inner.telemetry.clone());
             }
         };
+        crate::trace::continue_run(&span, resumption.extra().trace.as_deref());
         let step = self
             .legs(resumption.run_mut(), None, idle_budget, &span)
             .await;

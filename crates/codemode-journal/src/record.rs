@@ -35,6 +35,10 @@ pub struct RunRecord {
     pub ttl_ms: u64,
     /// When the journal expires (Unix milliseconds); an expired journal is deleted.
     pub expires_at_ms: i64,
+    /// The W3C `traceparent` of the run's first leg, when it was traced (OpenTelemetry), so
+    /// that its later legs continue the trace. Opaque here; whoever reads it must treat it as
+    /// untrusted (a malformed one starts a new trace).
+    pub trace_context: Option<String>,
 }
 
 impl fmt::Debug for RunRecord {
@@ -46,6 +50,7 @@ impl fmt::Debug for RunRecord {
             .field("program_bytes", &self.program.len())
             .field("restart_safe", &self.restart_safe)
             .field("expires_at_ms", &self.expires_at_ms)
+            .field("trace_context", &self.trace_context)
             .finish_non_exhaustive()
     }
 }

@@ -5,6 +5,8 @@ mod durable;
 mod embedding;
 mod exec;
 mod memory_budget;
+#[cfg(feature = "otel")]
+mod otel;
 mod scale;
 mod support;
 mod wait;
