@@ -6,6 +6,10 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
+// A module of this one test binary (tests/cli/ has no main.rs, so it is no binary of its own).
+#[path = "cli/otel.rs"]
+mod otel;
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
