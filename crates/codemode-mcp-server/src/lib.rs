@@ -7,7 +7,10 @@
 //! session cannot be resumed from another. When a session ends (the stdio client exits, the
 //! HTTP session is deleted or idles out), its suspended runs are dropped and their host work is
 //! cancelled. `exec` and `wait` results go back as tool results: the result JSON (`CodeModeResult::to_json`) as
-//! `structuredContent` and as text, `isError: true` for a failed run.
+//! `structuredContent` and as text, `isError: true` for a failed run. Each `tools/call` runs in
+//! a `mcp_call_tool` span that continues the client's W3C trace context
+//! (`_meta.traceparent`), exported when the host built codemode-core with `otel` and installed
+//! an exporter; this crate knows no OpenTelemetry itself.
 //!
 //! This crate is the only one that knows rmcp's SERVER side (the client side stays in
 //! `codemode-mcp`), and the only one that knows axum; no rmcp or axum type appears in its API.
