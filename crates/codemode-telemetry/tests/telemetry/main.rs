@@ -2,8 +2,6 @@
 //! with their tree and attributes, trace contexts from outside are continued or ignored, and a
 //! collector that does not answer never holds up the code that makes spans.
 
-use std::time::Duration;
-
 use codemode_telemetry::receiver::OtlpReceiver;
 use codemode_telemetry::{Otlp, OtlpConfig};
 use tracing_subscriber::layer::SubscriberExt;
