@@ -1,11 +1,9 @@
 //! OpenTelemetry (feature `otel`): a real OTLP receiver in this process gets the span tree of a
-//! run whose cell makes two nested calls and goes on in a `wait` on another host, all in the
-//! trace of the client that asked for it; a malformed trace context, from a client or a
+//! run whose cell makes two nested calls, yields, and goes on in a `wait` that replays it on
+//! another host, all in the trace of the client that asked for it; a malformed trace context, from a client or a
 //! journal, starts a new trace instead.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use codemode_catalog::ToolOrigin;
@@ -50,10 +48,8 @@ async fn flushed_trace(trace_id: &str) -> Vec<ReceivedSpan> {
     telemetry().0.trace(trace_id)
 }
 
-/// `read` answers at once; `gate` only once the first host is gone.
-struct Tools {
-    released: AtomicBool,
-}
+/// Two tools that answer at once.
+struct Tools;
 
 #[async_trait]
 impl ToolExecutor for Tools {
@@ -61,37 +57,24 @@ impl ToolExecutor for Tools {
         &self,
         id: &str,
         _input: Value,
-        cx: ToolCallContext,
+        _cx: ToolCallContext,
     ) -> Result<Value, ToolError> {
         match id {
             "openclaw:core:read" => Ok(json!({ "read": true })),
-            "openclaw:core:gate" if self.released.load(Ordering::SeqCst) => {
-                Ok(json!({ "open": true }))
-            }
-            "openclaw:core:gate" => {
-                cx.cancellation.cancelled().await;
-                Err(ToolError::new("cancelled"))
-            }
+            "openclaw:core:lookup" => Ok(json!({ "found": true })),
             other => Err(ToolError::new(format!("no such tool {other}"))),
         }
     }
 }
 
-fn host(
-    store: &Arc<dyn JournalStore>,
-    tools: &Arc<Tools>,
-    timeout: Duration,
-) -> (CodeMode, CodeModeSession) {
-    let config = CodeModeConfig::enabled()
-        .timeout(timeout)
-        .build()
-        .expect("a config");
-    let code_mode = CodeMode::builder(config, Arc::clone(tools) as Arc<dyn ToolExecutor>)
+fn host(store: &Arc<dyn JournalStore>) -> (CodeMode, CodeModeSession) {
+    let config = CodeModeConfig::enabled().build().expect("a config");
+    let code_mode = CodeMode::builder(config, Arc::new(Tools))
         .journal(Arc::clone(store))
         .build();
     let request = ActivationRequest::new(vec![
         tool(ToolOrigin::Core, "read", true),
-        tool(ToolOrigin::Core, "gate", true),
+        tool(ToolOrigin::Core, "lookup", true),
     ])
     .with_agent_run(run_context("otel"));
     let Ok(Activation::Active(session)) = code_mode.activate(request) else {
@@ -150,14 +133,11 @@ fn call<'a>(
 async fn a_run_across_two_hosts_is_one_trace_continuing_the_clients() {
     telemetry();
     let store = codemode_journal::open("memory").await.expect("a store");
-    let tools = Arc::new(Tools {
-        released: AtomicBool::new(false),
-    });
-    // The first leg ends at its deadline with `gate` pending: `gate` cannot answer before the
-    // first host is gone, whatever the machine's speed.
-    let (first, session) = host(&store, &tools, Duration::from_secs(1));
-    let code =
-        "const a = await tools.read({ n: 1 }); const b = await tools.gate({}); return [a, b];";
+    // The first leg ends in a yield once both calls have answered, so every span of it has
+    // ended when `exec` returns (a call cut short would end whenever its task is dropped).
+    let (first, session) = host(&store);
+    let code = "const a = await tools.read({ n: 1 }); const b = await tools.lookup({}); \
+                await yield_control(); return [a, b];";
     let waiting = session
         .exec("call_1", &json!({ "code": code }))
         .instrument(request_span(CLIENT))
@@ -167,24 +147,23 @@ async fn a_run_across_two_hosts_is_one_trace_continuing_the_clients() {
     let run_id = waiting["runId"].as_str().expect("a run id").to_owned();
     first.shutdown();
     drop((first, session));
-    tools.released.store(true, Ordering::SeqCst);
 
     // Another host, on the same journal store, replays the run.
-    let (_second, session) = host(&store, &tools, Duration::from_secs(10));
+    let (_second, session) = host(&store);
     let done = session
         .wait(&json!({ "runId": run_id }))
         .instrument(request_span(LATER_CLIENT))
         .await
         .to_json();
     assert_eq!(done["status"], "completed", "{done:#}");
+    assert_eq!(done["value"], json!([{ "read": true }, { "found": true }]));
 
     let spans = flushed_trace(CLIENT_TRACE).await;
     let request = named(&spans, "mcp_request")
         .into_iter()
         .find(|span| span.parent_span_id == "00f067aa0ba902b7")
         .expect("the request span, a child of the client's");
-    // The first leg: its VM, its two calls (the second cut short by the first host's end),
-    // and the journal commits of its park.
+    // The first leg: its VM, its two calls and the journal commit of its park.
     let exec = one(&spans, "exec", request);
     assert_eq!(exec.attribute("call_id"), Some("call_1"));
     one(&spans, "vm_build", exec);
@@ -200,7 +179,9 @@ async fn a_run_across_two_hosts_is_one_trace_continuing_the_clients() {
         Some(r#"{"read":true}"#.len().to_string().as_str())
     );
     assert_eq!(read.attribute("nested_call_id"), Some("call_1/1"));
-    call(&spans, "openclaw:core:gate", exec);
+    let lookup = call(&spans, "openclaw:core:lookup", exec);
+    assert_eq!(lookup.attribute("status"), Some("ok"));
+    assert_eq!(lookup.attribute("nested_call_id"), Some("call_1/2"));
     let commits = named(&spans, "journal_commit");
     assert!(
         commits.iter().any(
@@ -214,24 +195,22 @@ async fn a_run_across_two_hosts_is_one_trace_continuing_the_clients() {
     assert_eq!(wait.linked_trace_ids, ["11111111111111111111111111111111"]);
     let replay = one(&spans, "replay", wait);
     one(&spans, "vm_build", replay);
-    let replayed = call(&spans, "openclaw:core:read", replay);
-    assert_eq!(replayed.attribute("status"), Some("replayed"));
-    let gate = call(&spans, "openclaw:core:gate", replay);
-    assert_eq!(gate.attribute("status"), Some("ok"));
-    assert_eq!(
-        gate.attribute("bytes_out"),
-        Some(r#"{"open":true}"#.len().to_string().as_str())
-    );
+    // The replay answers both calls from the journal and goes on past the yield.
+    for catalog_id in ["openclaw:core:read", "openclaw:core:lookup"] {
+        let replayed = call(&spans, catalog_id, replay);
+        assert_eq!(
+            replayed.attribute("status"),
+            Some("replayed"),
+            "{replayed:#?}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_trace_contexts_from_a_client_or_a_journal_start_a_new_trace() {
     telemetry();
     let store = codemode_journal::open("memory").await.expect("a store");
-    let tools = Arc::new(Tools {
-        released: AtomicBool::new(true),
-    });
-    let (_host, session) = host(&store, &tools, Duration::from_secs(10));
+    let (_host, session) = host(&store);
     // A client's garbage is ignored: the run still completes, in a trace of its own.
     let marker = "00-zz-not-a-trace-ctx";
     let done = session
