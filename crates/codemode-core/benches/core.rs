@@ -85,8 +85,8 @@ const OTEL_CHILD: &str = "CODEMODE_BENCH_OTEL_CHILD";
 const OTEL_CELLS: [&str; 2] = ["return 1", "return (await tools.tool_0({ x: 1 })).x"];
 
 /// Times warm execs (a VM built ahead of time, its refill finished before each, as in
-/// `exec_return_1_with_prebuilt_vms`) of [`OTEL_CELLS`] and prints the median nanoseconds of
-/// each, or nothing for `on` in a build without the `otel` feature.
+/// `exec_return_1_with_prebuilt_vms`) of [`OTEL_CELLS`] and prints the lower quartile and the
+/// median nanoseconds of each, or nothing for `on` in a build without the `otel` feature.
 fn otel_child(on: bool) {
     #[cfg(feature = "otel")]
     let _otlp = on.then(|| {
@@ -121,27 +121,52 @@ fn otel_child(on: bool) {
         .iter()
         .map(|code| {
             let input = json!({ "code": code });
+            let mut cpu = 0;
             let mut samples: Vec<u128> = (0..1_050)
-                .map(|_| {
+                .map(|n| {
                     rt.block_on(code_mode.fill_vm_pool());
+                    let cpu_before = process_cpu_ns();
                     let start = std::time::Instant::now();
                     let result = rt.block_on(session.exec("bench", &input));
                     let elapsed = start.elapsed().as_nanos();
+                    if n >= 50 {
+                        cpu += process_cpu_ns().saturating_sub(cpu_before);
+                    }
                     assert_eq!(result.status(), "completed", "{}", result.to_json());
                     elapsed
                 })
                 .skip(50)
                 .collect();
             samples.sort_unstable();
-            samples[samples.len() / 2].to_string()
+            format!(
+                "{} {} {}",
+                samples[samples.len() / 4],
+                samples[samples.len() / 2],
+                cpu / samples.len() as u64
+            )
         })
         .collect();
     println!("{}", medians.join(" "));
 }
 
+/// CPU time of every thread of this process so far, in nanoseconds (Linux: the first field of
+/// each thread's `schedstat`; 0 elsewhere). Time spent waiting for a core is not in it, so it
+/// shows the work an exec adds even on a machine shared with other builds.
+fn process_cpu_ns() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
 /// Warm execs with OpenTelemetry off (compiled in with the `otel` feature, no subscriber) and
-/// on (exporting to a receiver on loopback): alternating child processes, three of each, the
-/// median of their medians (printed, not timed by divan: the subscriber is process-wide).
+/// on (exporting to a receiver on loopback): alternating child processes, five of each, the
+/// median over them of each one's lower quartile and median (printed, not timed by divan: the
+/// subscriber is process-wide; the quartile is the steadier figure on a shared machine).
 fn report_warm_exec_with_otel() {
     let Ok(exe) = std::env::current_exe() else {
         return;
@@ -156,30 +181,40 @@ fn report_warm_exec_with_otel() {
             .split_whitespace()
             .filter_map(|n| n.parse::<f64>().ok())
             .collect();
-        (medians.len() == OTEL_CELLS.len()).then_some(medians)
+        (medians.len() == 3 * OTEL_CELLS.len()).then_some(medians)
     };
     let mut off = Vec::new();
     let mut on = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..5 {
         off.extend(child("off"));
         on.extend(child("on"));
     }
-    let median = |runs: &mut Vec<Vec<f64>>, cell: usize| -> Option<f64> {
-        let mut values: Vec<f64> = runs.iter().map(|run| run[cell]).collect();
+    // The median over the children of one figure (`at`: the cell's quartile or median).
+    let median = |runs: &[Vec<f64>], at: usize| -> Option<f64> {
+        let mut values: Vec<f64> = runs.iter().map(|run| run[at]).collect();
         values.sort_by(f64::total_cmp);
         values.get(values.len() / 2).map(|ns| ns / 1e3)
     };
     for (cell, code) in OTEL_CELLS.iter().enumerate() {
-        let Some(off_us) = median(&mut off, cell) else {
+        let figures = |runs: &[Vec<f64>]| -> Option<[f64; 3]> {
+            Some([
+                median(runs, 3 * cell)?,
+                median(runs, 3 * cell + 1)?,
+                median(runs, 3 * cell + 2)?,
+            ])
+        };
+        let Some([off_q1, off_p50, off_cpu]) = figures(&off) else {
             return;
         };
-        match median(&mut on, cell) {
-            Some(on_us) => println!(
-                "row: core: warm exec({code:?}), OpenTelemetry off: median {off_us:.1} µs; on: {on_us:.1} µs ({:+.1} µs)",
-                on_us - off_us
+        match figures(&on) {
+            Some([on_q1, on_p50, on_cpu]) => println!(
+                "row: core: warm exec({code:?}), OpenTelemetry off: q1 {off_q1:.1} µs, median {off_p50:.1} µs, CPU {off_cpu:.1} µs; on: q1 {on_q1:.1} µs ({:+.1}), median {on_p50:.1} µs ({:+.1}), CPU {on_cpu:.1} µs ({:+.1})",
+                on_q1 - off_q1,
+                on_p50 - off_p50,
+                on_cpu - off_cpu
             ),
             None => println!(
-                "row: core: warm exec({code:?}), OpenTelemetry not compiled in: median {off_us:.1} µs"
+                "row: core: warm exec({code:?}), OpenTelemetry not compiled in: q1 {off_q1:.1} µs, median {off_p50:.1} µs, CPU {off_cpu:.1} µs"
             ),
         }
     }

@@ -7,9 +7,10 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{Protocol, WithExportConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
+use tracing::Level;
 use tracing::Subscriber;
 use tracing_subscriber::Layer;
-use tracing_subscriber::filter::Targets;
+use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::registry::LookupSpan;
 
 /// The path of the traces signal of OTLP over HTTP, appended to an endpoint given without it.
@@ -139,8 +140,11 @@ impl Otlp {
         Ok(Self { provider })
     }
 
-    /// The `tracing` layer exporting the spans of the `codemode` target (debug and above) through
-    /// this exporter; other targets are left to the subscriber's other layers.
+    /// The `tracing` layer exporting the spans of the `codemode` targets (debug and above, every
+    /// target starting with `codemode`) through this exporter, with their warnings and errors as
+    /// span events; other targets and the debug events (log lines, not structure) are left to
+    /// the subscriber's other layers. Spans carry their own fields only: no source location, no
+    /// thread, no busy/idle time, which would cost every span for little.
     pub fn layer<S>(&self) -> impl Layer<S> + use<S>
     where
         S: Subscriber + for<'span> LookupSpan<'span>,
@@ -148,7 +152,14 @@ impl Otlp {
         let tracer = self.provider.tracer("codemode");
         tracing_opentelemetry::layer()
             .with_tracer(tracer)
-            .with_filter(Targets::new().with_target("codemode", tracing::Level::DEBUG))
+            .with_location(false)
+            .with_threads(false)
+            .with_tracked_inactivity(false)
+            .with_filter(filter_fn(|metadata| {
+                metadata.target().starts_with("codemode")
+                    && (metadata.is_span() && *metadata.level() <= Level::DEBUG
+                        || *metadata.level() <= Level::WARN)
+            }))
     }
 
     /// Sends every finished span now and waits for the collector's answer (bounded by
