@@ -13,7 +13,7 @@
 //! ([`OtlpConfig::max_queued_spans`]) that the SDK's own thread drains; when the collector is
 //! slow or unreachable the queue fills and further spans are dropped, never waited for.
 //!
-//! Feature flags: `test-receiver` ([`receiver`], off by default): an OTLP/HTTP receiver on
+//! Feature flags: `test-receiver` (the `receiver` module, off by default): an OTLP/HTTP receiver on
 //! loopback for tests, decoding what it gets with `opentelemetry-proto`.
 #![forbid(unsafe_code)]
 
