@@ -136,6 +136,11 @@ fn a_collector_that_hangs_holds_up_no_span_and_the_queue_stays_bounded() {
 fn endpoints_are_checked_and_completed() {
     assert!(Otlp::new(&OtlpConfig::new("localhost:4318")).is_err());
     assert!(Otlp::new(&OtlpConfig::new("ftp://collector")).is_err());
+    let https = Otlp::new(&OtlpConfig::new("https://collector:4318")).expect_err("no TLS");
+    assert!(
+        https.to_string().contains("https is not supported"),
+        "{https}"
+    );
     assert_eq!(
         OtlpConfig::new("http://collector:4318/").traces_url(),
         "http://collector:4318/v1/traces"
