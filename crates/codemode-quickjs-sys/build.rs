@@ -149,6 +149,18 @@ fn main() {
     #[cfg(feature = "disable-assertions")]
     defines.push(("NDEBUG".into(), None));
 
+    // codemode-rs: `CODEMODE_QUICKJS_PLAIN_PATCHES=5` builds the upstream behaviour of that
+    // speed patch (PATCHES.md), for `cargo xtask bench patches` only.
+    println!("cargo:rerun-if-env-changed=CODEMODE_QUICKJS_PLAIN_PATCHES");
+    if let Ok(plain) = env::var("CODEMODE_QUICKJS_PLAIN_PATCHES") {
+        for patch in plain.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            if patch != "5" {
+                panic!("CODEMODE_QUICKJS_PLAIN_PATCHES: {patch} is not a speed patch (5)");
+            }
+            defines.push((format!("CODEMODE_PLAIN_PATCH_{patch}"), None));
+        }
+    }
+
     let target_os = env::var("CARGO_CFG_TARGET_OS").unwrap();
     let target_env = env::var("CARGO_CFG_TARGET_ENV").unwrap();
 

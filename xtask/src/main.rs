@@ -19,7 +19,9 @@
 //!   `codemode serve` steps with the official TypeScript SDK client over stdio and HTTP.
 //! - `cargo xtask bench [PACKAGE] [-- FILTER...]`: every divan benchmark (or one package's,
 //!   with divan's name filters), collated into one table; the journal rows run against a
-//!   throwaway Postgres as above too, when one can be started.
+//!   throwaway Postgres as above too, when one can be started. The full run ends with
+//!   `cargo xtask bench patches`: each speed patch of the engine against its upstream
+//!   behaviour, in one sitting (`patches.rs`).
 //! - `cargo xtask test262 [--full] [--extended] [FILTER...]`: the pinned test262 subset on
 //!   codemode-sandbox and on upstream rquickjs, with the same wrapper; fails on a regression
 //!   `tests/test262/deviations.txt` does not list (`test262.rs`).
@@ -38,6 +40,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
+mod patches;
 mod postgres;
 mod test262;
 
@@ -604,12 +607,14 @@ fn serve_steps(root: &Path) -> Result<()> {
 struct Row {
     package: &'static str,
     name: String,
+    fastest: String,
     median: String,
     mean: String,
 }
 
 /// `cargo xtask bench [PACKAGE] [-- FILTER...]`: every benchmark, or one package's with divan's
-/// name filters (then without the host-memory rows).
+/// name filters (then without the host-memory rows and the engine patches' rows);
+/// `cargo xtask bench patches`: only what each speed patch of the engine gains.
 fn bench(root: &Path, args: &[String]) -> Result<()> {
     let split = args.iter().position(|arg| arg == "--");
     let (named, filters) = match split {
@@ -617,6 +622,9 @@ fn bench(root: &Path, args: &[String]) -> Result<()> {
         None => (args, &[][..]),
     };
     let only = named.first();
+    if only.is_some_and(|only| only == "patches") {
+        return patches::bench_patches(root);
+    }
     // The journal benchmarks measure Postgres on loopback too when there is one.
     let (postgres_url, _postgres) = test_postgres(root, false)?;
     let mut rows = Vec::new();
@@ -682,7 +690,8 @@ fn bench(root: &Path, args: &[String]) -> Result<()> {
             );
         }
     }
-    print_bench_table(rows, printed)
+    print_bench_table(rows, printed)?;
+    patches::bench_patches(root)
 }
 
 fn print_bench_table(rows: Vec<Row>, printed: Vec<String>) -> Result<()> {
@@ -754,6 +763,7 @@ fn parse_divan(package: &'static str, stdout: &str) -> Vec<Row> {
         rows.push(Row {
             package,
             name: full,
+            fastest: fastest.to_owned(),
             median: columns
                 .get(2)
                 .map(|c| c.trim().to_owned())

@@ -217,6 +217,9 @@ async fn sleep(input: &Value, context: &ToolCallContext) -> Result<Value, ToolEr
     if ms > MAX_SLEEP_MS {
         return Err(ToolError::new(format!("ms must be at most {MAX_SLEEP_MS}")));
     }
+    // Progress for the host's event sink (and, under `codemode serve`, the MCP client's
+    // progress notifications): what the call is about to do.
+    let _ = context.update(json!({ "sleepingMs": ms }));
     tokio::select! {
         () = tokio::time::sleep(Duration::from_millis(ms)) => Ok(json!({ "slept": ms })),
         () = context.cancellation.cancelled() => Err(ToolError::new("sleep cancelled")),

@@ -8,6 +8,7 @@
 //! codemode decls [--config FILE] [PATH]
 //! codemode serve [--config FILE] [--demo] [--isolation thread|process] [--http ADDR] [--auth-token-env NAME] [--max-sessions N]
 //!                [--state memory|sqlite:PATH|postgres://...] [--session-key KEY] [--prebuilt-vms N] [--max-memory BYTES]
+//!                [--metrics ADDR [--metrics-public]]
 //! ```
 //! `run` answers every `waiting` result with an automatic `wait` call, at most `--max-waits`
 //! times (default [`DEFAULT_MAX_WAITS`]), so a cell that yields forever cannot keep the command
@@ -178,6 +179,13 @@ struct ServeArgs {
     /// machine's memory.
     #[arg(long, value_name = "BYTES")]
     max_memory: Option<u64>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464). Off by default;
+    /// loopback only unless --metrics-public. No token: see docs/security.md.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<SocketAddr>,
+    /// Let --metrics bind a non-loopback address: whoever reaches the port reads the counts.
+    #[arg(long, requires = "metrics")]
+    metrics_public: bool,
     /// Export the spans of every `exec`, `wait`, nested call, VM build, journal commit and
     /// replay to this OpenTelemetry collector, as OTLP over HTTP/protobuf
     /// (`http://HOST:4318`; `/v1/traces` is appended unless given). A client's
@@ -356,6 +364,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<u8> {
     if let Some(key) = args.session_key {
         server = server.session_key(key);
     }
+    let metrics_stop = CancellationToken::new();
+    let metrics = match args.metrics {
+        Some(addr) => {
+            Some(serve_metrics(&server, addr, args.metrics_public, metrics_stop.clone()).await?)
+        }
+        None => None,
+    };
     let result = match args.http {
         None => server.serve_stdio().await.map_err(anyhow::Error::from),
         Some(addr) => {
@@ -388,9 +403,46 @@ async fn serve(args: ServeArgs) -> anyhow::Result<u8> {
                 .map_err(anyhow::Error::from)
         }
     };
+    metrics_stop.cancel();
+    if let Some(metrics) = metrics {
+        let _ = metrics.await;
+    }
     drop(server);
     host.shutdown().await;
     result.map(|()| 0)
+}
+
+/// Starts the metrics endpoint (`--metrics`) and returns once it is bound (saying where on
+/// stderr), or with why it could not be.
+async fn serve_metrics(
+    server: &CodeModeServer,
+    addr: SocketAddr,
+    public: bool,
+    stop: CancellationToken,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
+    let options = codemode_mcp_server::MetricsOptions::default().allow_non_loopback(public);
+    let server = server.clone();
+    let task = tokio::spawn(async move {
+        let served = server
+            .serve_metrics(addr, options, stop, move |bound| {
+                let _ = bound_tx.send(bound);
+            })
+            .await;
+        if let Err(error) = served {
+            eprintln!("codemode: --metrics: {error}");
+        }
+    });
+    match bound_rx.await {
+        Ok(bound) => {
+            eprintln!("codemode: serving metrics at http://{bound}/metrics");
+            Ok(task)
+        }
+        Err(_) => {
+            let _ = task.await;
+            bail!("--metrics {addr}: the metrics endpoint could not start (see above)")
+        }
+    }
 }
 
 /// Cancels `shutdown` on Ctrl-C (SIGINT). The handler is in place when this returns, so an

@@ -6,9 +6,10 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-// A module of this one test binary (tests/cli/ has no main.rs, so it is no binary of its own).
-#[path = "cli/otel.rs"]
+/// `codemode serve --otlp-endpoint`: spans exported to a receiver in this test (issue 31).
 mod otel;
+/// `codemode serve` watched from outside: progress and `--metrics` (issue 31).
+mod serve_observe;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

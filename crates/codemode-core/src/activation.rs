@@ -178,7 +178,7 @@ impl CodeMode {
             mcp_servers: &server_names,
             namespace_prompt: namespace_prompt.as_deref(),
         });
-        let mut model_tools = vec![surface::exec_tool(description), surface::wait_tool()];
+        let mut model_tools = vec![surface::exec_tool(description), surface::wait_tool(config)];
         let direct_only: Vec<String> = catalog
             .direct_only()
             .iter()
@@ -240,11 +240,13 @@ impl CodeMode {
             )),
             cancelled,
             park_deadlines: Default::default(),
+            lives: Default::default(),
         };
         Ok(Activation::Active(CodeModeSession {
             inner: Arc::new(session),
             store: self.shared.store.clone(),
             durable: self.shared.durable.clone(),
+            observer: None,
         }))
     }
 }

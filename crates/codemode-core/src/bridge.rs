@@ -23,6 +23,21 @@ use crate::state::{Counters, MCP_CALL, MCP_CAPABILITY, NAMESPACE_CALL, SessionSt
 /// calls, so that recovery can run it again without repeating a side effect.
 pub const RESTART_SAFE_TOOLS: &str = "restart-safe code mode cannot call side-effecting tools.";
 
+/// The guest's error for a nested call that did not settle within `toolCallTimeoutMs`: it names
+/// the tool and the limit.
+///
+/// ```
+/// assert_eq!(
+///     codemode_core::messages::tool_call_timed_out("openclaw:core:slow", 1000),
+///     "tool openclaw:core:slow did not answer within toolCallTimeoutMs (1000 ms); the call was cancelled.",
+/// );
+/// ```
+pub fn tool_call_timed_out(catalog_id: &str, limit_ms: u64) -> String {
+    format!(
+        "tool {catalog_id} did not answer within toolCallTimeoutMs ({limit_ms} ms); the call was cancelled."
+    )
+}
+
 /// The bridge host of one code-mode run.
 pub(crate) struct RunHost {
     pub(crate) session: Arc<SessionState>,
@@ -37,6 +52,10 @@ pub(crate) struct RunHost {
     pub(crate) in_flight: Mutex<HashMap<u64, (String, String, std::time::Instant)>>,
     /// The run's journal, when the host keeps durable runs (durable.rs).
     pub(crate) journal: Option<Arc<crate::durable::RunJournal>>,
+    /// How the run ends early: terminated, or past `maxRunSeconds` (run_life.rs).
+    pub(crate) life: Arc<crate::run_life::RunLife>,
+    /// The observer of the `exec` or `wait` driving the run now, if it has one (observe.rs).
+    pub(crate) observer: Arc<crate::observe::LegObserver>,
 }
 
 #[async_trait]
@@ -68,7 +87,7 @@ impl BridgeHost for RunHost {
             request_id,
             Some((nested_call_id.clone(), catalog_id.clone())),
         );
-        let result = self
+        let (result, timed_out) = self
             .execute(nested_call_id, catalog_id, input)
             .instrument(span.clone())
             .await;
@@ -77,7 +96,12 @@ impl BridgeHost for RunHost {
             (journaled, receipt_id)
         {
             let _entered = span.enter();
-            journal.after_call(key, catalog_id, hash, side_effecting, &result);
+            if timed_out {
+                // As after a crash: nobody knows whether it took effect.
+                journal.after_timeout(key, catalog_id, hash, side_effecting, &result);
+            } else {
+                journal.after_call(key, catalog_id, hash, side_effecting, &result);
+            }
         }
         crate::trace::call_ended(&span, false, result)
     }
@@ -91,6 +115,19 @@ impl BridgeHost for RunHost {
         self.journal
             .clone()
             .map(|journal| journal as Arc<dyn codemode_sandbox::Tape>)
+    }
+
+    /// Output as the VM produces it, to the call's observer; none while the run is replayed
+    /// (what was delivered before is not shown again).
+    fn on_output(&self, items: &[codemode_sandbox::OutputItem]) {
+        if self
+            .journal
+            .as_ref()
+            .is_some_and(|journal| journal.is_replay())
+        {
+            return;
+        }
+        self.observer.output(items);
     }
 }
 
@@ -233,13 +270,15 @@ impl RunHost {
             .collect()
     }
 
-    /// Runs one nested call through the executor, reporting start/update/end events.
+    /// Runs one nested call through the executor, reporting start/update/end events. A call not
+    /// settled within `toolCallTimeoutMs` is cancelled (its token fires and its future is
+    /// dropped) and rejects with [`tool_call_timed_out`]; the flag says it timed out.
     async fn execute(
         &self,
         nested_call_id: String,
         catalog_id: String,
         input: Value,
-    ) -> Result<Value, String> {
+    ) -> (Result<Value, String>, bool) {
         let events = Arc::clone(&self.session.events);
         let event_ids = (
             self.parent_call_id.clone(),
@@ -248,71 +287,96 @@ impl RunHost {
         );
         let updates = {
             let events = Arc::clone(&events);
+            let observer = Arc::clone(&self.observer);
             let (parent_call_id, nested_call_id, catalog_id) = event_ids.clone();
             Arc::new(move |update: Value| {
-                events.on_event(NestedCallEvent::Update {
+                let event = NestedCallEvent::Update {
                     parent_call_id: parent_call_id.clone(),
                     nested_call_id: nested_call_id.clone(),
                     catalog_id: catalog_id.clone(),
                     update,
-                })
+                };
+                observer.event(&event);
+                events.on_event(event);
             })
         };
+        let call_token = self.cancellation.child_token();
         let context = ToolCallContext::new(
             self.session.agent_run.clone(),
             self.parent_call_id.clone(),
             nested_call_id.clone(),
-            self.cancellation.child_token(),
+            call_token.clone(),
         )
         .with_updates(updates);
         tracing::debug!(target: "codemode", %nested_call_id, %catalog_id, "nested call start");
-        events.on_event(NestedCallEvent::Start {
+        let start = NestedCallEvent::Start {
             parent_call_id: event_ids.0.clone(),
             nested_call_id: event_ids.1.clone(),
             catalog_id: event_ids.2.clone(),
-        });
+        };
+        self.observer.event(&start);
+        events.on_event(start);
         // Ends the call as `Cancelled` if this future is dropped (the run was dropped mid-call).
         let mut end = EndEvent {
             events: Arc::clone(&events),
+            observer: Arc::clone(&self.observer),
             ids: Some(event_ids),
             outcome: NestedCallOutcome::Cancelled,
+            started: std::time::Instant::now(),
         };
         let executor = Arc::clone(&self.session.executor);
         let call = executor.execute(&catalog_id, input, context);
-        let result = match AssertUnwindSafe(call).catch_unwind().await {
+        let limit = self.session.config.tool_call_timeout();
+        let settled = tokio::time::timeout(limit, AssertUnwindSafe(call).catch_unwind()).await;
+        let timed_out = settled.is_err();
+        let result = match settled {
             // The sandbox refuses a result nested deeper than its one JSON depth bound, without
             // recursing, when it settles the answer into the VM.
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => Err(error.message),
-            Err(_panic) => Err(format!(
+            Ok(Ok(Ok(value))) => Ok(value),
+            Ok(Ok(Err(error))) => Err(error.message),
+            Ok(Err(_panic)) => Err(format!(
                 "tool {catalog_id} failed: the host tool executor panicked."
             )),
+            Err(_elapsed) => {
+                // The call's future is already dropped; the token tells a host that handed
+                // the work elsewhere.
+                call_token.cancel();
+                Err(tool_call_timed_out(
+                    &catalog_id,
+                    self.session.config.tool_call_timeout_ms(),
+                ))
+            }
         };
         end.outcome = match &result {
             Ok(_) => NestedCallOutcome::Ok,
             Err(message) => NestedCallOutcome::Error(message.clone()),
         };
-        tracing::debug!(target: "codemode", %nested_call_id, ok = result.is_ok(), "nested call end");
-        result
+        tracing::debug!(target: "codemode", %nested_call_id, ok = result.is_ok(), timed_out, "nested call end");
+        (result, timed_out)
     }
 }
 
 struct EndEvent {
     events: Arc<dyn crate::EventSink>,
+    observer: Arc<crate::observe::LegObserver>,
     ids: Option<(String, String, String)>,
     outcome: NestedCallOutcome,
+    started: std::time::Instant,
 }
 
 impl Drop for EndEvent {
     fn drop(&mut self) {
         if let Some((parent_call_id, nested_call_id, catalog_id)) = self.ids.take() {
             let outcome = std::mem::replace(&mut self.outcome, NestedCallOutcome::Cancelled);
-            self.events.on_event(NestedCallEvent::End {
+            crate::observe::nested_call_ended(&catalog_id, &outcome, self.started.elapsed());
+            let end = NestedCallEvent::End {
                 parent_call_id,
                 nested_call_id,
                 catalog_id,
                 outcome,
-            });
+            };
+            self.observer.event(&end);
+            self.events.on_event(end);
         }
     }
 }

@@ -184,6 +184,11 @@ impl MemoryBudget {
         self.lock().queued
     }
 
+    /// Bytes reserved now, and the whole budget.
+    pub(crate) fn in_use(&self) -> (u64, u64) {
+        (self.total.saturating_sub(self.lock().available), self.total)
+    }
+
     fn release(&self, bytes: u64) {
         let mut queues = self.lock();
         queues.available = queues.available.saturating_add(bytes).min(self.total);

@@ -3,11 +3,12 @@
 
 use std::time::Duration;
 
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::Language;
+
+mod schema;
 
 // The defaults of the limits the sandbox enforces are the sandbox's constants, converted once
 // here to the config's integer type (one source per default).
@@ -34,6 +35,17 @@ pub const DEFAULT_SNAPSHOT_TTL_SECONDS: u64 = 900;
 /// Default `maxWaitMs`: the longest a `wait` call idles while the guest is blocked on pending
 /// host work and produces nothing new.
 pub const DEFAULT_MAX_WAIT_MS: u64 = 60_000;
+/// Default `toolCallTimeoutMs`: how long one nested call may stay unsettled (5 minutes). Long
+/// enough for the slow tools a program legitimately awaits (a build, a crawl, a large MCP call,
+/// an approval answered in the same sitting), short enough that a tool that never answers
+/// cannot hold a run, its VM and its parked slot for the rest of `maxRunSeconds`. A host whose
+/// approvals take hours raises it.
+pub const DEFAULT_TOOL_CALL_TIMEOUT_MS: u64 = 300_000;
+/// Default `maxRunSeconds`: the longest a run lives, counted from its first `exec`, however
+/// many times it parks, yields or is resumed (one hour). Every `wait` resets the parked TTL, so
+/// without this bound a run that keeps yielding, or waits on an endless chain of approvals,
+/// would never end.
+pub const DEFAULT_MAX_RUN_SECONDS: u64 = 3_600;
 /// Default `searchDefaultLimit`: results of `tools.search` without a limit.
 pub const DEFAULT_SEARCH_DEFAULT_LIMIT: u64 = 8;
 /// Default `maxSearchLimit`: the most results `tools.search` returns.
@@ -71,7 +83,7 @@ impl Field {
 }
 
 /// Every integer field. `searchDefaultLimit` is clamped again to `maxSearchLimit` after parsing.
-const INTEGER_FIELDS: [Field; 12] = [
+const INTEGER_FIELDS: [Field; 14] = [
     Field {
         name: "timeoutMs",
         min: 100,
@@ -131,6 +143,18 @@ const INTEGER_FIELDS: [Field; 12] = [
         min: 1_000,
         max: 600_000,
         slot: |c| &mut c.max_wait_ms,
+    },
+    Field {
+        name: "toolCallTimeoutMs",
+        min: 1_000,
+        max: 86_400_000,
+        slot: |c| &mut c.tool_call_timeout_ms,
+    },
+    Field {
+        name: "maxRunSeconds",
+        min: 1,
+        max: 604_800,
+        slot: |c| &mut c.max_run_seconds,
     },
     Field {
         name: "searchDefaultLimit",
@@ -220,6 +244,10 @@ pub struct CodeModeConfig {
     snapshot_ttl_seconds: u64,
     /// The longest a `wait` call idles, in milliseconds.
     max_wait_ms: u64,
+    /// The longest one nested call may stay unsettled, in milliseconds.
+    tool_call_timeout_ms: u64,
+    /// The longest a run lives from its first `exec`, in seconds.
+    max_run_seconds: u64,
     /// Results of `tools.search` without a limit (at most `max_search_limit`).
     search_default_limit: u64,
     /// The most results `tools.search` returns.
@@ -272,6 +300,8 @@ impl Default for CodeModeConfig {
             max_saved_result_bytes: DEFAULT_MAX_SAVED_RESULT_BYTES,
             snapshot_ttl_seconds: DEFAULT_SNAPSHOT_TTL_SECONDS,
             max_wait_ms: DEFAULT_MAX_WAIT_MS,
+            tool_call_timeout_ms: DEFAULT_TOOL_CALL_TIMEOUT_MS,
+            max_run_seconds: DEFAULT_MAX_RUN_SECONDS,
             search_default_limit: DEFAULT_SEARCH_DEFAULT_LIMIT,
             max_search_limit: DEFAULT_MAX_SEARCH_LIMIT,
             languages: vec![Language::Javascript, Language::Typescript],
@@ -430,6 +460,31 @@ impl CodeModeConfig {
         self.max_wait_ms
     }
 
+    /// The longest one nested call may stay unsettled: then it is cancelled at the host and
+    /// rejects in the guest with a catchable error naming the tool and the limit.
+    pub fn tool_call_timeout(&self) -> Duration {
+        Duration::from_millis(self.tool_call_timeout_ms)
+    }
+
+    /// `toolCallTimeoutMs`: [`tool_call_timeout`](Self::tool_call_timeout) in milliseconds,
+    /// counted from when the host's executor gets the call (a call queued behind
+    /// `maxPendingToolCalls` has not started).
+    pub fn tool_call_timeout_ms(&self) -> u64 {
+        self.tool_call_timeout_ms
+    }
+
+    /// The longest a run lives, from its first `exec` to its end, parked or not.
+    pub fn max_run(&self) -> Duration {
+        Duration::from_secs(self.max_run_seconds)
+    }
+
+    /// `maxRunSeconds`: [`max_run`](Self::max_run) in seconds. A run past it fails with
+    /// `run_lifetime_exceeded`: during a leg at once, parked when its life ends (it is dropped
+    /// then, and the next `wait` says so).
+    pub fn max_run_seconds(&self) -> u64 {
+        self.max_run_seconds
+    }
+
     /// `searchDefaultLimit`: results of `tools.search` without a limit.
     pub fn search_default_limit(&self) -> u64 {
         self.search_default_limit
@@ -467,7 +522,8 @@ impl CodeModeConfig {
     /// `docs/config.schema.json`. Fields are optional, never `null`; integer fields are JSON
     /// Schema `integer`s, which, like [`CodeModeConfig::from_json`], accept `5.0` and `1e3`.
     pub fn json_schema() -> Value {
-        serde_json::to_value(schemars::schema_for!(CodeModeConfigWire)).unwrap_or(Value::Null)
+        serde_json::to_value(schemars::schema_for!(schema::CodeModeConfigWire))
+            .unwrap_or(Value::Null)
     }
 }
 
@@ -573,6 +629,20 @@ impl CodeModeConfigBuilder {
         self.integer("maxWaitMs", millis(max_wait))
     }
 
+    /// `toolCallTimeoutMs`: the longest one nested call may stay unsettled (1 s..=1 day).
+    pub fn tool_call_timeout(self, timeout: Duration) -> Self {
+        self.integer("toolCallTimeoutMs", millis(timeout))
+    }
+
+    /// `maxRunSeconds`: the longest a run lives from its first `exec` (1 s..=7 days; a
+    /// fraction of a second rounds up).
+    pub fn max_run(self, max_run: Duration) -> Self {
+        let seconds = max_run
+            .as_secs()
+            .saturating_add(u64::from(max_run.subsec_nanos() > 0));
+        self.integer("maxRunSeconds", seconds)
+    }
+
     /// `searchDefaultLimit`: results of `tools.search` without a limit (1..=`maxSearchLimit`).
     pub fn search_default_limit(self, limit: u64) -> Self {
         self.integer("searchDefaultLimit", limit)
@@ -653,140 +723,4 @@ fn parse_languages(value: &Value) -> Result<Vec<Language>, ConfigError> {
         return Err(ConfigError::InvalidLanguages);
     }
     Ok(languages)
-}
-
-/// Code mode: `true`, `false`, or an object whose `enabled: true` turns it on.
-#[derive(JsonSchema, Deserialize)]
-#[serde(untagged)]
-#[schemars(title = "tools.codeMode")]
-#[allow(dead_code, reason = "exists for its JSON Schema only")]
-enum CodeModeConfigWire {
-    /// `true` enables code mode with the defaults; `false` disables it.
-    Toggle(bool),
-    /// Explicit settings; code mode stays off unless `enabled` is `true`.
-    Settings(CodeModeSettings),
-}
-
-// Every field is optional and none is nullable: the parser refuses `null`, so the schema does
-// too. The fields are not `Option`s (schemars would add `"null"` to their types); their serde
-// defaults only put each field's `default` into the schema.
-#[derive(JsonSchema, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[allow(dead_code, reason = "exists for its JSON Schema only")]
-struct CodeModeSettings {
-    /// The activation switch; other fields never enable code mode.
-    #[serde(default)]
-    enabled: bool,
-    /// Wall-clock budget of each exec/wait call in ms (clamped to 100..=60000).
-    #[serde(default = "defaults::timeout_ms")]
-    #[schemars(range(min = 1))]
-    timeout_ms: u64,
-    /// Guest VM memory limit in bytes (clamped to 1 MiB..=1 GiB).
-    #[serde(default = "defaults::memory_limit_bytes")]
-    #[schemars(range(min = 1))]
-    memory_limit_bytes: u64,
-    /// Output plus final value limit in UTF-8 JSON bytes (clamped to 1024..=10 MiB).
-    #[serde(default = "defaults::max_output_bytes")]
-    #[schemars(range(min = 1))]
-    max_output_bytes: u64,
-    /// Parked run memory limit in bytes (clamped to 1024..=256 MiB).
-    #[serde(default = "defaults::max_snapshot_bytes")]
-    #[schemars(range(min = 1))]
-    max_snapshot_bytes: u64,
-    /// Nested calls in flight per run (clamped to 1..=128).
-    #[serde(default = "defaults::max_pending_tool_calls")]
-    #[schemars(range(min = 1))]
-    max_pending_tool_calls: u64,
-    /// Nested calls waiting in FIFO order behind maxPendingToolCalls (clamped to 0..=100000).
-    #[serde(default = "defaults::max_queued_tool_calls")]
-    #[schemars(range(min = 0))]
-    max_queued_tool_calls: u64,
-    /// Entries of a session's `results` store (clamped to 1..=1024).
-    #[serde(default = "defaults::max_saved_results")]
-    #[schemars(range(min = 1))]
-    max_saved_results: u64,
-    /// JSON bytes of a session's `results` store (clamped to 1024..=256 MiB).
-    #[serde(default = "defaults::max_saved_result_bytes")]
-    #[schemars(range(min = 1))]
-    max_saved_result_bytes: u64,
-    /// Parked run lifetime in seconds (clamped to 1..=86400).
-    #[serde(default = "defaults::snapshot_ttl_seconds")]
-    #[schemars(range(min = 1))]
-    snapshot_ttl_seconds: u64,
-    /// Longest idle of one wait call on pending host work in ms (clamped to 1000..=600000).
-    #[serde(default = "defaults::max_wait_ms")]
-    #[schemars(range(min = 1))]
-    max_wait_ms: u64,
-    /// Default tools.search limit (clamped to 1..=maxSearchLimit).
-    #[serde(default = "defaults::search_default_limit")]
-    #[schemars(range(min = 1))]
-    search_default_limit: u64,
-    /// Largest tools.search limit (clamped to 1..=50).
-    #[serde(default = "defaults::max_search_limit")]
-    #[schemars(range(min = 1))]
-    max_search_limit: u64,
-    /// Accepted cell languages, a non-empty subset (duplicates are ignored).
-    #[serde(default = "defaults::languages")]
-    #[schemars(length(min = 1))]
-    languages: Vec<Language>,
-    /// Where each run's VM lives: "thread" (in this process) or "process" (a worker process).
-    #[serde(default)]
-    isolation: IsolationWire,
-}
-
-/// [`IsolationMode`] in the schema: a plain string enumeration (documented variants would make
-/// schemars write a `oneOf`).
-#[derive(JsonSchema, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-#[schemars(inline)]
-#[allow(dead_code, reason = "exists for its JSON Schema only")]
-enum IsolationWire {
-    #[default]
-    Thread,
-    Process,
-}
-
-/// The schema's `default`s: [`CodeModeConfig::default`]'s values, so they cannot drift.
-mod defaults {
-    use super::{CodeModeConfig, Language};
-
-    pub(super) fn timeout_ms() -> u64 {
-        CodeModeConfig::default().timeout_ms
-    }
-    pub(super) fn memory_limit_bytes() -> u64 {
-        CodeModeConfig::default().memory_limit_bytes
-    }
-    pub(super) fn max_output_bytes() -> u64 {
-        CodeModeConfig::default().max_output_bytes
-    }
-    pub(super) fn max_snapshot_bytes() -> u64 {
-        CodeModeConfig::default().max_snapshot_bytes
-    }
-    pub(super) fn max_pending_tool_calls() -> u64 {
-        CodeModeConfig::default().max_pending_tool_calls
-    }
-    pub(super) fn max_queued_tool_calls() -> u64 {
-        CodeModeConfig::default().max_queued_tool_calls
-    }
-    pub(super) fn max_saved_results() -> u64 {
-        CodeModeConfig::default().max_saved_results
-    }
-    pub(super) fn max_saved_result_bytes() -> u64 {
-        CodeModeConfig::default().max_saved_result_bytes
-    }
-    pub(super) fn snapshot_ttl_seconds() -> u64 {
-        CodeModeConfig::default().snapshot_ttl_seconds
-    }
-    pub(super) fn max_wait_ms() -> u64 {
-        CodeModeConfig::default().max_wait_ms
-    }
-    pub(super) fn search_default_limit() -> u64 {
-        CodeModeConfig::default().search_default_limit
-    }
-    pub(super) fn max_search_limit() -> u64 {
-        CodeModeConfig::default().max_search_limit
-    }
-    pub(super) fn languages() -> Vec<Language> {
-        CodeModeConfig::default().languages
-    }
 }

@@ -23,6 +23,8 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+mod call_deadline;
+
 use codemode_journal::{
     Batch, Claim, Event, Journal, JournalError, JournalStore, Reading, Receipt, ReceiptKey,
     ReceiptState, RunRecord, Scope, input_hash,
@@ -612,7 +614,8 @@ impl RunJournal {
             self.lock().committed = upto;
             return Ok(());
         }
-        match self
+        let committing = std::time::Instant::now();
+        let appended = self
             .durable
             .store
             .append(&self.record.run_id, epoch, &batch)
@@ -620,8 +623,9 @@ impl RunJournal {
                 "append",
                 &self.record.run_id,
             ))
-            .await
-        {
+            .await;
+        crate::observe::journal_committed(committing.elapsed());
+        match appended {
             Ok(()) => {
                 self.lock().committed = upto;
                 Ok(())

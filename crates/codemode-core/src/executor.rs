@@ -65,8 +65,11 @@ pub struct ToolCallContext {
     /// This nested call's id, unique among the events of the session: `<parent>/<n>`, and
     /// `<parent>/recovered-<token>/<n>` in a run re-started by restart recovery.
     pub nested_call_id: String,
-    /// Cancelled when the run is cancelled, dropped or expires: a long call should stop then
-    /// (`tokio::select!` on `cancellation.cancelled()`).
+    /// Cancelled when the run is cancelled, dropped, terminated (`wait` with `terminate: true`)
+    /// or expires (its TTL or `maxRunSeconds`), and when this call passes `toolCallTimeoutMs`: a
+    /// long call should stop then (`tokio::select!` on `cancellation.cancelled()`). The call's
+    /// future is dropped at the same moment, so work the host hands elsewhere (a spawned task,
+    /// another process) is what should watch the token.
     pub cancellation: CancellationToken,
     /// Where [`ToolCallContext::update`] sends updates.
     updates: UpdateSink,

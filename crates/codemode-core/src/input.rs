@@ -64,6 +64,9 @@ pub enum InputError {
     /// `runId` (or `run_id`) is missing or empty.
     #[error("runId must be a non-empty string.")]
     MissingRunId,
+    /// `terminate` is not a boolean.
+    #[error("terminate must be a boolean.")]
+    TerminateNotBool,
 }
 
 /// Largest accepted program, JavaScript or TypeScript, in UTF-8 bytes (1 MiB). A larger one is
@@ -166,6 +169,9 @@ pub struct WaitInput {
     /// `timeoutMs`: the longest this call may idle while the run only awaits tool calls (at
     /// most the config's `maxWaitMs`, which is also the default).
     pub timeout: Option<std::time::Duration>,
+    /// `terminate`: end the run now instead of continuing it. Its in-flight nested calls are
+    /// cancelled and the result is `failed` with code `terminated`.
+    pub terminate: bool,
 }
 
 impl WaitInput {
@@ -174,11 +180,28 @@ impl WaitInput {
         WaitInput {
             run_id: run_id.into(),
             timeout: None,
+            terminate: false,
+        }
+    }
+
+    /// A `wait` that ends the run now (`terminate: true`).
+    ///
+    /// ```
+    /// use codemode_core::WaitInput;
+    /// let input = WaitInput::from_json(&serde_json::json!({ "runId": "cm_1", "terminate": true })).unwrap();
+    /// assert_eq!(input, WaitInput::terminate("cm_1"));
+    /// assert!(WaitInput::from_json(&serde_json::json!({ "runId": "cm_1", "terminate": "yes" })).is_err());
+    /// ```
+    pub fn terminate(run_id: impl Into<String>) -> Self {
+        WaitInput {
+            terminate: true,
+            ..WaitInput::new(run_id)
         }
     }
 
     /// Validates a model-sent `wait` input (`runId`, or `run_id`; an optional integer
-    /// `timeoutMs`, ignored when it is not a non-negative integer).
+    /// `timeoutMs`, ignored when it is not a non-negative integer; an optional boolean
+    /// `terminate`, refused when it is anything else).
     ///
     /// ```
     /// use std::time::Duration;
@@ -194,12 +217,17 @@ impl WaitInput {
             .find_map(|key| object.get(*key).and_then(Value::as_str))
             .filter(|id| !id.trim().is_empty())
             .ok_or(InputError::MissingRunId)?;
+        let terminate = match object.get("terminate") {
+            None | Some(Value::Null) => false,
+            Some(value) => value.as_bool().ok_or(InputError::TerminateNotBool)?,
+        };
         Ok(WaitInput {
             run_id: run_id.to_owned(),
             timeout: object
                 .get("timeoutMs")
                 .and_then(Value::as_u64)
                 .map(std::time::Duration::from_millis),
+            terminate,
         })
     }
 }
@@ -259,4 +287,10 @@ pub(crate) struct WaitSchema {
     )]
     #[serde(default)]
     timeout_ms: Option<u64>,
+    /// End the run now instead of continuing it: its pending tool calls are cancelled and the
+    /// result is `failed` with code `terminated`, keeping the output and telemetry. Use it when
+    /// the run is no longer wanted: it waits on something that will not come, it is doing the
+    /// wrong work, or the task changed.
+    #[serde(default)]
+    terminate: bool,
 }

@@ -45,14 +45,17 @@ mod guest_dts;
 mod input;
 #[cfg(feature = "mcp")]
 mod mcp;
+pub mod observe;
 mod outcome;
 mod recovery;
 mod result;
 mod results;
 mod resume;
+mod run_life;
 mod session;
 mod state;
 mod surface;
+mod terminate;
 pub mod trace;
 
 pub use budget::{
@@ -62,10 +65,11 @@ pub use budget::{
 pub use codemode_sandbox::MAX_SUSPENDED_RUNS;
 pub use config::{
     CodeModeConfig, CodeModeConfigBuilder, ConfigError, DEFAULT_MAX_OUTPUT_BYTES,
-    DEFAULT_MAX_PENDING_TOOL_CALLS, DEFAULT_MAX_QUEUED_TOOL_CALLS, DEFAULT_MAX_SAVED_RESULT_BYTES,
-    DEFAULT_MAX_SAVED_RESULTS, DEFAULT_MAX_SEARCH_LIMIT, DEFAULT_MAX_SNAPSHOT_BYTES,
-    DEFAULT_MAX_WAIT_MS, DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_SEARCH_DEFAULT_LIMIT,
-    DEFAULT_SNAPSHOT_TTL_SECONDS, DEFAULT_TIMEOUT_MS, IsolationMode,
+    DEFAULT_MAX_PENDING_TOOL_CALLS, DEFAULT_MAX_QUEUED_TOOL_CALLS, DEFAULT_MAX_RUN_SECONDS,
+    DEFAULT_MAX_SAVED_RESULT_BYTES, DEFAULT_MAX_SAVED_RESULTS, DEFAULT_MAX_SEARCH_LIMIT,
+    DEFAULT_MAX_SNAPSHOT_BYTES, DEFAULT_MAX_WAIT_MS, DEFAULT_MEMORY_LIMIT_BYTES,
+    DEFAULT_SEARCH_DEFAULT_LIMIT, DEFAULT_SNAPSHOT_TTL_SECONDS, DEFAULT_TIMEOUT_MS,
+    DEFAULT_TOOL_CALL_TIMEOUT_MS, IsolationMode,
 };
 pub use executor::{
     AgentRunContext, EventSink, MAX_UPDATE_BYTES, NestedCallEvent, NestedCallOutcome, NoEvents,
@@ -74,6 +78,7 @@ pub use executor::{
 pub use input::{ExecInput, InputError, Language, MAX_PROGRAM_BYTES, WaitInput};
 #[cfg(feature = "mcp")]
 pub use mcp::WithMcp;
+pub use observe::CallObserver;
 pub use recovery::{MemoryRecoveryStore, RecoveryRecord, RecoveryStore};
 pub use result::{
     CodeModeResult, ErrorCode, OutputItem, PendingToolCall, SourceTelemetry, Telemetry, Truncation,
@@ -139,7 +144,7 @@ pub mod prelude {
 /// Stable messages that tests and hosts match on: the one code mode gives when it is off, and
 /// the guest error of a side-effecting call in a restart-safe run.
 pub mod messages {
-    pub use crate::bridge::RESTART_SAFE_TOOLS;
+    pub use crate::bridge::{RESTART_SAFE_TOOLS, tool_call_timed_out};
     pub use crate::durable::{DIVERGED, OUTCOME_UNKNOWN};
     /// `exec` while code mode is disabled.
     pub const DISABLED: &str = "code mode is disabled.";

@@ -119,7 +119,8 @@ impl CodeModeSession {
     /// [`CodeModeSession::recover`]); if it parks, its result carries a NEW `runId`, kept in
     /// `store` in place of the old one. The store is kept current: a run that finishes is
     /// forgotten. A record of another agent run or session is never used, and a `wait` that
-    /// failed for another reason (another session, already resuming) is returned as it is.
+    /// failed for another reason (another session, already resuming) is returned as it is. A
+    /// `wait` with `terminate: true` never recovers: its record is forgotten.
     pub async fn wait_or_recover(
         &self,
         input: &Value,
@@ -129,6 +130,11 @@ impl CodeModeSession {
             return self.wait(input).await;
         };
         let result = self.wait_input(&wait).await;
+        if wait.terminate {
+            // A run asked to end is never started again, lost or not.
+            store.remove(&wait.run_id);
+            return result;
+        }
         let lost = matches!(
             result.wait_failure(),
             Some(WaitFailure::Unknown | WaitFailure::Expired)

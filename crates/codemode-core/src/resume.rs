@@ -12,6 +12,7 @@ use tracing::Instrument;
 use crate::bridge::RunHost;
 use crate::durable::{Durable, RunJournal, journal_admits};
 use crate::result::{CodeModeResult, ErrorCode};
+use crate::run_life::RunLife;
 use crate::session::Parked;
 use crate::state::Counters;
 use crate::{CodeModeSession, outcome};
@@ -62,10 +63,13 @@ impl CodeModeSession {
     /// `timeoutMs` for guest code, until the run ends, yields or prints, or the next leg would
     /// pass `idle_budget`. A journaled run being replayed goes on through the yields its journal
     /// resumed, and fails as diverged when it waits on host work its journal already answered.
+    /// A run terminated or past its life fails before its next leg, and during one the moment
+    /// that happens (`life`).
     pub(crate) async fn legs(
         &self,
         run: &mut Run,
         journal: Option<&RunJournal>,
+        life: &Arc<RunLife>,
         idle_budget: Duration,
         span: &tracing::Span,
     ) -> Step {
@@ -74,6 +78,12 @@ impl CodeModeSession {
         let mut carried = Vec::new();
         let mut first_leg = true;
         loop {
+            if let Some(error) = life.ended() {
+                return Step::Failed {
+                    error,
+                    output: carried,
+                };
+            }
             if let Some(journal) = journal
                 && let Err(message) = journal.resuming()
             {
@@ -91,7 +101,10 @@ impl CodeModeSession {
                 .is_some_and(|journal| journal.replaying() || (first_leg && journal.is_replay()));
             first_leg = false;
             let deadline = Instant::now() + leg;
-            let step = run.drive(deadline).instrument(span.clone()).await;
+            let step = run
+                .drive_until(deadline, Arc::clone(life).ending())
+                .instrument(span.clone())
+                .await;
             let step = with_output_before(std::mem::take(&mut carried), step);
             let replaying = journal.is_some_and(|journal| journal.replaying());
             let aborted = journal.and_then(RunJournal::aborted);
@@ -148,12 +161,19 @@ impl CodeModeSession {
                 }) => {
                     let host = Arc::clone(&resumption.extra().host);
                     crate::trace::continue_run(&span, resumption.extra().trace.as_deref());
+                    let _observing = host.observer.install(self.observer.clone());
                     let Some(journal) = host.journal.clone() else {
                         resumption.finish();
                         return self.wait_failure(run_id, StoreError::Unavailable);
                     };
                     let step = self
-                        .legs(resumption.run_mut(), Some(&journal), idle_budget, &span)
+                        .legs(
+                            resumption.run_mut(),
+                            Some(&journal),
+                            &host.life,
+                            idle_budget,
+                            &span,
+                        )
                         .await;
                     let step = journaled_step(&journal, step);
                     // The run goes back into the store under the same id, or ends.
@@ -169,7 +189,8 @@ impl CodeModeSession {
                     self.replay(durable, run_id, epoch, idle_budget, span).await
                 }
                 Ok(Claim::Busy) => {
-                    let _ = resumption.repark();
+                    let life = resumption.extra().host.life.remaining();
+                    let _ = resumption.repark_within(life);
                     self.wait_failure(run_id, StoreError::AlreadyResuming)
                 }
                 Ok(Claim::Missing) | Err(_) => {
@@ -225,6 +246,13 @@ impl CodeModeSession {
         let record = journal.record().clone();
         let counters = Arc::new(Counters::default());
         let cancellation = CancellationToken::new();
+        // The life this session gave the run, if it remembers it; a run new to this process
+        // counts its life from the replay (the journal does not keep when it started).
+        let life = self
+            .inner
+            .lives
+            .get(run_id)
+            .unwrap_or_else(|| RunLife::starting_now(self.inner.config.max_run()));
         let host = Arc::new(RunHost {
             session: Arc::clone(&self.inner),
             parent_call_id: record.parent_call_id.clone(),
@@ -234,7 +262,10 @@ impl CodeModeSession {
             cancellation: cancellation.clone(),
             in_flight: Default::default(),
             journal: Some(Arc::clone(&journal)),
+            life: Arc::clone(&life),
+            observer: Default::default(),
         });
+        let _observing = host.observer.install(self.observer.clone());
         // The host's tape is the journal: the replay reads its clock and answers from it.
         let setup = self.inner.guest.clone();
         let mut run = match Run::start(&record.program, setup, self.limits(), host.clone()) {
@@ -245,7 +276,7 @@ impl CodeModeSession {
             }
         };
         let step = self
-            .legs(&mut run, Some(&journal), idle_budget, &span)
+            .legs(&mut run, Some(&journal), &life, idle_budget, &span)
             .await;
         let step = journaled_step(&journal, step);
         let parked = Parked {
@@ -276,7 +307,10 @@ impl CodeModeSession {
             } => {
                 let pending = parked.host.pending(pending);
                 let config = &self.inner.config;
-                let ttl = Duration::from_secs(config.snapshot_ttl_seconds());
+                // The run expires parked at the end of its life at the latest.
+                let ttl = Duration::from_secs(config.snapshot_ttl_seconds())
+                    .min(parked.host.life.remaining());
+                let life = Arc::clone(&parked.host.life);
                 let Ok(id) = run_id.parse::<RunId>() else {
                     return outcome::store_failed(StoreError::Unavailable, output, telemetry);
                 };
@@ -317,12 +351,14 @@ impl CodeModeSession {
                         },
                     };
                 }
+                self.inner.lives.record(&run_id, &life);
                 outcome::waiting(run_id, reason, pending, output, restart_safe, telemetry)
             }
             other => {
                 drop(run);
                 drop(parked);
                 journal.finish().await;
+                self.inner.lives.forget(&run_id);
                 outcome::finished(other, restart_safe, telemetry)
             }
         }

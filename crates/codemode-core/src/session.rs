@@ -258,6 +258,12 @@ impl CodeMode {
         self.shared.budget.waiting()
     }
 
+    /// The host memory budget's bytes reserved now by running `exec` and `wait` calls, and its
+    /// size ([`CodeModeBuilder::max_memory`]), for a host's metrics.
+    pub fn memory_budget(&self) -> (u64, u64) {
+        self.shared.budget.in_use()
+    }
+
     /// Drops every suspended run of a session (session end), cancelling their host work, and
     /// deletes their journals.
     pub fn end_session(&self, session_id: &str) {
@@ -337,6 +343,8 @@ pub struct CodeModeSession {
     pub(crate) inner: Arc<SessionState>,
     pub(crate) store: SnapshotStore<Parked>,
     pub(crate) durable: Option<Arc<Durable>>,
+    /// The observer of this handle's `exec` and `wait` calls ([`CodeModeSession::observed`]).
+    pub(crate) observer: Option<Arc<dyn crate::CallObserver>>,
 }
 
 impl std::fmt::Debug for CodeModeSession {
@@ -381,6 +389,49 @@ impl CodeModeSession {
         surface::check_payload(tool_names, &self.inner.direct_only)
     }
 
+    /// This session, for `exec` and `wait` calls that `observer` watches while they are open:
+    /// the nested-call events and output items of the run each call drives
+    /// ([`CallObserver`](crate::CallObserver)). The same session (same runs, same scope);
+    /// only the calls made through the returned handle are observed.
+    ///
+    /// ```
+    /// # use std::sync::{Arc, Mutex};
+    /// # use codemode_core::*;
+    /// # use codemode_catalog::{ToolDescriptor, ToolOrigin};
+    /// # struct Echo;
+    /// # #[async_trait::async_trait]
+    /// # impl ToolExecutor for Echo {
+    /// #     async fn execute(&self, _id: &str, input: serde_json::Value, _cx: ToolCallContext)
+    /// #         -> Result<serde_json::Value, ToolError> { Ok(input) }
+    /// # }
+    /// struct Seen(Mutex<Vec<String>>);
+    /// impl CallObserver for Seen {
+    ///     fn on_event(&self, event: &NestedCallEvent) {
+    ///         let kind = serde_json::to_value(event).unwrap()["event"].to_string();
+    ///         self.0.lock().unwrap().push(kind);
+    ///     }
+    /// }
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let code_mode = CodeMode::builder(CodeModeConfig::enabled().build().unwrap(), Arc::new(Echo)).build();
+    /// # let echo = ToolDescriptor::new(ToolOrigin::Core, "echo", "Echo");
+    /// # let session = code_mode.activate(ActivationRequest::new(vec![echo])).unwrap().into_active().unwrap();
+    /// let seen = Arc::new(Seen(Mutex::new(Vec::new())));
+    /// let result = session
+    ///     .observed(seen.clone())
+    ///     .exec("call-1", &serde_json::json!({ "code": "return await tools.echo({})" }))
+    ///     .await;
+    /// assert_eq!(result.to_json()["status"], "completed");
+    /// assert_eq!(*seen.0.lock().unwrap(), ["\"start\"", "\"end\""]);
+    /// # });
+    /// ```
+    #[must_use]
+    pub fn observed(&self, observer: Arc<dyn crate::CallObserver>) -> CodeModeSession {
+        CodeModeSession {
+            observer: Some(observer),
+            ..self.clone()
+        }
+    }
+
     /// Runs an `exec` call. `call_id` is the model's tool-call id (parent of nested calls).
     pub async fn exec(&self, call_id: &str, input: &Value) -> CodeModeResult {
         match ExecInput::from_json(input) {
@@ -406,6 +457,8 @@ impl CodeModeSession {
         // One deadline for the whole call: the TypeScript transform, building and compiling the
         // VM, and running the program.
         let deadline = Instant::now() + self.inner.config.timeout();
+        // The run's whole life (`maxRunSeconds`) counts from here, its first `exec`.
+        let life = crate::run_life::RunLife::starting_now(self.inner.config.max_run());
         let config = &self.inner.config;
         let telemetry = || self.inner.telemetry.clone();
         let _room = match self.reserve_memory(deadline).await {
@@ -480,7 +533,10 @@ impl CodeModeSession {
             cancellation: cancellation.clone(),
             in_flight: Default::default(),
             journal: journal.clone(),
+            life,
+            observer: Default::default(),
         });
+        let _observing = host.observer.install(self.observer.clone());
         let setup = self.inner.guest.clone();
         let started = match &self.inner.vm_pool {
             Some(pool) => Run::start_pooled(&program, setup, pool, host.clone()),
@@ -514,6 +570,9 @@ impl CodeModeSession {
 
     /// Runs a validated `wait` input (the counterpart of [`CodeModeSession::exec_input`]).
     pub async fn wait_input(&self, input: &WaitInput) -> CodeModeResult {
+        if input.terminate {
+            return self.terminate(&input.run_id).await;
+        }
         let span = tracing::debug_span!(target: "codemode", "wait", run_id = %input.run_id);
         // Idle while the guest only waits on host work (`legs`), at most `maxWaitMs` (or the
         // smaller `timeoutMs` the caller asked for).
@@ -526,8 +585,7 @@ impl CodeModeSession {
         // (with a journal store, it may still be replayed: that needs room).
         let resumption = match self.store.resume(&input.run_id, &self.scope()) {
             Err(error) if self.durable.is_none() => {
-                let expired = self.inner.park_deadlines.expired(&input.run_id);
-                return outcome::wait_failed(error, expired, self.inner.telemetry.clone());
+                return self.wait_failure(&input.run_id, error);
             }
             resumption => resumption,
         };
@@ -536,7 +594,8 @@ impl CodeModeSession {
             Err(failed) => {
                 if let Ok(resumption) = resumption {
                     // No room this time: the run stays parked for a later `wait`.
-                    let _ = resumption.repark();
+                    let life = resumption.extra().host.life.remaining();
+                    let _ = resumption.repark_within(life);
                 }
                 return *failed;
             }
@@ -548,16 +607,15 @@ impl CodeModeSession {
         }
         let mut resumption = match resumption {
             Ok(resumption) => resumption,
-            Err(error) => {
-                let expired = self.inner.park_deadlines.expired(&input.run_id);
-                return outcome::wait_failed(error, expired, self.inner.telemetry.clone());
-            }
+            Err(error) => return self.wait_failure(&input.run_id, error),
         };
         crate::trace::continue_run(&span, resumption.extra().trace.as_deref());
-        let step = self
-            .legs(resumption.run_mut(), None, idle_budget, &span)
-            .await;
         let host = Arc::clone(&resumption.extra().host);
+        let observing = host.observer.install(self.observer.clone());
+        let step = self
+            .legs(resumption.run_mut(), None, &host.life, idle_budget, &span)
+            .await;
+        drop(observing);
         let restart_safe = host.restart_safe;
         let telemetry = self.telemetry(&host.counters);
         match step {
@@ -567,11 +625,14 @@ impl CodeModeSession {
                 output,
             } => {
                 let run_id = input.run_id.clone();
-                // Taken before reparking, so it is never later than the store's own deadline.
-                let deadline = Instant::now() + config.snapshot_ttl();
-                match resumption.repark() {
+                // Taken before reparking, so it is never later than the store's own deadline;
+                // the run expires parked at the end of its life at the latest.
+                let ttl = config.snapshot_ttl().min(host.life.remaining());
+                let deadline = Instant::now() + ttl;
+                match resumption.repark_within(ttl) {
                     Ok(()) => {
                         self.inner.park_deadlines.record(&run_id, deadline);
+                        self.inner.lives.record(&run_id, &host.life);
                         outcome::waiting(
                             run_id,
                             reason,
@@ -583,6 +644,7 @@ impl CodeModeSession {
                     }
                     Err(error) => {
                         self.inner.park_deadlines.forget(&run_id);
+                        self.inner.lives.forget(&run_id);
                         outcome::store_failed(error, output, telemetry)
                     }
                 }
@@ -590,6 +652,7 @@ impl CodeModeSession {
             other => {
                 resumption.finish();
                 self.inner.park_deadlines.forget(&input.run_id);
+                self.inner.lives.forget(&input.run_id);
                 outcome::finished(other, restart_safe, telemetry)
             }
         }
@@ -601,6 +664,7 @@ impl CodeModeSession {
         let cancelled = self.store.cancel(run_id, &self.scope());
         if cancelled {
             self.inner.park_deadlines.forget(run_id);
+            self.inner.lives.forget(run_id);
             if let Some(durable) = &self.durable {
                 durable.forget(Forget::Run(run_id.to_owned()));
             }
@@ -634,7 +698,8 @@ impl CodeModeSession {
     }
 
     async fn drive_new(&self, mut run: Run, parked: Parked, deadline: Instant) -> CodeModeResult {
-        let step = run.drive(deadline).await;
+        let life = Arc::clone(&parked.host.life);
+        let step = run.drive_until(deadline, Arc::clone(&life).ending()).await;
         if let Some(journal) = parked.host.journal.clone() {
             let step = journaled_step(&journal, step);
             return self.conclude(run, parked, &journal, step).await;
@@ -649,7 +714,8 @@ impl CodeModeSession {
             } => {
                 let pending = parked.host.pending(pending);
                 let config = &self.inner.config;
-                let ttl = config.snapshot_ttl();
+                // The run expires parked at the end of its life at the latest.
+                let ttl = config.snapshot_ttl().min(life.remaining());
                 // Taken before parking, so it is never later than the store's own deadline.
                 let deadline = Instant::now() + ttl;
                 match self.store.park(
@@ -662,6 +728,7 @@ impl CodeModeSession {
                     Ok(run_id) => {
                         let run_id = run_id.to_string();
                         self.inner.park_deadlines.record(&run_id, deadline);
+                        self.inner.lives.record(&run_id, &life);
                         outcome::waiting(run_id, reason, pending, output, restart_safe, telemetry)
                     }
                     Err(error) => outcome::store_failed(error, output, telemetry),
@@ -729,6 +796,12 @@ impl CodeModeSession {
     /// A `wait` on `run_id` the store refused, with its machine-readable reason, the same with
     /// a journal store as in memory.
     pub(crate) fn wait_failure(&self, run_id: &str, error: StoreError) -> CodeModeResult {
+        // A run dropped parked when its life ran out says so (`run_lifetime_exceeded`).
+        if matches!(error, StoreError::Unavailable)
+            && let Some(outlived) = self.inner.lives.outlived(run_id)
+        {
+            return outcome::failed_run(outlived, Vec::new(), self.inner.telemetry.clone());
+        }
         let expired = self.inner.park_deadlines.expired(run_id);
         outcome::wait_failed(error, expired, self.inner.telemetry.clone())
     }

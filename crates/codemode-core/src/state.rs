@@ -88,6 +88,8 @@ pub(crate) struct SessionState {
     /// When each run this session parked expires, so that a `wait` the store cannot answer
     /// says `expired` rather than `unknown`.
     pub(crate) park_deadlines: ParkDeadlines,
+    /// The life of each run this session parked (terminate, `maxRunSeconds`; run_life.rs).
+    pub(crate) lives: crate::run_life::RunLives,
 }
 
 /// Most run ids a session remembers the expiry of; past it, the earliest deadline is forgotten

@@ -173,15 +173,23 @@ pub(crate) fn exec_tool(description: String) -> ModelTool {
     }
 }
 
-pub(crate) fn wait_tool() -> ModelTool {
-    ModelTool {
-        name: WAIT_TOOL.into(),
-        description:
-            "Continue a code-mode run that returned `waiting`: pass its runId. While the run only \
+pub(crate) fn wait_tool(config: &CodeModeConfig) -> ModelTool {
+    let description = format!(
+        "Continue a code-mode run that returned `waiting`: pass its runId. While the run only \
 awaits tool calls, the call waits for them (up to timeoutMs, or the configured maximum) instead of \
 returning at once, and returns as soon as the run completes, fails, yields or prints. Returns the \
-same result shape as exec (completed, failed, or waiting again with what is still pending)."
-                .into(),
+same result shape as exec (completed, failed, or waiting again with what is still pending). \
+Pass `terminate: true` to end a run you no longer need (it waits on a tool that will not answer, \
+does the wrong work, or the task changed): its pending tool calls are cancelled and the result is \
+`failed` with code `terminated`, with the output and telemetry so far. A run also ends on its own \
+{max_run} s after its first exec (code `run_lifetime_exceeded`), and a tool call that has not \
+answered within {tool_call} s rejects inside the program with a catchable error.",
+        max_run = config.max_run_seconds(),
+        tool_call = config.tool_call_timeout_ms() as f64 / 1000.0,
+    );
+    ModelTool {
+        name: WAIT_TOOL.into(),
+        description,
         parameters: inline_schema::<WaitSchema>(),
     }
 }

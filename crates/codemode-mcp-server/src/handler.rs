@@ -15,6 +15,8 @@ use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
 use tracing::Instrument as _;
 
+use crate::metrics::Call;
+use crate::progress::ProgressSender;
 use crate::{ServeError, ServerState};
 
 /// What the client sees when it is past the session bound.
@@ -352,21 +354,45 @@ impl ServerHandler for SessionHandler {
         let input = Value::Object(request.arguments.unwrap_or_default());
         let call_id = call_id(&context.id);
         let name = request.name.as_ref();
+        // A `progressToken` in `_meta` asks for progress (progress.rs); anything but a string or
+        // a number there is no token.
+        let progress = matches!(name, "exec" | "wait")
+            .then(|| context.meta.get_progress_token())
+            .flatten()
+            .map(|token| ProgressSender::start(context.peer.clone(), token));
+        let observed;
+        let session = match &progress {
+            Some(progress) => {
+                observed = session.observed(progress.observer());
+                &observed
+            }
+            None => session,
+        };
         let work = async {
             match name {
                 "exec" => {
                     self.make_parking_room();
+                    let timer = self.shared.metrics.start(Call::Exec);
                     let result = session.exec(&call_id, &input).await;
+                    timer.finished(&result);
                     self.track_parked(session, None, &result);
+                    if let Some(progress) = progress {
+                        progress.finish(&result).await;
+                    }
                     Ok(tool_result(&result))
                 }
                 "wait" => {
                     self.make_parking_room();
+                    let timer = self.shared.metrics.start(Call::Wait);
                     let result = session.wait(&input).await;
+                    timer.finished(&result);
                     let run_id = ["runId", "run_id"]
                         .iter()
                         .find_map(|key| input.get(*key).and_then(Value::as_str));
                     self.track_parked(session, run_id, &result);
+                    if let Some(progress) = progress {
+                        progress.finish(&result).await;
+                    }
                     Ok(tool_result(&result))
                 }
                 _ if session.model_tools().iter().any(|tool| tool.name == name) => {

@@ -7,10 +7,13 @@
 //! session cannot be resumed from another. When a session ends (the stdio client exits, the
 //! HTTP session is deleted or idles out), its suspended runs are dropped and their host work is
 //! cancelled. `exec` and `wait` results go back as tool results: the result JSON (`CodeModeResult::to_json`) as
-//! `structuredContent` and as text, `isError: true` for a failed run. Each `tools/call` runs in
-//! a `mcp_call_tool` span that continues the client's W3C trace context
-//! (`_meta.traceparent`), exported when the host built codemode-core with `otel` and installed
-//! an exporter; this crate knows no OpenTelemetry itself.
+//! `structuredContent` and as text, `isError: true` for a failed run. A request that carries a
+//! `progressToken` gets progress notifications while it runs (nested calls, `cx.update` values,
+//! output items; rate-limited and bounded, see [`PROGRESS_INTERVAL`]), and
+//! [`CodeModeServer::serve_metrics`] serves the server's metrics as Prometheus text.
+//! Each `tools/call` runs in a `mcp_call_tool` span that continues the client's W3C trace
+//! context (`_meta.traceparent`), exported when the host built codemode-core with `otel` and
+//! installed an exporter; this crate knows no OpenTelemetry itself.
 //!
 //! This crate is the only one that knows rmcp's SERVER side (the client side stays in
 //! `codemode-mcp`), and the only one that knows axum; no rmcp or axum type appears in its API.
@@ -26,6 +29,9 @@ mod connections;
 mod handler;
 mod http;
 mod message;
+mod metrics;
+mod metrics_http;
+mod progress;
 mod stdio;
 
 use std::net::SocketAddr;
@@ -41,6 +47,11 @@ pub use http::{
     DEFAULT_MAX_UNAUTHENTICATED_CONNECTIONS, DEFAULT_SESSION_IDLE, DEFAULT_SESSION_RETENTION,
     HttpOptions, MCP_PATH,
 };
+pub use metrics_http::{
+    DEFAULT_MAX_METRICS_CONNECTIONS, DEFAULT_METRICS_TIMEOUT, MAX_HEAD_BYTES, METRICS_PATH,
+    MetricsOptions,
+};
+pub use progress::{MAX_PART_BYTES, MAX_QUEUED_EVENTS, PROGRESS_INTERVAL, SEND_TIMEOUT};
 
 /// Default bound on concurrent client sessions ([`CodeModeServer::max_sessions`]).
 pub const DEFAULT_MAX_SESSIONS: usize = 64;
@@ -149,6 +160,8 @@ pub(crate) struct ServerState {
     /// parked-run cap (`handler.rs`, `make_parking_room`).
     pub(crate) parked: std::sync::Mutex<std::collections::HashMap<u64, Arc<handler::ParkedRuns>>>,
     pub(crate) next_serial: std::sync::atomic::AtomicU64,
+    /// What the metrics endpoint shows of the server's own calls (metrics.rs).
+    pub(crate) metrics: metrics::ServerMetrics,
 }
 
 impl CodeModeServer {
@@ -184,6 +197,7 @@ impl CodeModeServer {
                 restorable: std::sync::atomic::AtomicBool::new(false),
                 parked: Default::default(),
                 next_serial: std::sync::atomic::AtomicU64::new(0),
+                metrics: Default::default(),
             }),
         }
     }
@@ -274,6 +288,22 @@ impl CodeModeServer {
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
         handler::serve_io(&self.shared, read, write).await
+    }
+
+    /// Binds `addr` and serves this server's metrics, Prometheus text at [`METRICS_PATH`],
+    /// until `shutdown` is cancelled: its `exec` and `wait` calls, code mode's counters
+    /// (nested calls, VM builds, worker processes, journal commits) and gauges (parked runs,
+    /// memory budget). A non-loopback `addr` is refused unless
+    /// [`MetricsOptions::allow_non_loopback`]; there is no token (`docs/security.md` says why).
+    /// `on_bound` receives the bound address (useful with port 0).
+    pub async fn serve_metrics(
+        &self,
+        addr: SocketAddr,
+        options: MetricsOptions,
+        shutdown: CancellationToken,
+        on_bound: impl FnOnce(SocketAddr) + Send,
+    ) -> Result<(), ServeError> {
+        metrics_http::serve(&self.shared, addr, options, shutdown, on_bound).await
     }
 
     /// Binds `addr` and serves MCP over streamable HTTP at [`MCP_PATH`] until `shutdown` is

@@ -22,6 +22,9 @@ use tokio_util::sync::CancellationToken;
 /// Failure bound for anything awaited in these tests.
 const BOUND: Duration = Duration::from_secs(60);
 
+/// Progress notifications and the metrics endpoint (issue 31).
+mod observe;
+
 /// `add` answers at once; `hold` reports that it started, then waits for its cancellation and
 /// reports when it ends.
 struct Tools {
@@ -289,6 +292,38 @@ async fn list_exec_wait_other_session_and_close() {
         .expect("bound")
         .expect("session task");
     assert_eq!(server.open_sessions(), 0);
+}
+
+/// `maxOutputBytes` bounds the output items as the client receives them, envelopes included:
+/// `for (;;) json(0)` stops with `output_limit_exceeded`, its `output` array serializes within
+/// the default 65,536 bytes, and the rest of the result is its few fixed fields. The text
+/// content is the same JSON as `structuredContent` (MCP's compatibility rule), so a tool
+/// result's message carries it twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_items_are_counted_as_the_client_receives_them() {
+    let fixture = fixture();
+    let (client, session) = connect(&fixture.server).await;
+    let result = call(&client, "exec", json!({ "code": "for (;;) json(0)" })).await;
+    let value = structured(&result);
+    assert_eq!(value["code"], "output_limit_exceeded", "{value:#}");
+    let output = serde_json::to_string(&value["output"]).expect("JSON");
+    let limit = 65_536;
+    // Full up to one item (`{"type":"json","value":0}` and its comma: 26 bytes).
+    assert!(
+        output.len() <= limit && output.len() > limit - 26,
+        "{} bytes of output",
+        output.len()
+    );
+    let whole = serde_json::to_string(value).expect("JSON");
+    assert!(
+        whole.len() < limit + 1024,
+        "{} bytes of result",
+        whole.len()
+    );
+    let text = result.content[0].as_text().expect("text").text.clone();
+    assert_eq!(serde_json::from_str::<Value>(&text).expect("JSON"), *value);
+    client.cancel().await.expect("close");
+    session.await.expect("session");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1471,4 +1506,50 @@ async fn a_request_head_past_64_kib_is_refused() {
         .expect("bound")
         .expect("task")
         .expect("served");
+}
+
+/// `wait` arguments reach code mode as sent: `terminate: true` ends a parked run over MCP, its
+/// in-flight call cancelled, and a malformed `terminate` is refused with its stable message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_with_terminate_ends_a_run_over_mcp() {
+    let mut fixture = fixture();
+    let (client, session) = connect(&fixture.server).await;
+    let parked = call(
+        &client,
+        "exec",
+        json!({ "code": "const held = tools.hold({}); await yield_control(); return await held" }),
+    )
+    .await;
+    assert_eq!(structured(&parked)["status"], "waiting");
+    let run_id = structured(&parked)["runId"].clone();
+    tokio::time::timeout(BOUND, fixture.started.recv())
+        .await
+        .expect("bound")
+        .expect("hold started");
+    let odd = call(&client, "wait", json!({ "runId": run_id, "terminate": 1 })).await;
+    assert_eq!(structured(&odd)["error"], "terminate must be a boolean.");
+    let ended = call(
+        &client,
+        "wait",
+        json!({ "runId": run_id, "terminate": true }),
+    )
+    .await;
+    assert_eq!(ended.is_error, Some(true));
+    assert_eq!(
+        structured(&ended)["code"],
+        "terminated",
+        "{:#}",
+        structured(&ended)
+    );
+    tokio::time::timeout(BOUND, fixture.cancelled.recv())
+        .await
+        .expect("bound")
+        .expect("hold cancelled");
+    let gone = call(&client, "wait", json!({ "runId": run_id })).await;
+    assert_eq!(structured(&gone)["reason"], "unknown");
+    client.cancel().await.expect("close");
+    tokio::time::timeout(BOUND, session)
+        .await
+        .expect("bound")
+        .expect("session ended");
 }

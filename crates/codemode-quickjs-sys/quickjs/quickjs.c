@@ -1391,7 +1391,17 @@ static JSValue js_compile_regexp(JSContext *ctx, JSValueConst pattern,
 static JSValue js_regexp_constructor_internal(JSContext *ctx, JSValueConst ctor,
                                               JSValue pattern, JSValue bc);
 static void gc_decref(JSRuntime *rt);
-static void gc_free_all(JSRuntime *rt); /* codemode-rs patch 6 */
+
+/* codemode-rs: CODEMODE_PLAIN_PATCH_5, defined by build.rs when the variable
+   CODEMODE_QUICKJS_PLAIN_PATCHES lists 5, builds the upstream behaviour of
+   speed patch 5 (deferred properties are made at once), so that
+   `cargo xtask bench patches` can show in one sitting what the patch gains.
+   Never set in a normal build. */
+#if defined(CODEMODE_PLAIN_PATCH_5)
+#define CODEMODE_PATCH_5 0
+#else
+#define CODEMODE_PATCH_5 1
+#endif
 static int JS_NewClass1(JSRuntime *rt, JSClassID class_id,
                         const JSClassDef *class_def, JSAtom name);
 static JSValue js_array_push(JSContext *ctx, JSValueConst this_val,
@@ -1562,8 +1572,6 @@ static JSValue js_module_ns_autoinit(JSContext *ctx, JSObject *p, JSAtom atom,
                                  void *opaque);
 static JSValue JS_InstantiateFunctionListItem2(JSContext *ctx, JSObject *p,
                                                JSAtom atom, void *opaque);
-static int js_make_getset(JSContext *ctx, const JSCFunctionListEntry *e,
-                          JSValue *pgetter, JSValue *psetter);
 static JSValue JS_NewObjectProtoList(JSContext *ctx, JSValueConst proto,
                                      const JSCFunctionListEntry *fields, int n_fields);
 
@@ -2669,10 +2677,7 @@ void JS_FreeRuntime(JSRuntime *rt)
     }
     init_list_head(&rt->job_list);
 
-    /* codemode-rs patch 6: every object left is garbage now (the assertion on
-       gc_obj_list below says so), so the collection's two marking passes,
-       which only find that out, are skipped: everything is freed as a cycle. */
-    gc_free_all(rt);
+    JS_RunGC(rt);
 
 #ifdef ENABLE_DUMPS // JS_DUMP_LEAKS
     /* leaking objects */
@@ -7503,25 +7508,6 @@ static void gc_free_cycles(JSRuntime *rt)
     init_list_head(&rt->gc_zero_ref_count_list);
 }
 
-/* codemode-rs patch 6: frees every GC object, as JS_RunGC frees a cycle (see
-   JS_FreeRuntime). The state gc_free_cycles expects is the one gc_decref and
-   gc_scan leave when every object is garbage: all of them in tmp_obj_list,
-   marked, with their reference counts unchanged. */
-static void gc_free_all(JSRuntime *rt)
-{
-    struct list_head *el, *el1;
-    JSGCObjectHeader *p;
-
-    init_list_head(&rt->tmp_obj_list);
-    list_for_each_safe(el, el1, &rt->gc_obj_list) {
-        p = list_entry(el, JSGCObjectHeader, link);
-        JS_GC_MARK(p) = 1;
-        list_del(&p->link);
-        list_add_tail(&p->link, &rt->tmp_obj_list);
-    }
-    gc_free_cycles(rt);
-}
-
 void JS_RunGC(JSRuntime *rt)
 {
     /* decrement the reference of the children of each object. mark =
@@ -9205,42 +9191,6 @@ static JSAutoInitFunc *const js_autoinit_func_table[] = {
        js_codemode_init_deferred, never through this table */
 };
 
-/* codemode-rs patch 7: whether 'pr' is an accessor of a function list not
-   made yet */
-static bool js_autoinit_is_getset(JSProperty *pr)
-{
-    const JSCFunctionListEntry *e;
-
-    if (js_autoinit_get_id(pr) != JS_AUTOINIT_ID_PROP)
-        return false;
-    e = pr->u.init.opaque;
-    return e->def_type == JS_DEF_CGETSET || e->def_type == JS_DEF_CGETSET_MAGIC;
-}
-
-/* codemode-rs patch 7: makes an accessor of a function list on its first
-   access: the property becomes the accessor it would have been made as, with
-   the same flags. If a function cannot be made (out of memory), the property
-   stays as it was, and the next access tries again. */
-static int js_autoinit_getset(JSContext *ctx, JSObject *p, JSProperty *pr,
-                              JSShapeProperty *prs)
-{
-    JSValue getter, setter;
-
-    if (js_make_getset(js_autoinit_get_realm(pr), pr->u.init.opaque,
-                       &getter, &setter))
-        return -1;
-    if (js_shape_prepare_update(ctx, p, &prs)) {
-        JS_FreeValue(ctx, getter);
-        JS_FreeValue(ctx, setter);
-        return -1;
-    }
-    js_autoinit_free(ctx->rt, pr);
-    prs->flags = (prs->flags & ~JS_PROP_TMASK) | JS_PROP_GETSET;
-    pr->u.getset.getter = JS_IsUndefined(getter) ? NULL : JS_VALUE_GET_OBJ(getter);
-    pr->u.getset.setter = JS_IsUndefined(setter) ? NULL : JS_VALUE_GET_OBJ(setter);
-    return 0;
-}
-
 /* codemode-rs patch 5: initializes a deferred property. Unlike the other
    autoinit functions, the factory runs JS code, which may touch this very
    property (initialize or delete it) or add properties to 'p' (moving 'pr'):
@@ -9294,8 +9244,6 @@ static int JS_AutoInitProperty(JSContext *ctx, JSObject *p, JSAtom prop,
 
     if (js_autoinit_is_deferred(pr))
         return js_codemode_init_deferred(ctx, p, prop, pr); /* codemode-rs patch 5 */
-    if (js_autoinit_is_getset(pr))
-        return js_autoinit_getset(ctx, p, pr, prs); /* codemode-rs patch 7 */
 
     if (js_shape_prepare_update(ctx, p, &prs))
         return -1;
@@ -9963,10 +9911,6 @@ retry:
             if (pflags) {
                 *pflags = prs->flags & JS_PROP_C_W_E;
                 if ((prs->flags & JS_PROP_TMASK) == JS_PROP_GETSET)
-                    *pflags |= JS_PROP_GETSET;
-                /* codemode-rs patch 7: an accessor not made yet is one */
-                if ((prs->flags & JS_PROP_TMASK) == JS_PROP_AUTOINIT &&
-                    js_autoinit_is_getset(pr))
                     *pflags |= JS_PROP_GETSET;
             }
             /* for consistency, send the exception even if desc is NULL */
@@ -11774,6 +11718,13 @@ int JS_CodemodeDeferProperty(JSContext *ctx, JSValueConst obj, JSAtom prop)
     assert((pr->u.init.realm_and_id & 7) == 0);
     pr->u.init.realm_and_id |= JS_AUTOINIT_ID_CODEMODE_DEFERRED;
     pr->u.init.opaque = JS_VALUE_GET_OBJ(original);
+    if (!CODEMODE_PATCH_5) {
+        /* the plain alternative: the property is made now, as without the patch */
+        JSValue made = JS_GetProperty(ctx, obj, prop);
+        if (JS_IsException(made))
+            return -1;
+        JS_FreeValue(ctx, made);
+    }
     return 0;
  fail:
     JS_ThrowTypeErrorAtom(ctx, "'%s' is not an own data property holding an object", prop);
@@ -37445,10 +37396,7 @@ static void free_function_bytecode(JSRuntime *rt, JSFunctionBytecode *b)
 {
     int i;
 
-    /* codemode-rs patch 4: not while the runtime is freed: JS_FreeRuntime frees every atom
-       left at its end, so walking the bytecode to drop its atom references one by one is
-       wasted work (it was a third of a VM's teardown). */
-    if (b->byte_code_buf && !rt->in_free)
+    if (b->byte_code_buf)
         free_bytecode_atoms(rt, b->byte_code_buf, b->byte_code_len, true);
 
     if (b->vardefs) {
@@ -38796,9 +38744,6 @@ typedef struct BCWriterState {
     bool allow_reference;
     bool allow_source;
     bool allow_debug;
-    /* codemode-rs patch 8: write every local and closure variable name as ""
-       (JS_WRITE_OBJ_CODEMODE_STRIP_NAMES) */
-    bool strip_names;
     uint32_t first_atom;
     uint32_t *atom_to_idx;
     int atom_to_idx_size;
@@ -39105,8 +39050,7 @@ static int JS_WriteFunctionTag(BCWriterState *s, JSValueConst obj)
         bc_put_leb128(s, b->arg_count + b->var_count);
         for(i = 0; i < b->arg_count + b->var_count; i++) {
             JSVarDef *vd = &b->vardefs[i];
-            /* codemode-rs patch 8 */
-            bc_put_atom(s, s->strip_names ? JS_ATOM_empty_string : vd->var_name);
+            bc_put_atom(s, vd->var_name);
             bc_put_leb128(s, vd->scope_level);
             bc_put_leb128(s, vd->scope_next + 1);
             flags = idx = 0;
@@ -39125,8 +39069,7 @@ static int JS_WriteFunctionTag(BCWriterState *s, JSValueConst obj)
 
     for(i = 0; i < b->closure_var_count; i++) {
         JSClosureVar *cv = &b->closure_var[i];
-        /* codemode-rs patch 8 */
-        bc_put_atom(s, s->strip_names ? JS_ATOM_empty_string : cv->var_name);
+        bc_put_atom(s, cv->var_name);
         bc_put_leb128(s, cv->var_idx);
         flags = idx = 0;
         bc_set_flags(&flags, &idx, cv->closure_type, 3);
@@ -39582,7 +39525,6 @@ uint8_t *JS_WriteObject2(JSContext *ctx, size_t *psize, JSValueConst obj,
     s->allow_reference = ((flags & JS_WRITE_OBJ_REFERENCE) != 0);
     s->allow_source = ((flags & JS_WRITE_OBJ_STRIP_SOURCE) == 0);
     s->allow_debug = ((flags & JS_WRITE_OBJ_STRIP_DEBUG) == 0);
-    s->strip_names = ((flags & JS_WRITE_OBJ_CODEMODE_STRIP_NAMES) != 0); /* codemode-rs patch 8 */
     /* XXX: could use a different version when bytecode is included */
     if (s->allow_bytecode)
         s->first_atom = JS_ATOM_END;
@@ -40960,40 +40902,6 @@ static JSAtom find_atom(JSContext *ctx, const char *name)
     return atom;
 }
 
-/* codemode-rs patch 7: the getter and setter functions of an accessor entry
-   (JS_UNDEFINED for a missing one). Returns -1 with an exception, and nothing
-   made, if one could not be made. */
-static int js_make_getset(JSContext *ctx, const JSCFunctionListEntry *e,
-                          JSValue *pgetter, JSValue *psetter)
-{
-    JSValue getter, setter;
-    char buf[64];
-
-    getter = JS_UNDEFINED;
-    if (e->u.getset.get.generic) {
-        snprintf(buf, sizeof(buf), "get %s", e->name);
-        getter = JS_NewCFunction2(ctx, e->u.getset.get.generic,
-                                  buf, 0, e->def_type == JS_DEF_CGETSET_MAGIC ? JS_CFUNC_getter_magic : JS_CFUNC_getter,
-                                  e->magic);
-        if (JS_IsException(getter))
-            return -1;
-    }
-    setter = JS_UNDEFINED;
-    if (e->u.getset.set.generic) {
-        snprintf(buf, sizeof(buf), "set %s", e->name);
-        setter = JS_NewCFunction2(ctx, e->u.getset.set.generic,
-                                  buf, 1, e->def_type == JS_DEF_CGETSET_MAGIC ? JS_CFUNC_setter_magic : JS_CFUNC_setter,
-                                  e->magic);
-        if (JS_IsException(setter)) {
-            JS_FreeValue(ctx, getter);
-            return -1;
-        }
-    }
-    *pgetter = getter;
-    *psetter = setter;
-    return 0;
-}
-
 static JSValue JS_InstantiateFunctionListItem2(JSContext *ctx, JSObject *p,
                                                JSAtom atom, void *opaque)
 {
@@ -41068,20 +40976,26 @@ static int JS_InstantiateFunctionListItem(JSContext *ctx, JSValueConst obj,
         JS_DefineAutoInitProperty(ctx, obj, atom, JS_AUTOINIT_ID_PROP,
                                   (void *)e, prop_flags);
         return 0;
-    case JS_DEF_CGETSET:
+    case JS_DEF_CGETSET: /* XXX: use autoinit again ? */
     case JS_DEF_CGETSET_MAGIC:
         {
             JSValue getter, setter;
+            char buf[64];
 
-            /* codemode-rs patch 7: a configurable accessor is made on first
-               access, like the functions above (see js_autoinit_getset) */
-            if (prop_flags & JS_PROP_CONFIGURABLE) {
-                JS_DefineAutoInitProperty(ctx, obj, atom, JS_AUTOINIT_ID_PROP,
-                                          (void *)e, prop_flags);
-                return 0;
+            getter = JS_UNDEFINED;
+            if (e->u.getset.get.generic) {
+                snprintf(buf, sizeof(buf), "get %s", e->name);
+                getter = JS_NewCFunction2(ctx, e->u.getset.get.generic,
+                                          buf, 0, e->def_type == JS_DEF_CGETSET_MAGIC ? JS_CFUNC_getter_magic : JS_CFUNC_getter,
+                                          e->magic);
             }
-            if (js_make_getset(ctx, e, &getter, &setter))
-                return -1;
+            setter = JS_UNDEFINED;
+            if (e->u.getset.set.generic) {
+                snprintf(buf, sizeof(buf), "set %s", e->name);
+                setter = JS_NewCFunction2(ctx, e->u.getset.set.generic,
+                                          buf, 1, e->def_type == JS_DEF_CGETSET_MAGIC ? JS_CFUNC_setter_magic : JS_CFUNC_setter,
+                                          e->magic);
+            }
             JS_DefinePropertyGetSet(ctx, obj, atom, getter, setter, prop_flags);
             return 0;
         }

@@ -1261,11 +1261,6 @@ typedef struct JSSABTab {
 #define JS_WRITE_OBJ_REFERENCE (1 << 3) /* allow object references to encode arbitrary object graph */
 #define JS_WRITE_OBJ_STRIP_SOURCE  (1 << 4) /* do not write source code information */
 #define JS_WRITE_OBJ_STRIP_DEBUG   (1 << 5) /* do not write debug information */
-/* codemode-rs patch 8: write every local and closure variable name of every
-   function as "": fewer atoms to read, for bytecode that is never the scope of
-   a direct eval (names are read only to compile one, and for the text of a
-   "not initialized" ReferenceError) */
-#define JS_WRITE_OBJ_CODEMODE_STRIP_NAMES (1 << 16)
 JS_EXTERN uint8_t *JS_WriteObject(JSContext *ctx, size_t *psize, JSValueConst obj, int flags);
 JS_EXTERN uint8_t *JS_WriteObject2(JSContext *ctx, size_t *psize, JSValueConst obj,
                                    int flags, JSSABTab *psab_tab);

@@ -34,10 +34,6 @@ include!("inlines/ptr_32_nan_boxing.rs");
 
 include!("inlines/common.rs");
 
-/// codemode-rs patch 8 (PATCHES.md): a `JS_WriteObject` flag that writes every local and closure
-/// variable name as `""`. Declared by hand, like the declarations of patch 5 below.
-pub const JS_WRITE_OBJ_CODEMODE_STRIP_NAMES: u32 = 1 << 16;
-
 // codemode-rs patch 5 (PATCHES.md): deferred own data properties. Declared by hand, since the
 // bundled bindings are generated from upstream's header.
 unsafe extern "C" {

@@ -71,14 +71,9 @@ impl Part {
 /// How the parts are written: without source text and debug information (less to load per VM,
 /// guest code that stringifies a bootstrap function, `text.toString()`, sees no bootstrap
 /// source, and bootstrap frames in guest-visible stacks carry no line numbers:
-/// `at encode (<null>:0:1)`), and without variable names (vendored QuickJS patch 8: a third
-/// fewer atoms to read per load). Names of variables are read only to compile a direct `eval`
-/// in their scope, which no bootstrap function does, and for the text of a "not initialized"
-/// `ReferenceError`, which the bootstrap never provokes.
-const WRITE_FLAGS: u32 = qjs::JS_WRITE_OBJ_BYTECODE
-    | qjs::JS_WRITE_OBJ_STRIP_SOURCE
-    | qjs::JS_WRITE_OBJ_STRIP_DEBUG
-    | qjs::JS_WRITE_OBJ_CODEMODE_STRIP_NAMES;
+/// `at encode (<null>:0:1)`).
+const WRITE_FLAGS: u32 =
+    qjs::JS_WRITE_OBJ_BYTECODE | qjs::JS_WRITE_OBJ_STRIP_SOURCE | qjs::JS_WRITE_OBJ_STRIP_DEBUG;
 
 /// The bytecode of `part`'s script, compiled in `ctx`.
 fn compile(ctx: &Ctx<'_>, part: Part) -> Option<Vec<u8>> {
@@ -197,15 +192,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parts_are_written_without_variable_names_or_checksum() {
+    fn parts_are_written_without_source_or_checksum() {
         let core = Part::Core.bytecode().unwrap();
-        // A local of the core's function, never a property name: only patch 8 drops it.
-        assert!(Part::Core.source().contains("const SAFE_DEPTH"));
+        // Text only the source holds (a comment) is not written.
+        let comment = b"Trusted bootstrap of one code mode run";
         assert!(
-            !core
-                .windows(b"SAFE_DEPTH".len())
-                .any(|w| w == b"SAFE_DEPTH")
+            Part::Core
+                .source()
+                .as_bytes()
+                .windows(comment.len())
+                .any(|w| w == comment)
         );
+        assert!(!core.windows(comment.len()).any(|w| w == comment));
         // Property names stay.
         assert!(core.windows(b"hostCall".len()).any(|w| w == b"hostCall"));
         assert_eq!(core[1..5], [0xFF; 4]);

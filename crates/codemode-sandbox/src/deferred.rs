@@ -273,8 +273,8 @@ mod tests {
 
     #[test]
     fn tearing_a_vm_down_runs_every_finalizer_with_cycles_left_in_it() {
-        // Patch 6: JS_FreeRuntime frees every object as garbage without marking; a native's
-        // captured state must still be dropped, whatever cycles hold it.
+        // A native's captured state is dropped when its VM is torn down, whatever cycles hold
+        // it.
         let held = Arc::new(());
         {
             let runtime = Runtime::new().unwrap();

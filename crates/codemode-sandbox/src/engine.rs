@@ -262,6 +262,7 @@ impl PreparedVm {
                 RunError::RuntimeUnavailable(format!("the sandbox could not start: {message}"))
             }));
         }
+        crate::stats::vm_built();
         Ok(Self {
             vm: Vm { context, runtime },
             state,

@@ -20,6 +20,10 @@ pub enum ErrorCode {
     SnapshotLimitExceeded,
     /// A defect on the host side of the bridge; never caused by guest input alone.
     InternalError,
+    /// The run was ended on request (`wait` with `terminate: true`).
+    Terminated,
+    /// The run outlived `maxRunSeconds`, counted from its first `exec`.
+    RunLifetimeExceeded,
 }
 
 /// Why a run could not start or ended in `failed` (see [`RunError::code`] for its code).
@@ -83,6 +87,17 @@ pub enum RunError {
     /// Something the sandbox itself did not expect; a bug rather than guest behaviour.
     #[error("code mode internal error: {0}")]
     Internal(String),
+    /// The host ended the run on request (`wait` with `terminate: true`): its VM is dropped and
+    /// its host work cancelled.
+    #[error("code mode run was terminated.")]
+    Terminated,
+    /// The run is older than the host's bound on a run's whole life (`maxRunSeconds`, counted
+    /// from its first `exec`).
+    #[error("code mode run exceeded its lifetime of {seconds} s (maxRunSeconds).")]
+    LifetimeExceeded {
+        /// The bound, in seconds.
+        seconds: u64,
+    },
 }
 
 impl RunError {
@@ -108,6 +123,8 @@ impl RunError {
             Self::MemoryLimitExceeded | Self::Finished | Self::Internal(_) | Self::Aborted(_) => {
                 Some(ErrorCode::InternalError)
             }
+            Self::Terminated => Some(ErrorCode::Terminated),
+            Self::LifetimeExceeded { .. } => Some(ErrorCode::RunLifetimeExceeded),
             Self::PendingWithoutHostWork | Self::Guest(_) => None,
         }
     }
@@ -170,7 +187,17 @@ mod tests {
     #[test]
     fn every_failure_has_its_stable_message_and_code() {
         use ErrorCode::*;
-        let runs: [(RunError, &str, Option<ErrorCode>); 13] = [
+        let runs: [(RunError, &str, Option<ErrorCode>); 15] = [
+            (
+                RunError::Terminated,
+                "code mode run was terminated.",
+                Some(Terminated),
+            ),
+            (
+                RunError::LifetimeExceeded { seconds: 60 },
+                "code mode run exceeded its lifetime of 60 s (maxRunSeconds).",
+                Some(RunLifetimeExceeded),
+            ),
             (
                 RunError::ProgramTooComplex { names: 3, limit: 2 },
                 "code mode program has 3 names; the limit is 2. Split the work across cells.",

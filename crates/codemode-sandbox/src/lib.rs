@@ -29,6 +29,7 @@ mod limits;
 mod module_access;
 mod run;
 mod setup;
+mod stats;
 mod store;
 mod tape;
 mod vm_pool;
@@ -51,6 +52,7 @@ pub use limits::{
 pub use module_access::check_module_access;
 pub use run::{DEADLINE_GRACE, Run, Step, Truncation, WaitReason};
 pub use setup::{Callable, GuestPath, GuestSetup, JsonText};
+pub use stats::{SandboxStats, stats};
 pub use store::{MAX_SUSPENDED_RUNS, Resumption, RunId, RunScope, SnapshotStore};
 pub use tape::{ReadingKind, Tape};
 pub use vm_pool::{MAX_POOLED_VMS, VmPool};

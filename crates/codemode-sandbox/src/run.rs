@@ -283,12 +283,31 @@ impl Run {
     /// running ends the run (the step finishes on its thread and the VM is dropped there);
     /// dropping it while the run is idle awaiting host work leaves the run consistent.
     pub async fn drive(&mut self, deadline: Instant) -> Step {
-        let step = self.drive_leg(deadline).await;
+        self.drive_until(deadline, std::future::pending()).await
+    }
+
+    /// [`Run::drive`], ended early by `stop`: when it resolves (a host ending the run on
+    /// request, or the run's whole life running out), the run fails with the error it gives,
+    /// keeping the output of this leg so far. While the run idles on host work it ends at once;
+    /// while guest code runs in a VM thread the VM is stopped at its next interrupt poll (a VM
+    /// in a worker process finishes its step first, at the latest at `deadline` plus
+    /// [`DEADLINE_GRACE`]). Dropping the run then aborts its host work, as always.
+    pub async fn drive_until(
+        &mut self,
+        deadline: Instant,
+        stop: impl std::future::Future<Output = RunError>,
+    ) -> Step {
+        tokio::pin!(stop);
+        let step = self.drive_leg(deadline, stop).await;
         self.refill = None;
         step
     }
 
-    async fn drive_leg(&mut self, deadline: Instant) -> Step {
+    async fn drive_leg(
+        &mut self,
+        deadline: Instant,
+        mut stop: std::pin::Pin<&mut impl std::future::Future<Output = RunError>>,
+    ) -> Step {
         if !self.is_alive() {
             return Step::Failed {
                 error: RunError::Finished,
@@ -318,10 +337,35 @@ impl Run {
                 deadline,
                 handle: Some(handle.clone()),
             };
-            let answer = match self.step(input, deadline).await {
+            let flags = Arc::clone(&self.flags);
+            let mut stopped = None;
+            let answer = {
+                let step = self.step(input, deadline);
+                tokio::pin!(step);
+                tokio::select! {
+                    biased;
+                    answer = &mut step => answer,
+                    error = &mut stop => {
+                        // Stop the guest at its next poll, and take what the step made.
+                        flags.force_timeout();
+                        stopped = Some(error);
+                        step.await
+                    }
+                }
+            };
+            if let Some(error) = stopped {
+                if let Ok(answer) = answer {
+                    output.extend(answer.output);
+                }
+                return self.fail(error, output);
+            }
+            let answer = match answer {
                 Ok(answer) => answer,
                 Err(error) => return self.fail(error, output),
             };
+            if !answer.output.is_empty() {
+                self.host.on_output(&answer.output);
+            }
             output.extend(answer.output);
             for (id, future) in answer.spawn {
                 let task = self.tasks.spawn(future);
@@ -353,6 +397,7 @@ impl Run {
             let timer = answer.next_timer.filter(|due| *due < deadline);
             let joined = tokio::select! {
                 biased;
+                error = &mut stop => return self.fail(error, output),
                 joined = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => joined,
                 () = sleep_until_timer(timer) => None,
                 () = &mut sleep => return self.suspend(WaitReason::PendingTools, output),

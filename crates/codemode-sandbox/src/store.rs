@@ -555,6 +555,15 @@ impl<E: Send + 'static> Resumption<E> {
     /// [`StoreError::Unavailable`] when the run was cancelled or its session dropped meanwhile, or
     /// the run is no longer alive. On error the run is dropped and the entry removed.
     pub fn repark(self) -> Result<(), StoreError> {
+        self.repark_within(Duration::MAX)
+    }
+
+    /// [`repark`](Self::repark) with a TTL of at most `max_ttl`: a run whose host bounds its
+    /// whole life expires parked when that life ends, even before its usual TTL.
+    ///
+    /// # Errors
+    /// As [`repark`](Self::repark).
+    pub fn repark_within(self, max_ttl: Duration) -> Result<(), StoreError> {
         let Self {
             id,
             run,
@@ -580,7 +589,7 @@ impl<E: Send + 'static> Resumption<E> {
             return Err(StoreError::SnapshotLimitExceeded);
         }
         let expires_at = now
-            .checked_add(entry.ttl)
+            .checked_add(entry.ttl.min(max_ttl))
             .unwrap_or(now + Duration::from_secs(86_400 * 365));
         entry.state = State::Parked {
             run: Box::new(run),

@@ -149,7 +149,7 @@ fn schema_and_parser_agree() {
     assert_eq!(settings["additionalProperties"], json!(false));
     assert!(settings.get("required").is_none(), "{settings:#}");
     let properties = settings["properties"].as_object().unwrap();
-    assert_eq!(properties.len(), 15);
+    assert_eq!(properties.len(), 17);
     for (name, property) in properties {
         let kind = property["type"]
             .as_str()

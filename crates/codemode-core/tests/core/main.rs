@@ -5,6 +5,8 @@ mod durable;
 mod embedding;
 mod exec;
 mod memory_budget;
+mod runs_end;
+mod observe;
 #[cfg(feature = "otel")]
 mod otel;
 mod scale;

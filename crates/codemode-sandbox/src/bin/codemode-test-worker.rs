@@ -1,7 +1,7 @@
 //! The worker process of the sandbox's own tests: the real worker, or, when its first argument
 //! names one, a worker that misbehaves at its first step (`garbage`, `flood`, `stall`,
-//! `open-file`, `reading-without-tape`, `settling-unknown`). Built only with the `test-worker`
-//! feature; never installed.
+//! `open-file`, `reading-without-tape`, `settling-unknown`, `segfault`, `bus-error`,
+//! `stack-overflow`). Built only with the `test-worker` feature; never installed.
 #![forbid(unsafe_code)]
 
 use std::process::ExitCode;

@@ -216,6 +216,8 @@ impl PoolInner {
         let worn = worker.runs >= self.config.max_runs_per_worker
             || worker.peak_rss_bytes >= self.config.max_worker_rss_bytes;
         if worn {
+            let mut worker = worker;
+            worker.retired = true;
             drop(worker);
             self.warm();
         } else {
@@ -278,12 +280,16 @@ pub(crate) struct Worker {
     /// (and its idle processes) alive.
     pool: Weak<PoolInner>,
     permit: Option<OwnedSemaphorePermit>,
+    /// Set when the pool retires it (its runs or memory bound), for the count of replaced
+    /// workers (`stats.rs`).
+    retired: bool,
 }
 
 impl Drop for Worker {
     fn drop(&mut self) {
         self.process.kill();
         let pool = self.pool.upgrade();
+        crate::stats::worker_ended(pool.is_some() && !self.retired);
         if let Some(pool) = &pool {
             lock(&pool.pids).remove(&self.process.pid);
         }
@@ -337,6 +343,7 @@ fn start_worker(pool: &Arc<PoolInner>, permit: OwnedSemaphorePermit) -> Result<W
     };
     let pid = child.id();
     lock(&pool.pids).insert(pid);
+    crate::stats::worker_started();
     Ok(Worker {
         process: Arc::new(Process {
             child: Mutex::new(child),
@@ -351,6 +358,7 @@ fn start_worker(pool: &Arc<PoolInner>, permit: OwnedSemaphorePermit) -> Result<W
         peak_rss_bytes: 0,
         pool: Arc::downgrade(pool),
         permit: Some(permit),
+        retired: false,
     })
 }
 
@@ -412,6 +420,7 @@ fn describe(status: Option<ExitStatus>) -> String {
         if let Some(signal) = status.signal() {
             let name = match signal {
                 6 => " (SIGABRT)",
+                7 => " (SIGBUS)",
                 9 => " (SIGKILL)",
                 11 => " (SIGSEGV)",
                 31 => " (SIGSYS: a forbidden system call)",

@@ -4,8 +4,11 @@
 //! stdout and stderr is closed, `RLIMIT_NOFILE` allows no new one, `RLIMIT_AS` bounds the
 //! address space, `RLIMIT_CORE` forbids core files. After the warm-up VM was built and dropped,
 //! a seccomp filter is installed on every thread: `read` on stdin, `write` on stdout and stderr,
-//! memory management, futexes, clocks, signal returns and exiting, nothing else. Any other
-//! system call (`open`, `socket`, `execve`, `clone`, …) kills the whole process with `SIGSYS`.
+//! memory management, futexes, clocks, signal returns and exiting, and what dying of a fault
+//! takes (the runtime's fault handler restoring the default action of `SIGSEGV`, `SIGBUS` or
+//! `SIGABRT`, and a signal to this process itself), nothing else. Any other system call
+//! (`open`, `socket`, `execve`, `clone`, …) kills the whole process with `SIGSYS`. So a worker
+//! that faults is reported by its true signal, not as a forbidden call.
 //! The environment is empty and the working directory is `/` (the host starts it so).
 //!
 //! Elsewhere the worker runs without these (see the README): the process boundary still
@@ -20,6 +23,13 @@
 pub(super) struct Settings {
     /// `RLIMIT_AS` in bytes (`--address-space-bytes=N`).
     pub(super) address_space_bytes: Option<u64>,
+}
+
+/// A fault a test worker dies of (`Misbehaviour::Segfault`, `Misbehaviour::BusError`).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Fault {
+    Segmentation,
+    Bus,
 }
 
 /// The command-line flag carrying [`Settings::address_space_bytes`].
@@ -98,6 +108,33 @@ mod linux {
         if let (Ok(stdout), Ok(stderr)) = (fd_is(1), fd_is(2)) {
             rules.push((libc::SYS_write, vec![stdout, stderr]));
         }
+        // Dying of a fault: Rust's handler of SIGSEGV and SIGBUS restores the default action
+        // and returns, so the fault strikes again and kills; `abort` (a stack overflow, a
+        // failed allocation) restores SIGABRT's and signals this process itself.
+        let signal_is = |signal: libc::c_int| {
+            SeccompCondition::new(
+                0,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::Eq,
+                u64::from(signal.unsigned_abs()),
+            )
+            .and_then(|condition| SeccompRule::new(vec![condition]))
+        };
+        let fatal: Vec<SeccompRule> = [libc::SIGSEGV, libc::SIGBUS, libc::SIGABRT]
+            .into_iter()
+            .filter_map(|signal| signal_is(signal).ok())
+            .collect();
+        rules.push((libc::SYS_rt_sigaction, fatal));
+        let this_process = SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Eq,
+            u64::from(std::process::id()),
+        )
+        .and_then(|condition| SeccompRule::new(vec![condition]));
+        if let Ok(this_process) = this_process {
+            rules.push((libc::SYS_tgkill, vec![this_process]));
+        }
         for call in [
             // Memory.
             libc::SYS_brk,
@@ -117,6 +154,8 @@ mod linux {
             libc::SYS_rt_sigprocmask,
             libc::SYS_sigaltstack,
             libc::SYS_restart_syscall,
+            libc::SYS_getpid,
+            libc::SYS_gettid,
             libc::SYS_exit,
             libc::SYS_exit_group,
         ] {
@@ -153,6 +192,19 @@ mod linux {
         seccompiler::apply_filter_all_threads(&program).map_err(|e| e.to_string())
     }
 
+    /// Raises the fault's signal twice: the first reaches the runtime's handler, which restores
+    /// the default action (the system calls a real fault makes), the second kills.
+    pub(in crate::worker) fn die_of_fault(fault: super::Fault) -> ! {
+        use nix::sys::signal::{Signal, raise};
+        let signal = match fault {
+            super::Fault::Segmentation => Signal::SIGSEGV,
+            super::Fault::Bus => Signal::SIGBUS,
+        };
+        let _ = raise(signal);
+        let _ = raise(signal);
+        std::process::abort()
+    }
+
     /// Peak resident memory of this process, in bytes.
     pub(in crate::worker) fn peak_rss_bytes() -> u64 {
         getrusage(UsageWho::RUSAGE_SELF)
@@ -163,7 +215,7 @@ mod linux {
 }
 
 #[cfg(target_os = "linux")]
-pub(super) use linux::{peak_rss_bytes, seccomp, start_up};
+pub(super) use linux::{die_of_fault, peak_rss_bytes, seccomp, start_up};
 
 /// Elsewhere: no resource limits or system-call filter (see the module docs).
 #[cfg(not(target_os = "linux"))]
@@ -174,6 +226,11 @@ pub(super) fn start_up(_settings: Settings) -> Result<(), String> {
 #[cfg(not(target_os = "linux"))]
 pub(super) fn seccomp() -> Result<(), String> {
     Err("the system-call filter exists on Linux only".into())
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(super) fn die_of_fault(_fault: Fault) -> ! {
+    std::process::abort()
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -49,6 +49,13 @@ pub enum Misbehaviour {
     ReadingWithoutTape,
     /// Reports the settling of a call the host never settled.
     SettlingUnknown,
+    /// Locked down like a real worker, dies of `SIGSEGV` at the first step (through the
+    /// runtime's fault handler, as a fault in the engine would).
+    Segfault,
+    /// The same with `SIGBUS`.
+    BusError,
+    /// Locked down like a real worker, overflows its stack at the first step.
+    StackOverflow,
 }
 
 impl Misbehaviour {
@@ -61,6 +68,9 @@ impl Misbehaviour {
             "open-file" => Some(Self::OpenFile),
             "reading-without-tape" => Some(Self::ReadingWithoutTape),
             "settling-unknown" => Some(Self::SettlingUnknown),
+            "segfault" => Some(Self::Segfault),
+            "bus-error" => Some(Self::BusError),
+            "stack-overflow" => Some(Self::StackOverflow),
             _ => None,
         }
     }
@@ -401,5 +411,21 @@ fn misbehave(misbehaviour: Misbehaviour, channel: &Channel) -> ! {
             let _ = pipes.stdout.flush();
             std::process::exit(0)
         }
+        Misbehaviour::Segfault => lockdown::die_of_fault(lockdown::Fault::Segmentation),
+        Misbehaviour::BusError => lockdown::die_of_fault(lockdown::Fault::Bus),
+        Misbehaviour::StackOverflow => {
+            drop(pipes);
+            overflow_the_stack(0);
+            std::process::exit(0)
+        }
     }
+}
+
+/// Recurses until the stack's guard page stops it (the runtime then aborts the process).
+fn overflow_the_stack(depth: u64) -> u64 {
+    let frame = std::hint::black_box([depth; 64]);
+    if std::hint::black_box(depth) == u64::MAX {
+        return 0;
+    }
+    overflow_the_stack(depth + 1).wrapping_add(frame[0])
 }

@@ -1,6 +1,5 @@
 //! Integration tests of codemode-sandbox: one test binary, one module per area.
 
-mod accessors;
 mod bridge;
 mod deferred;
 mod invariants;
@@ -8,6 +7,7 @@ mod lazy_roots;
 mod lexer;
 mod pool;
 mod run;
+mod stop;
 mod support;
 mod suspend;
 mod tape;

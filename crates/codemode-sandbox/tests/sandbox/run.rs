@@ -846,6 +846,27 @@ fn a_worker_that_opens_a_file_dies_by_seccomp() {
     assert!(message.contains("signal 31 (SIGSYS"), "{message}");
 }
 
+/// Under the filter a worker that faults is reported by its true signal: the runtime's fault
+/// handler and `abort` make the few system calls dying takes (they were once forbidden, and
+/// every fault read as `SIGSYS`).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_worker_that_faults_is_reported_by_its_signal() {
+    for (misbehaviour, expected) in [
+        ("segfault", "signal 11 (SIGSEGV)"),
+        ("bus-error", "signal 7 (SIGBUS)"),
+        ("stack-overflow", "signal 6 (SIGABRT)"),
+    ] {
+        let pool = crate::support::worker_pool(Some(misbehaviour), 1);
+        let limits = limits().with_isolation(Isolation::Process(pool));
+        let (host, _cancelled) = TestHost::new();
+        let step = runtime().block_on(run_with("return 1", limits, host));
+        let (code, message) = code_and_message(&step);
+        assert_eq!(code, Some(ErrorCode::RuntimeUnavailable), "{message}");
+        assert!(message.contains(expected), "{misbehaviour}: {message}");
+    }
+}
+
 /// A worker holds nothing but its pipes: no other descriptor, no environment, a filter.
 #[cfg(target_os = "linux")]
 #[test]

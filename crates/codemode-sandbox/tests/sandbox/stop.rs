@@ -1,0 +1,77 @@
+//! `Run::drive_until`: a host ends a run early (terminated, or its whole life ran out), keeping
+//! the output of the leg so far and cancelling its host work.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use codemode_sandbox::{Run, RunError, Step};
+
+use crate::support::{TestHost, limits, render, runtime, setup};
+
+/// Resolves once the host has seen `calls` bridge calls: a stop tied to the program's progress,
+/// never to the clock.
+async fn after_calls(host: Arc<TestHost>, calls: usize, error: RunError) -> RunError {
+    while host.calls() < calls {
+        tokio::task::yield_now().await;
+    }
+    error
+}
+
+#[test]
+fn a_stop_ends_a_run_idle_on_host_work_keeping_its_output() {
+    runtime().block_on(async {
+        let (host, mut cancelled) = TestHost::new();
+        let program = "text('before'); await host.never(); return 1;";
+        let mut run = Run::start(program, setup(), limits(), host.clone()).unwrap();
+        // A deadline far beyond the test: only the stop can end this leg.
+        let deadline = Instant::now() + Duration::from_secs(600);
+        let step = run
+            .drive_until(
+                deadline,
+                after_calls(host.clone(), 1, RunError::Terminated),
+            )
+            .await;
+        assert_eq!(
+            render(&step),
+            r#"failed "terminated" code mode run was terminated. output=[{"type":"text","text":"before"}]"#
+        );
+        assert!(!run.is_alive());
+        // The pending host call was dropped with the run.
+        assert!(cancelled.recv().await.is_some());
+        drop(run);
+    });
+}
+
+#[test]
+fn a_stop_interrupts_guest_code_that_is_still_computing() {
+    runtime().block_on(async {
+        let (host, _cancelled) = TestHost::new();
+        let program = "text('spin'); for (;;) {}";
+        let mut run = Run::start(program, setup(), limits(), host).unwrap();
+        // Far beyond the test: without the stop this leg would end as `timeout` in 10 minutes.
+        let deadline = Instant::now() + Duration::from_secs(600);
+        // Ready at once: the step has started, and the VM is stopped at its next poll.
+        let stop = async { RunError::LifetimeExceeded { seconds: 7 } };
+        let step = run.drive_until(deadline, stop).await;
+        let Step::Failed { error, .. } = &step else {
+            panic!("{}", render(&step))
+        };
+        assert_eq!(error, &RunError::LifetimeExceeded { seconds: 7 });
+        assert!(!run.is_alive());
+    });
+}
+
+#[test]
+fn a_stop_that_never_fires_changes_nothing() {
+    runtime().block_on(async {
+        let (host, _cancelled) = TestHost::new();
+        let mut run = Run::start("return await host.echo(2)", setup(), limits(), host).unwrap();
+        let step = run
+            .drive_until(
+                Instant::now() + Duration::from_secs(600),
+                std::future::pending(),
+            )
+            .await;
+        assert!(matches!(step, Step::Completed { .. }), "{}", render(&step));
+    });
+}
