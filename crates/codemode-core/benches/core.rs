@@ -91,7 +91,10 @@ fn otel_child(on: bool) {
     #[cfg(feature = "otel")]
     let _otlp = on.then(|| {
         use tracing_subscriber::layer::SubscriberExt;
-        let receiver = codemode_telemetry::receiver::OtlpReceiver::start().expect("a receiver");
+        // A collector that decodes nothing: the figure is the exporter's cost, not a decoder's
+        // competing for the same cores.
+        let receiver =
+            codemode_telemetry::receiver::OtlpReceiver::start_discarding().expect("a receiver");
         let otlp = codemode_telemetry::Otlp::new(&codemode_telemetry::OtlpConfig::new(
             receiver.endpoint(),
         ))

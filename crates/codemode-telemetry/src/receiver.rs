@@ -51,6 +51,15 @@ pub struct OtlpReceiver {
     held: Arc<Hold>,
 }
 
+/// What the receiver does with a request's spans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// Decode and keep them.
+    Decoded,
+    /// Answer without decoding (a collector that costs this process nothing but the read).
+    Nothing,
+}
+
 /// Whether requests are held unanswered ([`OtlpReceiver::hold`]).
 #[derive(Debug, Default)]
 struct Hold {
@@ -81,6 +90,19 @@ impl OtlpReceiver {
     /// # Errors
     /// When no port can be bound.
     pub fn start() -> std::io::Result<Self> {
+        Self::start_keeping(Keep::Decoded)
+    }
+
+    /// Like [`start`](Self::start), but the spans are read and answered, never decoded or kept:
+    /// for measuring the exporter's cost without a decoder in the same process.
+    ///
+    /// # Errors
+    /// When no port can be bound.
+    pub fn start_discarding() -> std::io::Result<Self> {
+        Self::start_keeping(Keep::Nothing)
+    }
+
+    fn start_keeping(keep: Keep) -> std::io::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let endpoint = format!("http://{}", listener.local_addr()?);
         let spans: Arc<Mutex<Vec<ReceivedSpan>>> = Arc::default();
@@ -95,7 +117,7 @@ impl OtlpReceiver {
                     let hold = Arc::clone(&served_hold);
                     let _ = std::thread::Builder::new()
                         .name("otlp-receiver-connection".into())
-                        .spawn(move || serve(stream, &spans, &hold));
+                        .spawn(move || serve(stream, &spans, &hold, keep));
                 }
             })?;
         Ok(Self {
@@ -141,7 +163,7 @@ impl OtlpReceiver {
 }
 
 /// Serves one connection's requests until it closes or breaks the protocol.
-fn serve(stream: TcpStream, spans: &Mutex<Vec<ReceivedSpan>>, hold: &Hold) {
+fn serve(stream: TcpStream, spans: &Mutex<Vec<ReceivedSpan>>, hold: &Hold, keep: Keep) {
     let Ok(mut writer) = stream.try_clone() else {
         return;
     };
@@ -162,7 +184,11 @@ fn serve(stream: TcpStream, spans: &Mutex<Vec<ReceivedSpan>>, hold: &Hold) {
         }
         hold.wait_released();
         let traces = request_line.starts_with("POST ") && request_line.contains(" /v1/traces");
-        let status = match ExportTraceServiceRequest::decode(body.as_slice()) {
+        let decoded = match keep {
+            Keep::Decoded => ExportTraceServiceRequest::decode(body.as_slice()),
+            Keep::Nothing => Ok(ExportTraceServiceRequest::default()),
+        };
+        let status = match decoded {
             Ok(request) if traces => {
                 spans
                     .lock()
