@@ -59,12 +59,20 @@ const BENCHES: &[(&str, &str)] = &[
     ("codemode-mcp-server", "serve_load"),
 ];
 
+/// Features a package's benchmarks turn on: codemode-core's rows run with OpenTelemetry compiled
+/// in (and off, but for the rows that say they turn it on), the build the `codemode` command
+/// ships.
+const BENCH_FEATURES: &[(&str, &str)] = &[("codemode-core", "otel")];
+
 /// How long `cargo xtask fuzz` (and the CI run) fuzzes by default.
 const FUZZ_SECONDS: u64 = 60;
 
 /// Features a package's tests turn on beyond its defaults: codemode-core's tests cover its
 /// TypeScript path, while its default build (no TypeScript) is what the outside host runs.
-const TEST_FEATURES: &[(&str, &str)] = &[("codemode-core", "typescript")];
+const TEST_FEATURES: &[(&str, &str)] = &[
+    ("codemode-core", "typescript,otel"),
+    ("codemode-telemetry", "test-receiver"),
+];
 
 /// Test runs beyond each package's own: the journal's unit tests without its stores, where an
 /// address of a store left out must be refused by name.
@@ -317,7 +325,8 @@ fn outside_crates(root: &Path) -> Result<()> {
             .args(["run", "--locked", "-p", package, "--"]);
         command
     };
-    // A host on codemode-core's default features compiles no database and no swc.
+    // A host on codemode-core's default features compiles no database, no swc and no
+    // OpenTelemetry.
     let tree = cargo()
         .current_dir(root.join(OUTSIDE))
         .args([
@@ -350,9 +359,17 @@ fn outside_crates(root: &Path) -> Result<()> {
     run(&mut outside("codemode-outside-engines"))
 }
 
-/// Crates a host on codemode-core's default features must not compile: the stores' databases
-/// and swc (each behind a feature).
-const FORBIDDEN_IN_A_PLAIN_HOST: &[&str] = &["sqlx", "rusqlite", "libsqlite3-sys", "swc_"];
+/// Crates a host on codemode-core's default features must not compile: the stores' databases,
+/// swc and OpenTelemetry (each behind a feature).
+const FORBIDDEN_IN_A_PLAIN_HOST: &[&str] = &[
+    "sqlx",
+    "rusqlite",
+    "libsqlite3-sys",
+    "swc_",
+    "codemode-telemetry",
+    "opentelemetry",
+    "tracing-opentelemetry",
+];
 
 /// `cargo package --workspace`: every publishable crate packs, and builds from its package
 /// alone (the engine crates included, with their sources and licences).
@@ -624,8 +641,12 @@ fn bench(root: &Path, args: &[String]) -> Result<()> {
         if let Some(url) = &postgres_url {
             command.env(POSTGRES_URL_VAR, url);
         }
+        command.args(["bench", "-p", package, "--bench", target]);
+        if let Some((_, features)) = BENCH_FEATURES.iter().find(|(name, _)| name == package) {
+            command.args(["--features", features]);
+        }
         let output = command
-            .args(["bench", "-p", package, "--bench", target, "--"])
+            .arg("--")
             .args(filters)
             .stderr(Stdio::inherit())
             .output()

@@ -186,6 +186,13 @@ struct ServeArgs {
     /// Let --metrics bind a non-loopback address: whoever reaches the port reads the counts.
     #[arg(long, requires = "metrics")]
     metrics_public: bool,
+    /// Export the spans of every `exec`, `wait`, nested call, VM build, journal commit and
+    /// replay to this OpenTelemetry collector, as OTLP over HTTP/protobuf
+    /// (`http://HOST:4318`; `/v1/traces` is appended unless given). A client's
+    /// `_meta.traceparent` is continued. Off by default; export never holds up a run (a full
+    /// queue drops spans).
+    #[arg(long, value_name = "URL")]
+    otlp_endpoint: Option<String>,
 }
 
 fn parse_language(name: &str) -> Result<Language, String> {
@@ -208,8 +215,18 @@ fn main() -> ExitCode {
     {
         return codemode_core::worker::serve_worker();
     }
-    init_tracing();
     let cli = Cli::parse();
+    let otlp_endpoint = match &cli.command {
+        Command::Serve(args) => args.otlp_endpoint.as_deref(),
+        _ => None,
+    };
+    let otlp = match init_tracing(otlp_endpoint) {
+        Ok(otlp) => otlp,
+        Err(error) => {
+            eprintln!("codemode: --otlp-endpoint: {error}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -221,28 +238,56 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    match runtime.block_on(run(cli.command)) {
+    let code = match runtime.block_on(run(cli.command)) {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             eprintln!("codemode: {error:#}");
             ExitCode::from(EXIT_USAGE)
         }
+    };
+    // The spans still queued go out before the process ends (bounded by the export timeout).
+    if let Some(otlp) = otlp
+        && let Err(error) = otlp.shutdown()
+    {
+        tracing::warn!(target: "codemode", %error, "the last spans were not exported");
     }
+    code
 }
 
-/// `RUST_LOG=codemode=debug`, or `OPENCLAW_DEBUG_CODE_MODE=1` as in the seed, logs to stderr.
-fn init_tracing() {
+/// `RUST_LOG=codemode=debug`, or `OPENCLAW_DEBUG_CODE_MODE=1` as in the seed, logs to stderr;
+/// with `otlp_endpoint`, the `codemode` spans are also exported there (whatever `RUST_LOG`
+/// says), through the returned exporter.
+fn init_tracing(
+    otlp_endpoint: Option<&str>,
+) -> Result<Option<codemode_telemetry::Otlp>, codemode_telemetry::TelemetryError> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = match std::env::var("RUST_LOG") {
-        Ok(filter) => filter,
+        Ok(filter) => Some(filter),
         Err(_) if std::env::var("OPENCLAW_DEBUG_CODE_MODE").is_ok_and(|v| v == "1") => {
-            "codemode=debug".into()
+            Some("codemode=debug".into())
         }
-        Err(_) => return,
+        Err(_) => None,
     };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        .with_writer(std::io::stderr)
+    let otlp = otlp_endpoint
+        .map(|endpoint| {
+            codemode_telemetry::Otlp::new(&codemode_telemetry::OtlpConfig::new(endpoint))
+        })
+        .transpose()?;
+    if filter.is_none() && otlp.is_none() {
+        return Ok(None);
+    }
+    let logs = filter.map(|filter| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_filter(tracing_subscriber::EnvFilter::new(filter))
+    });
+    let _ = tracing_subscriber::registry()
+        .with(logs)
+        .with(otlp.as_ref().map(codemode_telemetry::Otlp::layer))
         .try_init();
+    Ok(otlp)
 }
 
 async fn run(command: Command) -> anyhow::Result<u8> {

@@ -6,6 +6,8 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
+/// `codemode serve --otlp-endpoint`: spans exported to a receiver in this test (issue 31).
+mod otel;
 /// `codemode serve` watched from outside: progress and `--metrics` (issue 31).
 mod serve_observe;
 

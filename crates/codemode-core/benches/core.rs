@@ -22,7 +22,12 @@ fn main() {
         first_exec_child();
         return;
     }
+    if let Some(mode) = std::env::var_os(OTEL_CHILD) {
+        otel_child(mode.to_str() == Some("on"));
+        return;
+    }
     report_first_exec_in_a_new_process();
+    report_warm_exec_with_otel();
     report_parked_memory();
     report_trivial_exec_beside_cpu_bound_cells();
     divan::main();
@@ -70,6 +75,152 @@ fn report_first_exec_in_a_new_process() {
         samples[0] as f64 / 1e6,
         samples.len()
     );
+}
+
+/// Set in a child of this bench binary: `on` exports spans to an OTLP receiver in the child (a
+/// global subscriber, so every span is traced, VM threads included), `off` installs nothing.
+const OTEL_CHILD: &str = "CODEMODE_BENCH_OTEL_CHILD";
+
+/// Cells timed by [`otel_child`]: a warm `return 1`, and one nested call.
+const OTEL_CELLS: [&str; 2] = ["return 1", "return (await tools.tool_0({ x: 1 })).x"];
+
+/// Times warm execs (a VM built ahead of time, its refill finished before each, as in
+/// `exec_return_1_with_prebuilt_vms`) of [`OTEL_CELLS`] and prints the lower quartile and the
+/// median nanoseconds of each, or nothing for `on` in a build without the `otel` feature.
+fn otel_child(on: bool) {
+    #[cfg(feature = "otel")]
+    let _otlp = on.then(|| {
+        use tracing_subscriber::layer::SubscriberExt;
+        // A collector that decodes nothing: the figure is the exporter's cost, not a decoder's
+        // competing for the same cores.
+        let receiver =
+            codemode_telemetry::receiver::OtlpReceiver::start_discarding().expect("a receiver");
+        let otlp = codemode_telemetry::Otlp::new(&codemode_telemetry::OtlpConfig::new(
+            receiver.endpoint(),
+        ))
+        .expect("an exporter");
+        tracing::subscriber::set_global_default(tracing_subscriber::registry().with(otlp.layer()))
+            .expect("the only subscriber");
+        (receiver, otlp)
+    });
+    #[cfg(not(feature = "otel"))]
+    if on {
+        return;
+    }
+    let rt = runtime();
+    let code_mode = rt.block_on(async {
+        CodeMode::builder(
+            CodeModeConfig::enabled().build().unwrap(),
+            Arc::new(Instant),
+        )
+        .prebuilt_vms(4)
+        .build()
+    });
+    let Ok(Activation::Active(session)) = code_mode.activate(ActivationRequest::new(vec![tool(0)]))
+    else {
+        panic!("code mode did not activate")
+    };
+    let medians: Vec<String> = OTEL_CELLS
+        .iter()
+        .map(|code| {
+            let input = json!({ "code": code });
+            let mut cpu = 0;
+            let mut samples: Vec<u128> = (0..1_050)
+                .map(|n| {
+                    rt.block_on(code_mode.fill_vm_pool());
+                    let cpu_before = process_cpu_ns();
+                    let start = std::time::Instant::now();
+                    let result = rt.block_on(session.exec("bench", &input));
+                    let elapsed = start.elapsed().as_nanos();
+                    if n >= 50 {
+                        cpu += process_cpu_ns().saturating_sub(cpu_before);
+                    }
+                    assert_eq!(result.status(), "completed", "{}", result.to_json());
+                    elapsed
+                })
+                .skip(50)
+                .collect();
+            samples.sort_unstable();
+            format!(
+                "{} {} {}",
+                samples[samples.len() / 4],
+                samples[samples.len() / 2],
+                cpu / samples.len() as u64
+            )
+        })
+        .collect();
+    println!("{}", medians.join(" "));
+}
+
+/// CPU time of every thread of this process so far, in nanoseconds (Linux: the first field of
+/// each thread's `schedstat`; 0 elsewhere). Time spent waiting for a core is not in it, so it
+/// shows the work an exec adds even on a machine shared with other builds.
+fn process_cpu_ns() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// Warm execs with OpenTelemetry off (compiled in with the `otel` feature, no subscriber) and
+/// on (exporting to a receiver on loopback): alternating child processes, five of each, the
+/// median over them of each one's lower quartile and median (printed, not timed by divan: the
+/// subscriber is process-wide; the quartile is the steadier figure on a shared machine).
+fn report_warm_exec_with_otel() {
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let child = |mode: &str| -> Option<Vec<f64>> {
+        let output = std::process::Command::new(&exe)
+            .env(OTEL_CHILD, mode)
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        let medians: Vec<f64> = text
+            .split_whitespace()
+            .filter_map(|n| n.parse::<f64>().ok())
+            .collect();
+        (medians.len() == 3 * OTEL_CELLS.len()).then_some(medians)
+    };
+    let mut off = Vec::new();
+    let mut on = Vec::new();
+    for _ in 0..5 {
+        off.extend(child("off"));
+        on.extend(child("on"));
+    }
+    // The median over the children of one figure (`at`: the cell's quartile or median).
+    let median = |runs: &[Vec<f64>], at: usize| -> Option<f64> {
+        let mut values: Vec<f64> = runs.iter().map(|run| run[at]).collect();
+        values.sort_by(f64::total_cmp);
+        values.get(values.len() / 2).map(|ns| ns / 1e3)
+    };
+    for (cell, code) in OTEL_CELLS.iter().enumerate() {
+        let figures = |runs: &[Vec<f64>]| -> Option<[f64; 3]> {
+            Some([
+                median(runs, 3 * cell)?,
+                median(runs, 3 * cell + 1)?,
+                median(runs, 3 * cell + 2)?,
+            ])
+        };
+        let Some([off_q1, off_p50, off_cpu]) = figures(&off) else {
+            return;
+        };
+        match figures(&on) {
+            Some([on_q1, on_p50, on_cpu]) => println!(
+                "row: core: warm exec({code:?}), OpenTelemetry off: q1 {off_q1:.1} µs, median {off_p50:.1} µs, CPU {off_cpu:.1} µs; on: q1 {on_q1:.1} µs ({:+.1}), median {on_p50:.1} µs ({:+.1}), CPU {on_cpu:.1} µs ({:+.1})",
+                on_q1 - off_q1,
+                on_p50 - off_p50,
+                on_cpu - off_cpu
+            ),
+            None => println!(
+                "row: core: warm exec({code:?}), OpenTelemetry not compiled in: q1 {off_q1:.1} µs, median {off_p50:.1} µs, CPU {off_cpu:.1} µs"
+            ),
+        }
+    }
 }
 
 /// p50 / p99 of `exec("return 1")` on a 2-worker runtime while two other cells spin until their

@@ -12,6 +12,7 @@ use codemode_sandbox::{BridgeHost, BridgeRequest, PendingCall};
 use futures::FutureExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::durable::Before;
 use crate::executor::{NestedCallEvent, NestedCallOutcome, ToolCallContext};
@@ -63,14 +64,16 @@ impl BridgeHost for RunHost {
         let request_id = request.id.0;
         let method = request.method.clone();
         let (catalog_id, input) = self.resolve(request)?;
+        let span = crate::trace::call_span(&catalog_id, &method, &input);
         let journaled = match &self.journal {
             Some(journal) => {
                 let side_effecting = !self.read_only(&catalog_id);
                 let (key, hash, before) = journal
                     .before_call(request_id, &method, &catalog_id, &input, side_effecting)
+                    .instrument(span.clone())
                     .await?;
                 match before {
-                    Before::Answer(answer) => return answer,
+                    Before::Answer(answer) => return crate::trace::call_ended(&span, true, answer),
                     Before::Live => Some((Arc::clone(journal), key, hash, side_effecting)),
                 }
             }
@@ -79,15 +82,20 @@ impl BridgeHost for RunHost {
         let receipt_id = journaled.as_ref().map(|_| catalog_id.clone());
         let sequence = self.counters.call.fetch_add(1, Ordering::Relaxed) + 1;
         let nested_call_id = format!("{}/{sequence}", self.nested_prefix);
+        span.record("nested_call_id", nested_call_id.as_str());
         self.track(
             request_id,
             Some((nested_call_id.clone(), catalog_id.clone())),
         );
-        let (result, timed_out) = self.execute(nested_call_id, catalog_id, input).await;
+        let (result, timed_out) = self
+            .execute(nested_call_id, catalog_id, input)
+            .instrument(span.clone())
+            .await;
         self.track(request_id, None);
         if let (Some((journal, key, hash, side_effecting)), Some(catalog_id)) =
             (journaled, receipt_id)
         {
+            let _entered = span.enter();
             if timed_out {
                 // As after a crash: nobody knows whether it took effect.
                 journal.after_timeout(key, catalog_id, hash, side_effecting, &result);
@@ -95,7 +103,7 @@ impl BridgeHost for RunHost {
                 journal.after_call(key, catalog_id, hash, side_effecting, &result);
             }
         }
-        result
+        crate::trace::call_ended(&span, false, result)
     }
 
     fn call_sync(&self, request: BridgeRequest) -> Result<Value, String> {

@@ -32,6 +32,7 @@ use codemode_journal::{
 use codemode_sandbox::{ReadingKind, RequestId, RunScope, StoreError, Tape};
 use serde_json::Value;
 use tokio::sync::Notify;
+use tracing::Instrument;
 
 /// What the guest sees for a side-effecting call that a crash interrupted: it may or may not
 /// have taken effect, and it is never run again.
@@ -554,13 +555,19 @@ impl RunJournal {
             return;
         };
         let journal = Arc::clone(self);
-        handle.spawn(async move {
-            tokio::time::sleep(SETTLE_LINGER).await;
-            journal.lock().lingering = false;
-            if let Err(error) = journal.flush().await {
-                tracing::warn!(target: "codemode", %error, "journal write failed");
+        // Its commit belongs to the trace of the call that settled (the current span), without
+        // holding that span open for the linger.
+        let span = crate::trace::journal_linger_span();
+        handle.spawn(
+            async move {
+                tokio::time::sleep(SETTLE_LINGER).await;
+                journal.lock().lingering = false;
+                if let Err(error) = journal.flush().await {
+                    tracing::warn!(target: "codemode", %error, "journal write failed");
+                }
             }
-        });
+            .instrument(span),
+        );
     }
 
     /// Creates the run's row if it does not exist yet (held by this host, epoch 1).
@@ -578,6 +585,10 @@ impl RunJournal {
                 now,
                 self.record.expires_at_ms,
             )
+            .instrument(crate::trace::journal_commit_span(
+                "create",
+                &self.record.run_id,
+            ))
             .await?;
         self.lock().created = true;
         Ok(())
@@ -608,6 +619,10 @@ impl RunJournal {
             .durable
             .store
             .append(&self.record.run_id, epoch, &batch)
+            .instrument(crate::trace::journal_commit_span(
+                "append",
+                &self.record.run_id,
+            ))
             .await;
         crate::observe::journal_committed(committing.elapsed());
         match appended {
@@ -638,6 +653,10 @@ impl RunJournal {
         self.durable
             .store
             .release(&self.record.run_id, epoch, after(ttl))
+            .instrument(crate::trace::journal_commit_span(
+                "release",
+                &self.record.run_id,
+            ))
             .await
     }
 

@@ -26,6 +26,10 @@
 //! - `typescript` (off): TypeScript programs, stripped by `codemode-ts` (swc). Without it a
 //!   TypeScript program fails with `invalid_input` and [`TYPESCRIPT_NOT_COMPILED_IN`].
 //!
+//! - `otel` (off): OpenTelemetry through `codemode-telemetry`: a run's spans share one trace
+//!   across its legs and its journal, and [`trace::continue_trace`] continues a caller's trace.
+//!   Without it the spans are the same `tracing` spans and [`trace`] does nothing.
+//!
 //! No database is compiled in here: durable runs take any `JournalStore` of `codemode-journal`,
 //! whose `sqlite` and `postgres` features compile its stores.
 #![forbid(unsafe_code)]
@@ -52,6 +56,7 @@ mod session;
 mod state;
 mod surface;
 mod terminate;
+pub mod trace;
 
 pub use budget::{
     FALLBACK_MAX_MEMORY_BYTES, MAX_CALLS_WAITING_FOR_MEMORY, default_max_memory_bytes,

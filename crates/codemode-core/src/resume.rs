@@ -160,6 +160,7 @@ impl CodeModeSession {
                     live_here: true, ..
                 }) => {
                     let host = Arc::clone(&resumption.extra().host);
+                    crate::trace::continue_run(&span, resumption.extra().trace.as_deref());
                     let _observing = host.observer.install(self.observer.clone());
                     let Some(journal) = host.journal.clone() else {
                         resumption.finish();
@@ -239,6 +240,8 @@ impl CodeModeSession {
             _ => return self.wait_failure(run_id, StoreError::Unavailable),
         };
         tracing::debug!(target: "codemode", %run_id, receipts = loaded.receipts.len(), "replaying a journaled run");
+        crate::trace::continue_run(&span, loaded.record.trace_context.as_deref());
+        let span = tracing::debug_span!(target: "codemode", parent: &span, "replay", %run_id, receipts = loaded.receipts.len(), epoch);
         let journal = RunJournal::for_replay(Arc::clone(durable), loaded, epoch);
         let record = journal.record().clone();
         let counters = Arc::new(Counters::default());
@@ -282,6 +285,7 @@ impl CodeModeSession {
         let parked = Parked {
             host,
             _cancel_on_drop: cancellation.drop_guard(),
+            trace: record.trace_context.clone(),
         };
         self.conclude(run, parked, &journal, step).await
     }

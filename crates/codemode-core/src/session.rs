@@ -333,6 +333,8 @@ pub(crate) struct Parked {
     pub(crate) host: Arc<RunHost>,
     /// Cancels the run's host work when the parked run is dropped (expiry, cancel, session end).
     pub(crate) _cancel_on_drop: DropGuard,
+    /// The `traceparent` of the run's first leg, which its later legs continue (trace.rs).
+    pub(crate) trace: Option<String>,
 }
 
 /// Code mode active for one agent run: the model-visible tools and `exec` / `wait`.
@@ -451,6 +453,7 @@ impl CodeModeSession {
         nested_prefix: String,
     ) -> CodeModeResult {
         let span = tracing::debug_span!(target: "codemode", "exec", call_id, language = input.language.as_str());
+        let trace = crate::trace::traceparent(&span);
         // One deadline for the whole call: the TypeScript transform, building and compiling the
         // VM, and running the program.
         let deadline = Instant::now() + self.inner.config.timeout();
@@ -517,6 +520,7 @@ impl CodeModeSession {
                     ttl_ms,
                     expires_at_ms: crate::durable::now_ms()
                         .saturating_add(i64::try_from(ttl_ms).unwrap_or(i64::MAX)),
+                    trace_context: trace.clone(),
                     started_at_ms: Some(crate::durable::now_ms()),
                 },
             )
@@ -547,6 +551,7 @@ impl CodeModeSession {
         let parked = Parked {
             host,
             _cancel_on_drop: cancellation.drop_guard(),
+            trace,
         };
         self.drive_new(run, parked, deadline).instrument(span).await
     }
@@ -605,6 +610,7 @@ impl CodeModeSession {
             Ok(resumption) => resumption,
             Err(error) => return self.wait_failure(&input.run_id, error),
         };
+        crate::trace::continue_run(&span, resumption.extra().trace.as_deref());
         let host = Arc::clone(&resumption.extra().host);
         let observing = host.observer.install(self.observer.clone());
         let step = self

@@ -75,6 +75,7 @@ fn record(run_id: &str) -> RunRecord {
         restart_safe: false,
         ttl_ms: 60_000,
         expires_at_ms: LATER,
+        trace_context: None,
         started_at_ms: None,
     }
 }

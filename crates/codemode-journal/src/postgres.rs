@@ -398,6 +398,11 @@ fn record_of(row: &PgRow) -> Result<(RunRecord, u64, u64, u64), sqlx::Error> {
             restart_safe: row.try_get::<i64, _>("restart_safe")? != 0,
             ttl_ms: as_u64(row.try_get("ttl_ms")?),
             expires_at_ms: row.try_get("expires_at_ms")?,
+            // Text or nothing: anything else a damaged row holds is no trace.
+            trace_context: row
+                .try_get::<Option<String>, _>("trace_context")
+                .ok()
+                .flatten(),
             // A number or nothing: anything else a damaged row holds is no start.
             started_at_ms: row
                 .try_get::<Option<i64>, _>("started_at_ms")
@@ -478,8 +483,8 @@ impl JournalStore for PostgresJournal {
         let inserted = sqlx::query(
             "INSERT INTO codemode_runs (run_id, agent_run_id, session_id, session_key, program, \
              parent_call_id, restart_safe, ttl_ms, expires_at_ms, epoch, holder, held_until_ms, \
-             live_on, delivered, bytes, started_at_ms) \
-             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10, $11, $10, 0, 0, $14 \
+             live_on, delivered, bytes, trace_context, started_at_ms) \
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10, $11, $10, 0, 0, $14, $15 \
              WHERE (SELECT COUNT(*) FROM codemode_runs WHERE expires_at_ms > $12) < $13",
         )
         .bind(record.run_id.clone())
@@ -495,6 +500,7 @@ impl JournalStore for PostgresJournal {
         .bind(held_until_ms)
         .bind(now_ms)
         .bind(as_i64(MAX_JOURNALED_RUNS as u64))
+        .bind(record.trace_context.clone())
         .bind(record.started_at_ms)
         .execute(&mut *lease)
         .await
@@ -556,7 +562,8 @@ impl JournalStore for PostgresJournal {
         let mut lease = self.lease().await?;
         let Some(row) = sqlx::query(&format!(
             "SELECT run_id, agent_run_id, session_id, session_key, program, parent_call_id, \
-             restart_safe, ttl_ms, expires_at_ms, epoch, delivered, bytes, started_at_ms, \
+             restart_safe, ttl_ms, expires_at_ms, epoch, delivered, bytes, trace_context, \
+             started_at_ms, \
              {aggregated} \
              FROM codemode_runs WHERE run_id = $1 AND expires_at_ms > $2"
         ))

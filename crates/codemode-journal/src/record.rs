@@ -35,6 +35,10 @@ pub struct RunRecord {
     pub ttl_ms: u64,
     /// When the journal expires (Unix milliseconds); an expired journal is deleted.
     pub expires_at_ms: i64,
+    /// The W3C `traceparent` of the run's first leg, when it was traced (OpenTelemetry), so
+    /// that its later legs continue the trace. Opaque here; whoever reads it must treat it as
+    /// untrusted (a malformed one starts a new trace).
+    pub trace_context: Option<String>,
     /// When the run's first `exec` began (Unix milliseconds), which its `maxRunSeconds` counts
     /// from on every host. `None` in a journal an older version wrote. Untrusted like the rest
     /// of the row: a reader clamps it (a start in the future counts as now).
@@ -50,6 +54,7 @@ impl fmt::Debug for RunRecord {
             .field("program_bytes", &self.program.len())
             .field("restart_safe", &self.restart_safe)
             .field("expires_at_ms", &self.expires_at_ms)
+            .field("trace_context", &self.trace_context)
             .field("started_at_ms", &self.started_at_ms)
             .finish_non_exhaustive()
     }

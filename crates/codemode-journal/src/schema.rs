@@ -6,6 +6,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration::Both(include_str!("../migrations/0001_journal.sql")),
     Migration::Both(include_str!("../migrations/0002_transport_sessions.sql")),
     Migration::SqliteOnly(include_str!("../migrations/0003_sqlite_clustered_rows.sql")),
+    Migration::Both(include_str!("../migrations/0004_trace_context.sql")),
     Migration::Both(include_str!("../migrations/0005_run_started.sql")),
 ];
 

@@ -166,8 +166,8 @@ pub(crate) fn create(connection: &mut Connection, input: &Create, now: bool) -> 
         .prepare_cached(
             "INSERT INTO codemode_runs (run_id, agent_run_id, session_id, session_key, program, \
              parent_call_id, restart_safe, ttl_ms, expires_at_ms, epoch, holder, held_until_ms, \
-             live_on, delivered, bytes, started_at_ms) \
-             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, ?10, ?11, ?10, 0, 0, ?14 \
+             live_on, delivered, bytes, trace_context, started_at_ms) \
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, ?10, ?11, ?10, 0, 0, ?14, ?15 \
              WHERE (SELECT COUNT(*) FROM codemode_runs WHERE expires_at_ms > ?12) < ?13",
         )?
         .execute(params![
@@ -184,6 +184,7 @@ pub(crate) fn create(connection: &mut Connection, input: &Create, now: bool) -> 
             held_until_ms,
             now_ms,
             as_i64(MAX_JOURNALED_RUNS as u64),
+            record.trace_context,
             record.started_at_ms,
         ])?;
     Ok(inserted)
@@ -258,7 +259,8 @@ pub(crate) fn load(
     let head = tx
         .prepare_cached(
             "SELECT run_id, agent_run_id, session_id, session_key, program, parent_call_id, \
-             restart_safe, ttl_ms, expires_at_ms, epoch, delivered, bytes, started_at_ms \
+             restart_safe, ttl_ms, expires_at_ms, epoch, delivered, bytes, trace_context, \
+             started_at_ms \
              FROM codemode_runs WHERE run_id = ?1 AND expires_at_ms > ?2",
         )?
         .query_row(params![run_id, now_ms], |row| {
@@ -275,8 +277,10 @@ pub(crate) fn load(
                     restart_safe: row.get::<_, i64>(6)? != 0,
                     ttl_ms: as_u64(row.get(7)?),
                     expires_at_ms: row.get(8)?,
+                    // Text or nothing: anything else a damaged row holds is no trace.
+                    trace_context: row.get::<_, Option<String>>(12).ok().flatten(),
                     // A number or nothing: anything else a damaged row holds is no start.
-                    started_at_ms: row.get::<_, Option<i64>>(12).ok().flatten(),
+                    started_at_ms: row.get::<_, Option<i64>>(13).ok().flatten(),
                 },
                 as_u64(row.get(9)?),
                 as_u64(row.get(10)?),

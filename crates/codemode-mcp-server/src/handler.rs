@@ -13,6 +13,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
 use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
+use tracing::Instrument as _;
 
 use crate::metrics::Call;
 use crate::progress::ProgressSender;
@@ -349,6 +350,7 @@ impl ServerHandler for SessionHandler {
     ) -> Result<CallToolResponse, ErrorData> {
         self.note_transport(&context);
         let session = self.session()?;
+        let span = request_span(&request, &context);
         let input = Value::Object(request.arguments.unwrap_or_default());
         let call_id = call_id(&context.id);
         let name = request.name.as_ref();
@@ -416,7 +418,7 @@ impl ServerHandler for SessionHandler {
         tokio::select! {
             biased;
             () = context.ct.cancelled() => Err(ErrorData::internal_error("request cancelled", None)),
-            result = work => result.map(CallToolResponse::from),
+            result = work.instrument(span) => result.map(CallToolResponse::from),
         }
     }
 }
@@ -446,4 +448,24 @@ where
     // park after this (its request was cancelled), and the handler's `Drop` repeats this.
     shared.code_mode.end_session(&id);
     Ok(())
+}
+
+/// The span of one `tools/call`. A client's W3C trace context, `_meta.traceparent` (in the
+/// request's params or as rmcp hands it over in the context), is continued by it and so by the
+/// run's spans under it; a malformed one is ignored (codemode-core's `trace`, which exports
+/// only with its `otel` feature).
+fn request_span(
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> tracing::Span {
+    let span = tracing::debug_span!(target: "codemode", "mcp_call_tool", tool = %request.name);
+    let traceparent = context
+        .meta
+        .get("traceparent")
+        .or_else(|| request.meta.as_ref()?.get("traceparent"))
+        .and_then(Value::as_str);
+    if let Some(traceparent) = traceparent {
+        codemode_core::trace::continue_trace(&span, traceparent);
+    }
+    span
 }

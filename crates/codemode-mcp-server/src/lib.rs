@@ -11,6 +11,9 @@
 //! `progressToken` gets progress notifications while it runs (nested calls, `cx.update` values,
 //! output items; rate-limited and bounded, see [`PROGRESS_INTERVAL`]), and
 //! [`CodeModeServer::serve_metrics`] serves the server's metrics as Prometheus text.
+//! Each `tools/call` runs in a `mcp_call_tool` span that continues the client's W3C trace
+//! context (`_meta.traceparent`), exported when the host built codemode-core with `otel` and
+//! installed an exporter; this crate knows no OpenTelemetry itself.
 //!
 //! This crate is the only one that knows rmcp's SERVER side (the client side stays in
 //! `codemode-mcp`), and the only one that knows axum; no rmcp or axum type appears in its API.

@@ -448,7 +448,9 @@ impl Run {
                     program,
                     plan,
                     prepared,
-                } => match Engine::build(&program, plan, limits, host, flags, prepared) {
+                } => match tracing::debug_span!(target: "codemode", "vm_build", prebuilt = prepared.is_some())
+                    .in_scope(|| Engine::build(&program, plan, limits, host, flags, prepared))
+                {
                     Ok(engine) => Box::new(engine),
                     Err(error) => return ((None, StepOutput::failed(error)), Leftover::none()),
                 },

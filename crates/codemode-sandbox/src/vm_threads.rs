@@ -266,9 +266,17 @@ where
     // The core the step runs on, once it runs (see the caller's spin below).
     let step_cpu = Arc::new(AtomicUsize::new(NO_CPU));
     let job_cpu = Arc::clone(&step_cpu);
+    // The caller's span (a run's leg) is the VM thread's while the step runs, so that what the
+    // step starts (a VM build, host calls polled in place) is traced under it.
+    let span = tracing::Span::current();
     let job: Job = Box::new(move || -> Rest {
         job_cpu.store(current_cpu(), Ordering::Relaxed);
-        let outcome = catch_unwind(AssertUnwindSafe(step));
+        let outcome = {
+            let _entered = span.enter();
+            catch_unwind(AssertUnwindSafe(step))
+        };
+        // Before the answer goes out: the caller may end the span the moment it has it.
+        drop(span);
         pool.computing.fetch_sub(1, Ordering::SeqCst);
         // Before the answer goes out, so that the caller (below) starts the replacement.
         leave_if_demoted();

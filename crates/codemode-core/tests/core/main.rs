@@ -6,6 +6,8 @@ mod embedding;
 mod exec;
 mod memory_budget;
 mod observe;
+#[cfg(feature = "otel")]
+mod otel;
 mod runs_end;
 mod scale;
 mod support;

@@ -163,6 +163,7 @@ fn record(run_id: &str, scope: Scope, expires_at_ms: i64) -> RunRecord {
         restart_safe: true,
         ttl_ms: 60_000,
         expires_at_ms,
+        trace_context: None,
         started_at_ms: Some(1_764_000_000_000),
     }
 }

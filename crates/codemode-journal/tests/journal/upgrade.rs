@@ -55,6 +55,10 @@ async fn a_version_2_sqlite_file_keeps_its_journals_through_the_migration() {
         }]
     );
     assert_eq!(journal.bytes, 7);
+    // Migration 4 added the trace context: the old row has none.
+    assert_eq!(journal.record.trace_context, None);
+    // Migration 5 added the run's start: the old row has none (its life counts from a replay).
+    assert_eq!(journal.record.started_at_ms, None);
     // And it is written to as before.
     let more = Batch {
         readings: vec![Reading {
@@ -73,4 +77,118 @@ async fn a_version_2_sqlite_file_keeps_its_journals_through_the_migration() {
     assert_eq!(journal.readings.len(), 2);
     drop(store);
     let _ = std::fs::remove_dir_all(folder);
+}
+
+/// A run's start (migration 5) is kept by every store, and a row whose column holds something
+/// other than a number reads as no start, never as a failure.
+#[tokio::test]
+async fn the_run_start_round_trips_and_a_damaged_one_reads_as_none() {
+    for backend in crate::backends("started_at").await {
+        let store = &backend.store;
+        let run = crate::record(
+            "cm_started",
+            codemode_journal::Scope::default(),
+            NOW + 60_000,
+        );
+        store
+            .create(&run, "host-a", NOW, NOW + 5_000)
+            .await
+            .unwrap();
+        let loaded = store
+            .load("cm_started", NOW)
+            .await
+            .unwrap()
+            .expect("the journal");
+        assert_eq!(
+            loaded.record.started_at_ms, run.started_at_ms,
+            "{:?}",
+            backend.kind
+        );
+        if backend.kind == crate::Kind::Sqlite {
+            // SQLite keeps a value of any type in the column.
+            backend
+                .execute(
+                    "UPDATE codemode_runs SET started_at_ms = 'soon' WHERE run_id = 'cm_started'",
+                )
+                .await;
+            let loaded = store
+                .load("cm_started", NOW)
+                .await
+                .unwrap()
+                .expect("the journal");
+            assert_eq!(loaded.record.started_at_ms, None);
+        }
+        backend.finish().await;
+    }
+}
+
+/// A run's trace context (migration 4) is kept by every store, and a row whose column holds
+/// something other than text reads as no trace context, never as a failure.
+#[tokio::test]
+async fn the_trace_context_round_trips_and_a_damaged_one_reads_as_none() {
+    let traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    for backend in crate::backends("trace_context").await {
+        let store = &backend.store;
+        let mut run = crate::record(
+            "cm_traced",
+            codemode_journal::Scope::default(),
+            NOW + 60_000,
+        );
+        run.trace_context = Some(traceparent.to_owned());
+        store
+            .create(&run, "host-a", NOW, NOW + 5_000)
+            .await
+            .unwrap();
+        let untraced = crate::record(
+            "cm_untraced",
+            codemode_journal::Scope::default(),
+            NOW + 60_000,
+        );
+        store
+            .create(&untraced, "host-a", NOW, NOW + 5_000)
+            .await
+            .unwrap();
+        let loaded = store
+            .load("cm_traced", NOW)
+            .await
+            .unwrap()
+            .expect("the journal");
+        assert_eq!(
+            loaded.record.trace_context.as_deref(),
+            Some(traceparent),
+            "{:?}",
+            backend.kind
+        );
+        let loaded = store
+            .load("cm_untraced", NOW)
+            .await
+            .unwrap()
+            .expect("the journal");
+        assert_eq!(loaded.record.trace_context, None, "{:?}", backend.kind);
+        if backend.kind != crate::Kind::Memory {
+            // Garbage text is the reader's to refuse (core starts a new trace); a value of
+            // another type (SQLite keeps what it is given) is no trace context at all.
+            let damage = match backend.kind {
+                crate::Kind::Sqlite => {
+                    "UPDATE codemode_runs SET trace_context = x'00ff' WHERE run_id = 'cm_traced'"
+                }
+                _ => {
+                    "UPDATE codemode_runs SET trace_context = 'not-a-traceparent' WHERE run_id = 'cm_traced'"
+                }
+            };
+            backend.execute(damage).await;
+            let loaded = store
+                .load("cm_traced", NOW)
+                .await
+                .unwrap()
+                .expect("the journal");
+            assert_ne!(
+                loaded.record.trace_context.as_deref(),
+                Some(traceparent),
+                "{:?}",
+                backend.kind
+            );
+        }
+        backend.finish().await;
+    }
 }
