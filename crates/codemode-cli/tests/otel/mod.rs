@@ -42,18 +42,25 @@ fn serve_exports_a_clients_cell_into_its_trace() {
         .expect("codemode serve starts");
     let mut stdin = child.stdin.take().expect("stdin");
     let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    // Answers come in the order their calls end (a `wait` and an `exec` sent together may end
+    // either way round): each is kept until asked for.
+    let mut answers = std::collections::HashMap::new();
     let mut answer = |id: u64| -> Value {
         loop {
+            if let Some(message) = answers.remove(&id) {
+                return message;
+            }
             let mut line = String::new();
             let read = stdout.read_line(&mut line).expect("stdout");
             assert!(read > 0, "the server closed stdout early");
             let message: Value = serde_json::from_str(&line).expect("a JSON-RPC line");
-            if message["id"] == id {
-                let text = message["result"]["content"][0]["text"]
-                    .as_str()
-                    .unwrap_or_default();
-                return serde_json::from_str(text).unwrap_or(message);
-            }
+            let Some(got) = message["id"].as_u64() else {
+                continue;
+            };
+            let text = message["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default();
+            answers.insert(got, serde_json::from_str(text).unwrap_or(message));
         }
     };
     writeln!(stdin, "{init}\n{initialized}\n{exec}").expect("stdin");
