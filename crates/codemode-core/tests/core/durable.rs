@@ -12,7 +12,7 @@ use codemode_core::*;
 use codemode_journal::JournalStore;
 use serde_json::{Value, json};
 
-use crate::support::{run_context, tool};
+use crate::support::{RewrittenRows, run_context, tool};
 
 /// Side effects and reads, counted across "processes".
 #[derive(Default)]
@@ -453,108 +453,14 @@ async fn a_journal_is_scoped_expires_and_counts_against_the_snapshot_bound() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// A store that writes every run with no scope at all, as a row whose scope columns someone
-/// set to NULL reads back.
-#[derive(Debug)]
-struct NullScopes(Arc<dyn JournalStore>);
-
-#[async_trait]
-impl JournalStore for NullScopes {
-    async fn create(
-        &self,
-        record: &codemode_journal::RunRecord,
-        host: &str,
-        now_ms: i64,
-        held_until_ms: i64,
-    ) -> Result<(), codemode_journal::JournalError> {
-        let mut record = record.clone();
-        record.scope = codemode_journal::Scope::default();
-        self.0.create(&record, host, now_ms, held_until_ms).await
-    }
-    async fn append(
-        &self,
-        run_id: &str,
-        epoch: u64,
-        batch: &codemode_journal::Batch,
-    ) -> Result<(), codemode_journal::JournalError> {
-        self.0.append(run_id, epoch, batch).await
-    }
-    async fn load(
-        &self,
-        run_id: &str,
-        now_ms: i64,
-    ) -> Result<Option<codemode_journal::Journal>, codemode_journal::JournalError> {
-        self.0.load(run_id, now_ms).await
-    }
-    async fn claim(
-        &self,
-        run_id: &str,
-        host: &str,
-        now_ms: i64,
-        held_until_ms: i64,
-    ) -> Result<codemode_journal::Claim, codemode_journal::JournalError> {
-        self.0.claim(run_id, host, now_ms, held_until_ms).await
-    }
-    async fn release(
-        &self,
-        run_id: &str,
-        epoch: u64,
-        expires_at_ms: i64,
-    ) -> Result<(), codemode_journal::JournalError> {
-        self.0.release(run_id, epoch, expires_at_ms).await
-    }
-    async fn delete(
-        &self,
-        run_id: &str,
-        epoch: Option<u64>,
-    ) -> Result<(), codemode_journal::JournalError> {
-        self.0.delete(run_id, epoch).await
-    }
-    async fn delete_session(&self, session: &str) -> Result<u64, codemode_journal::JournalError> {
-        self.0.delete_session(session).await
-    }
-    async fn delete_agent_run(
-        &self,
-        agent_run_id: &str,
-    ) -> Result<u64, codemode_journal::JournalError> {
-        self.0.delete_agent_run(agent_run_id).await
-    }
-    async fn delete_expired(&self, now_ms: i64) -> Result<u64, codemode_journal::JournalError> {
-        self.0.delete_expired(now_ms).await
-    }
-    async fn count(&self, now_ms: i64) -> Result<u64, codemode_journal::JournalError> {
-        self.0.count(now_ms).await
-    }
-    async fn save_transport_session(
-        &self,
-        session_id: &str,
-        state: &str,
-        now_ms: i64,
-        expires_at_ms: i64,
-    ) -> Result<(), codemode_journal::JournalError> {
-        self.0
-            .save_transport_session(session_id, state, now_ms, expires_at_ms)
-            .await
-    }
-    async fn load_transport_session(
-        &self,
-        session_id: &str,
-        now_ms: i64,
-    ) -> Result<Option<String>, codemode_journal::JournalError> {
-        self.0.load_transport_session(session_id, now_ms).await
-    }
-    async fn delete_transport_session(
-        &self,
-        session_id: &str,
-    ) -> Result<(), codemode_journal::JournalError> {
-        self.0.delete_transport_session(session_id).await
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_journal_whose_scope_is_missing_fails_closed() {
     let (sqlite, dir) = sqlite_store().await;
-    let store: Arc<dyn JournalStore> = Arc::new(NullScopes(sqlite));
+    // Every run written with no scope at all, as a row whose scope columns someone set to NULL
+    // reads back.
+    let store: Arc<dyn JournalStore> = Arc::new(RewrittenRows(sqlite, |record| {
+        record.scope = codemode_journal::Scope::default();
+    }));
     let world = Arc::new(World::default());
     let first = process(&store, &world, short_legs());
     let waiting = exec(

@@ -17,7 +17,7 @@ use codemode_journal::{JournalStore, ReceiptState};
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, mpsc};
 
-use crate::support::{run_context, tool};
+use crate::support::{RewrittenRows, run_context, tool};
 
 /// A failure bound for a step that would otherwise hang a broken build: never a
 /// synchronization (every awaited thing happens on its own).
@@ -476,108 +476,17 @@ async fn a_run_whose_life_ends_while_parked_is_dropped_and_says_so() {
     assert_eq!(late["code"], "run_lifetime_exceeded", "{late:#}");
 }
 
-/// A journal store whose new runs say they started an hour ago: the row a host that started the
-/// run long before would have written.
-#[derive(Debug)]
-struct StartedAnHourAgo(Arc<dyn JournalStore>);
-
-#[async_trait]
-impl JournalStore for StartedAnHourAgo {
-    async fn create(
-        &self,
-        record: &codemode_journal::RunRecord,
-        host: &str,
-        now_ms: i64,
-        held_until_ms: i64,
-    ) -> Result<(), codemode_journal::JournalError> {
-        let mut record = record.clone();
-        record.started_at_ms = record.started_at_ms.map(|start| start - 3_600_000);
-        self.0.create(&record, host, now_ms, held_until_ms).await
-    }
-    async fn append(
-        &self,
-        run_id: &str,
-        epoch: u64,
-        batch: &codemode_journal::Batch,
-    ) -> Result<(), codemode_journal::JournalError> {
-        self.0.append(run_id, epoch, batch).await
-    }
-    async fn load(
-        &self,
-        run_id: &str,
-        now_ms: i64,
-    ) -> Result<Option<codemode_journal::Journal>, codemode_journal::JournalError> {
-        self.0.load(run_id, now_ms).await
-    }
-    async fn claim(
-        &self,
-        run_id: &str,
-        host: &str,
-        now_ms: i64,
-        held_until_ms: i64,
-    ) -> Result<codemode_journal::Claim, codemode_journal::JournalError> {
-        self.0.claim(run_id, host, now_ms, held_until_ms).await
-    }
-    async fn release(
-        &self,
-        run_id: &str,
-        epoch: u64,
-        expires_at_ms: i64,
-    ) -> Result<(), codemode_journal::JournalError> {
-        self.0.release(run_id, epoch, expires_at_ms).await
-    }
-    async fn delete(
-        &self,
-        run_id: &str,
-        epoch: Option<u64>,
-    ) -> Result<(), codemode_journal::JournalError> {
-        self.0.delete(run_id, epoch).await
-    }
-    async fn delete_session(&self, session: &str) -> Result<u64, codemode_journal::JournalError> {
-        self.0.delete_session(session).await
-    }
-    async fn delete_agent_run(&self, id: &str) -> Result<u64, codemode_journal::JournalError> {
-        self.0.delete_agent_run(id).await
-    }
-    async fn delete_expired(&self, now_ms: i64) -> Result<u64, codemode_journal::JournalError> {
-        self.0.delete_expired(now_ms).await
-    }
-    async fn count(&self, now_ms: i64) -> Result<u64, codemode_journal::JournalError> {
-        self.0.count(now_ms).await
-    }
-    async fn save_transport_session(
-        &self,
-        session_id: &str,
-        state: &str,
-        now_ms: i64,
-        expires_at_ms: i64,
-    ) -> Result<(), codemode_journal::JournalError> {
-        self.0
-            .save_transport_session(session_id, state, now_ms, expires_at_ms)
-            .await
-    }
-    async fn load_transport_session(
-        &self,
-        session_id: &str,
-        now_ms: i64,
-    ) -> Result<Option<String>, codemode_journal::JournalError> {
-        self.0.load_transport_session(session_id, now_ms).await
-    }
-    async fn delete_transport_session(
-        &self,
-        session_id: &str,
-    ) -> Result<(), codemode_journal::JournalError> {
-        self.0.delete_transport_session(session_id).await
-    }
-}
-
 /// A journaled run's life counts from its first `exec` on every host: the journal keeps when it
 /// started (here, through SQLite, an hour ago), so a replay on a host that never saw the run
 /// does not start its life again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replayed_run_keeps_the_life_it_started_with() {
     let (sqlite, dir) = sqlite_store().await;
-    let store: Arc<dyn JournalStore> = Arc::new(StartedAnHourAgo(sqlite));
+    // New runs' rows say they started an hour ago: the row a host that started the run long
+    // before would have written.
+    let store: Arc<dyn JournalStore> = Arc::new(RewrittenRows(sqlite, |record| {
+        record.started_at_ms = record.started_at_ms.map(|start| start - 3_600_000);
+    }));
     // The first host holds the life it gave the run (an hour from its exec).
     let first = host_with(short_legs(), Some(Arc::clone(&store)));
     let parked = first.exec("await tools.never_write({}); return 1").await;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use codemode_catalog::{ToolDescriptor, ToolOrigin};
 use codemode_core::*;
+use codemode_journal::JournalStore;
 use serde_json::{Value, json};
 
 pub(crate) fn tool(origin: ToolOrigin, name: &str, read_only: bool) -> ToolDescriptor {
@@ -204,5 +205,106 @@ impl Harness {
             result["error"].as_str().unwrap_or_default().to_owned(),
             result["code"].clone(),
         )
+    }
+}
+
+/// A journal store that writes each new run's row as `.1` rewrites it (what a row damaged, or
+/// written by another host, reads back as); everything else goes to the store inside.
+#[derive(Debug)]
+pub(crate) struct RewrittenRows(
+    pub(crate) Arc<dyn JournalStore>,
+    pub(crate) fn(&mut codemode_journal::RunRecord),
+);
+
+#[async_trait]
+impl JournalStore for RewrittenRows {
+    async fn create(
+        &self,
+        record: &codemode_journal::RunRecord,
+        host: &str,
+        now_ms: i64,
+        held_until_ms: i64,
+    ) -> Result<(), codemode_journal::JournalError> {
+        let mut record = record.clone();
+        (self.1)(&mut record);
+        self.0.create(&record, host, now_ms, held_until_ms).await
+    }
+    async fn append(
+        &self,
+        run_id: &str,
+        epoch: u64,
+        batch: &codemode_journal::Batch,
+    ) -> Result<(), codemode_journal::JournalError> {
+        self.0.append(run_id, epoch, batch).await
+    }
+    async fn load(
+        &self,
+        run_id: &str,
+        now_ms: i64,
+    ) -> Result<Option<codemode_journal::Journal>, codemode_journal::JournalError> {
+        self.0.load(run_id, now_ms).await
+    }
+    async fn claim(
+        &self,
+        run_id: &str,
+        host: &str,
+        now_ms: i64,
+        held_until_ms: i64,
+    ) -> Result<codemode_journal::Claim, codemode_journal::JournalError> {
+        self.0.claim(run_id, host, now_ms, held_until_ms).await
+    }
+    async fn release(
+        &self,
+        run_id: &str,
+        epoch: u64,
+        expires_at_ms: i64,
+    ) -> Result<(), codemode_journal::JournalError> {
+        self.0.release(run_id, epoch, expires_at_ms).await
+    }
+    async fn delete(
+        &self,
+        run_id: &str,
+        epoch: Option<u64>,
+    ) -> Result<(), codemode_journal::JournalError> {
+        self.0.delete(run_id, epoch).await
+    }
+    async fn delete_session(&self, session: &str) -> Result<u64, codemode_journal::JournalError> {
+        self.0.delete_session(session).await
+    }
+    async fn delete_agent_run(
+        &self,
+        agent_run_id: &str,
+    ) -> Result<u64, codemode_journal::JournalError> {
+        self.0.delete_agent_run(agent_run_id).await
+    }
+    async fn delete_expired(&self, now_ms: i64) -> Result<u64, codemode_journal::JournalError> {
+        self.0.delete_expired(now_ms).await
+    }
+    async fn count(&self, now_ms: i64) -> Result<u64, codemode_journal::JournalError> {
+        self.0.count(now_ms).await
+    }
+    async fn save_transport_session(
+        &self,
+        session_id: &str,
+        state: &str,
+        now_ms: i64,
+        expires_at_ms: i64,
+    ) -> Result<(), codemode_journal::JournalError> {
+        self.0
+            .save_transport_session(session_id, state, now_ms, expires_at_ms)
+            .await
+    }
+    async fn load_transport_session(
+        &self,
+        session_id: &str,
+        now_ms: i64,
+    ) -> Result<Option<String>, codemode_journal::JournalError> {
+        self.0.load_transport_session(session_id, now_ms).await
+    }
+    async fn delete_transport_session(
+        &self,
+        session_id: &str,
+    ) -> Result<(), codemode_journal::JournalError> {
+        self.0.delete_transport_session(session_id).await
     }
 }
