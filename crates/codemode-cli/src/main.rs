@@ -78,6 +78,10 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; `serve` simply has the most flags"
+)]
 enum Command {
     /// Run one cell (JavaScript or TypeScript) and print each result as a JSON line.
     #[command(after_help = EXIT_STATUS_HELP)]
