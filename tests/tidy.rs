@@ -245,6 +245,62 @@ fn documented_limit_defaults_are_the_codes() {
     assert!(config.len() >= 8, "the config table was not found");
     let mismatches = default_mismatches(&config, 0, 1, &defaults);
     assert!(mismatches.is_empty(), "docs/reference.md: {mismatches:#?}");
+    // The clamp ranges, cell by cell, in both tables.
+    let mut mismatches = range_mismatches(&limits, 1, 3);
+    mismatches.extend(range_mismatches(&config, 0, 2));
+    assert!(mismatches.is_empty(), "{mismatches:#?}");
+}
+
+/// Rows whose config key (column `key_column`) is an integer field whose clamp range (column
+/// `range_column`, `100..=60000`, `1 MiB..=1 GiB`, a note in parentheses after it) differs from
+/// the code's. Every integer field must have a row.
+fn range_mismatches(rows: &[Vec<String>], key_column: usize, range_column: usize) -> Vec<String> {
+    let mut mismatches = Vec::new();
+    let mut seen = 0;
+    for row in rows {
+        let (Some(key), Some(cell)) = (row.get(key_column), row.get(range_column)) else {
+            continue;
+        };
+        let key = key.trim_matches('`');
+        let Some(range) = codemode_core::CodeModeConfig::clamp_range(key) else {
+            continue;
+        };
+        seen += 1;
+        let documented = cell.split(" (").next().unwrap_or_default();
+        let Some((low, high)) = documented.split_once("..=") else {
+            mismatches.push(format!("{key}: no range in {cell:?}"));
+            continue;
+        };
+        // `1..=`maxSearchLimit``: the upper bound is another field, itself checked.
+        let high = match high.trim_matches('`') {
+            "maxSearchLimit" => codemode_core::CodeModeConfig::clamp_range("maxSearchLimit")
+                .map(|range| *range.end()),
+            high => documented_bytes(high),
+        };
+        if (documented_bytes(low), high) != (Some(*range.start()), Some(*range.end())) {
+            mismatches.push(format!("{key}: documented {documented:?}, code {range:?}"));
+        }
+    }
+    if seen < 14 {
+        mismatches.push(format!(
+            "only {seen} integer fields have a row with a range"
+        ));
+    }
+    mismatches
+}
+
+/// A documented number: `1048576`, `1,024`, or with a binary unit, `1 MiB`, `256 MiB`, `1 GiB`.
+fn documented_bytes(text: &str) -> Option<u64> {
+    let mut words = text.split_whitespace();
+    let number: u64 = words.next()?.replace(',', "").parse().ok()?;
+    let unit = match words.next() {
+        None => 1,
+        Some("KiB") => 1 << 10,
+        Some("MiB") => 1 << 20,
+        Some("GiB") => 1 << 30,
+        Some(_) => return None,
+    };
+    words.next().is_none().then_some(number * unit)
 }
 
 /// Test binaries that measure the whole process (its CPU time, its allocator) and so must stay

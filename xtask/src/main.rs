@@ -21,7 +21,9 @@
 //!   with divan's name filters), collated into one table; the journal rows run against a
 //!   throwaway Postgres as above too, when one can be started. The full run ends with
 //!   `cargo xtask bench patches`: each speed patch of the engine against its upstream
-//!   behaviour, in one sitting (`patches.rs`).
+//!   behaviour, in one sitting (`patches.rs`), and `cargo xtask bench otel`: codemode-core's
+//!   single-run rows with OpenTelemetry compiled in and off against a build without it
+//!   (`otel.rs`).
 //! - `cargo xtask test262 [--full] [--extended] [FILTER...]`: the pinned test262 subset on
 //!   codemode-sandbox and on upstream rquickjs, with the same wrapper; fails on a regression
 //!   `tests/test262/deviations.txt` does not list (`test262.rs`).
@@ -40,9 +42,11 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
+mod otel;
 mod patches;
 mod postgres;
 mod test262;
+mod variants;
 
 /// The variable naming the Postgres the tests and benchmarks use; when it is set already,
 /// xtask uses that server instead of starting one.
@@ -614,7 +618,8 @@ struct Row {
 
 /// `cargo xtask bench [PACKAGE] [-- FILTER...]`: every benchmark, or one package's with divan's
 /// name filters (then without the host-memory rows and the engine patches' rows);
-/// `cargo xtask bench patches`: only what each speed patch of the engine gains.
+/// `cargo xtask bench patches`: only what each speed patch of the engine gains;
+/// `cargo xtask bench otel`: only what OpenTelemetry compiled in and off costs.
 fn bench(root: &Path, args: &[String]) -> Result<()> {
     let split = args.iter().position(|arg| arg == "--");
     let (named, filters) = match split {
@@ -624,6 +629,9 @@ fn bench(root: &Path, args: &[String]) -> Result<()> {
     let only = named.first();
     if only.is_some_and(|only| only == "patches") {
         return patches::bench_patches(root);
+    }
+    if only.is_some_and(|only| only == "otel") {
+        return otel::bench_otel(root);
     }
     // The journal benchmarks measure Postgres on loopback too when there is one.
     let (postgres_url, _postgres) = test_postgres(root, false)?;
@@ -691,7 +699,8 @@ fn bench(root: &Path, args: &[String]) -> Result<()> {
         }
     }
     print_bench_table(rows, printed)?;
-    patches::bench_patches(root)
+    patches::bench_patches(root)?;
+    otel::bench_otel(root)
 }
 
 fn print_bench_table(rows: Vec<Row>, printed: Vec<String>) -> Result<()> {

@@ -3,17 +3,14 @@
 //! The sandbox's benchmark binary is built once as it ships and once per speed patch (today
 //! only patch 5 of `crates/codemode-quickjs-sys/PATCHES.md`) with that patch's upstream behaviour
 //! (`CODEMODE_QUICKJS_PLAIN_PATCHES=N`, read by the engine's build script), in a target
-//! directory of its own. The binaries then run in turns, several rounds, and each row keeps its
-//! fastest sample over all rounds: the figure a busy moment of the machine disturbs least, and
-//! the turns make every variant meet the same moments. A patch pays when one row is at least
-//! [`PAYS`] better with it than without.
+//! directory of its own, then run in turns (`variants.rs`). A patch pays when one row is at
+//! least [`PAYS`] better with it than without.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 
-use super::{cargo, parse_divan};
+use crate::variants::{self, Build, ROUNDS};
 
 /// The speed patches: each one's number and what it changes.
 /// (4, 6, 7 and 8 were removed: each gained under 10%.)
@@ -24,9 +21,6 @@ const ROWS: &[&str] = &["fresh_vm_trivial_program", "fresh_vm_touching_built_ins
 
 /// The printed row with a parked run's bytes.
 const PARKED_ROW: &str = "row: memory_of_a_parked_trivial_run: ";
-
-/// Rounds of every binary in turn.
-const ROUNDS: usize = 5;
 
 /// The least gain, on one row, for which a patch pays for itself (issue 28: 10%).
 const PAYS: f64 = 0.10;
@@ -40,23 +34,47 @@ struct Figures {
 }
 
 pub(crate) fn bench_patches(root: &Path) -> Result<()> {
-    let shipped = build(root, None)?;
+    let build = |env: &[(&str, &str)], target_dir, keep_as: Option<&Path>| {
+        Build {
+            package: "codemode-sandbox",
+            bench: "sandbox",
+            features: &[],
+            env,
+            target_dir,
+        }
+        .run(root, keep_as)
+    };
+    let shipped = build(&[], None, None)?;
     let mut binaries = vec![("shipped".to_owned(), shipped)];
+    let plain_dir = root.join("target").join("plain-patches");
     for (patch, _) in PATCHES {
-        let built = build(root, Some(patch))?;
         // Each build overwrites the last one's binary: keep a copy under the patch's name.
-        let copy = root
-            .join("target")
-            .join("plain-patches")
-            .join(format!("sandbox-plain-{patch}"));
-        std::fs::copy(&built, &copy).with_context(|| format!("copying {}", built.display()))?;
-        binaries.push((format!("plain {patch}"), copy));
+        let copy = plain_dir.join(format!("sandbox-plain-{patch}"));
+        let built = build(
+            &[("CODEMODE_QUICKJS_PLAIN_PATCHES", patch)],
+            Some(plain_dir.clone()),
+            Some(&copy),
+        )?;
+        binaries.push((format!("plain {patch}"), built));
     }
     let mut figures = vec![Figures::default(); binaries.len()];
     for round in 0..ROUNDS {
         for ((name, binary), best) in binaries.iter().zip(&mut figures) {
             eprintln!("round {}/{ROUNDS}: {name}", round + 1);
-            best.keep_best(&measure(binary)?);
+            let (fastest, stdout) =
+                variants::run_rows(binary, "codemode-sandbox", ROWS, ROWS, &[])?;
+            variants::keep_best(&mut best.fastest, &fastest);
+            let parked = stdout.lines().find_map(|line| {
+                line.strip_prefix(PARKED_ROW)?
+                    .split_whitespace()
+                    .next()?
+                    .parse::<f64>()
+                    .ok()
+            });
+            best.parked_bytes = match (best.parked_bytes, parked) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
         }
     }
     let shipped = &figures[0];
@@ -94,118 +112,4 @@ pub(crate) fn bench_patches(root: &Path) -> Result<()> {
         );
     }
     Ok(())
-}
-
-impl Figures {
-    fn keep_best(&mut self, other: &Figures) {
-        if self.fastest.is_empty() {
-            *self = other.clone();
-            return;
-        }
-        for (mine, theirs) in self.fastest.iter_mut().zip(&other.fastest) {
-            *mine = min(*mine, *theirs);
-        }
-        self.parked_bytes = min(self.parked_bytes, other.parked_bytes);
-    }
-}
-
-fn min(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-/// Builds the sandbox's benchmark binary, shipped or with `plain`'s upstream behaviour, and
-/// returns its path.
-fn build(root: &Path, plain: Option<&str>) -> Result<PathBuf> {
-    let mut command = cargo();
-    command
-        .current_dir(root)
-        .args(["bench", "-p", "codemode-sandbox", "--bench", "sandbox"])
-        .args(["--no-run", "--message-format=json"])
-        .stderr(Stdio::inherit());
-    if let Some(patch) = plain {
-        command.env("CODEMODE_QUICKJS_PLAIN_PATCHES", patch).env(
-            "CARGO_TARGET_DIR",
-            root.join("target").join("plain-patches"),
-        );
-    }
-    eprintln!("$ {command:?}");
-    let output = command
-        .output()
-        .context("building the sandbox benchmarks")?;
-    if !output.status.success() {
-        bail!("building the sandbox benchmarks failed");
-    }
-    // The artifact line of the bench target names its executable.
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter(|line| line.contains(r#""kind":["bench"]"#))
-        .find_map(|line| {
-            let start = line.find(r#""executable":""#)? + r#""executable":""#.len();
-            let end = start + line[start..].find('"')?;
-            Some(PathBuf::from(&line[start..end]))
-        })
-        .context("cargo named no benchmark executable")
-}
-
-/// Runs the compared rows of one binary once.
-fn measure(binary: &Path) -> Result<Figures> {
-    let output = Command::new(binary)
-        .arg("--bench")
-        .args(ROWS)
-        .args(["--sample-count", "200"])
-        .stderr(Stdio::inherit())
-        .output()
-        .with_context(|| format!("running {}", binary.display()))?;
-    if !output.status.success() {
-        bail!("{} failed", binary.display());
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let rows = parse_divan("codemode-sandbox", &stdout);
-    let fastest = ROWS
-        .iter()
-        .map(|name| {
-            rows.iter()
-                .find(|row| row.name == *name)
-                .and_then(|row| nanos(&row.fastest))
-        })
-        .collect();
-    let parked_bytes = stdout.lines().find_map(|line| {
-        line.strip_prefix(PARKED_ROW)?
-            .split_whitespace()
-            .next()?
-            .parse()
-            .ok()
-    });
-    Ok(Figures {
-        fastest,
-        parked_bytes,
-    })
-}
-
-/// A divan time (`190.9 µs`, `1.336 ms`, `950 ns`) in nanoseconds.
-fn nanos(text: &str) -> Option<f64> {
-    let (number, unit) = text.trim().split_once(' ')?;
-    let number: f64 = number.parse().ok()?;
-    let scale = match unit {
-        "ns" => 1.0,
-        "µs" | "us" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        _ => return None,
-    };
-    Some(number * scale)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn divan_times_read_as_nanoseconds() {
-        assert_eq!(super::nanos("190.9 µs"), Some(190_900.0));
-        assert_eq!(super::nanos("1.5 ms"), Some(1_500_000.0));
-        assert_eq!(super::nanos("950 ns"), Some(950.0));
-        assert_eq!(super::nanos("fast"), None);
-    }
 }

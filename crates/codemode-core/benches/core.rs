@@ -26,10 +26,13 @@ fn main() {
         otel_child(mode.to_str() == Some("on"));
         return;
     }
-    report_first_exec_in_a_new_process();
-    report_warm_exec_with_otel();
-    report_parked_memory();
-    report_trivial_exec_beside_cpu_bound_cells();
+    // `cargo xtask bench otel` times divan's rows of two builds in turns, without the reports.
+    if std::env::var_os("CODEMODE_BENCH_ROWS_ONLY").is_none() {
+        report_first_exec_in_a_new_process();
+        report_warm_exec_with_otel();
+        report_parked_memory();
+        report_trivial_exec_beside_cpu_bound_cells();
+    }
     divan::main();
 }
 

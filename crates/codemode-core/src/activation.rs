@@ -234,7 +234,7 @@ impl CodeMode {
             direct_only,
             telemetry,
             search_limits,
-            results: Arc::new(crate::results::SavedResults::new(
+            results: Arc::new(crate::saved_results::SavedResults::new(
                 config.max_saved_results() as usize,
                 config.max_saved_result_bytes() as usize,
             )),

@@ -324,6 +324,22 @@ impl CodeModeConfig {
         }
     }
 
+    /// The range an integer field of `tools.codeMode` (its wire name, `timeoutMs`) is clamped
+    /// into, or `None` for a name that is not one. `searchDefaultLimit` is clamped again to the
+    /// config's `maxSearchLimit`.
+    ///
+    /// ```
+    /// use codemode_core::CodeModeConfig;
+    /// assert_eq!(CodeModeConfig::clamp_range("timeoutMs"), Some(100..=60_000));
+    /// assert_eq!(CodeModeConfig::clamp_range("enabled"), None);
+    /// ```
+    pub fn clamp_range(field: &str) -> Option<std::ops::RangeInclusive<u64>> {
+        INTEGER_FIELDS
+            .iter()
+            .find(|known| known.name == field)
+            .map(|known| known.min..=known.max)
+    }
+
     /// A builder of a config with code mode switched on, starting from the defaults. Without
     /// further settings, `CodeModeConfig::enabled().build()` cannot fail.
     pub fn enabled() -> CodeModeConfigBuilder {

@@ -49,9 +49,9 @@ pub mod observe;
 mod outcome;
 mod recovery;
 mod result;
-mod results;
 mod resume;
 mod run_life;
+mod saved_results;
 mod session;
 mod state;
 mod surface;
@@ -84,7 +84,7 @@ pub use result::{
     CodeModeResult, ErrorCode, OutputItem, PendingToolCall, SourceTelemetry, Telemetry, Truncation,
     WaitFailure, WaitReason,
 };
-pub use results::MAX_RESULT_KEY_CHARS;
+pub use saved_results::MAX_RESULT_KEY_CHARS;
 /// `guest/globals.d.ts`: the guest runtime's own API as TypeScript declarations (also served by
 /// `API.read` inside a cell).
 pub mod guest_declarations {

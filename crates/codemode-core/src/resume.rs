@@ -200,28 +200,37 @@ impl CodeModeSession {
             },
             Err(StoreError::Unavailable) => {
                 // Only the scope now: the journal is loaded once this host holds the run.
-                let scope = match durable.store.scope(run_id, crate::durable::now_ms()).await {
-                    Ok(Some(scope)) => scope,
-                    Ok(None) => return self.wait_failure(run_id, StoreError::Unavailable),
-                    Err(error) => {
-                        tracing::warn!(target: "codemode", %error, "journal load failed");
-                        return self.wait_failure(run_id, StoreError::Unavailable);
-                    }
-                };
-                if let Err(error) = journal_admits(&scope, &self.scope()) {
-                    return self.wait_failure(run_id, error);
-                }
-                match durable.claim(run_id, hold).await {
-                    Ok(Claim::Held { epoch, .. }) => {
-                        self.replay(durable, run_id, epoch, idle_budget, span).await
-                    }
-                    Ok(Claim::Busy) => self.wait_failure(run_id, StoreError::AlreadyResuming),
-                    Ok(Claim::Missing) | Err(_) => {
-                        self.wait_failure(run_id, StoreError::Unavailable)
-                    }
+                match self.claim_journaled(durable, run_id, hold).await {
+                    Ok(epoch) => self.replay(durable, run_id, epoch, idle_budget, span).await,
+                    Err(error) => self.wait_failure(run_id, error),
                 }
             }
             Err(error) => self.wait_failure(run_id, error),
+        }
+    }
+
+    /// Claims a journaled run whose VM this process does not hold (a restart, another host)
+    /// for `hold`, fencing out its last holder, once its scope admits this session: the
+    /// claimed epoch, or why `wait` cannot have the run.
+    pub(crate) async fn claim_journaled(
+        &self,
+        durable: &Durable,
+        run_id: &str,
+        hold: Duration,
+    ) -> Result<u64, StoreError> {
+        let scope = match durable.store.scope(run_id, crate::durable::now_ms()).await {
+            Ok(Some(scope)) => scope,
+            Ok(None) => return Err(StoreError::Unavailable),
+            Err(error) => {
+                tracing::warn!(target: "codemode", %error, "journal load failed");
+                return Err(StoreError::Unavailable);
+            }
+        };
+        journal_admits(&scope, &self.scope())?;
+        match durable.claim(run_id, hold).await {
+            Ok(Claim::Held { epoch, .. }) => Ok(epoch),
+            Ok(Claim::Busy) => Err(StoreError::AlreadyResuming),
+            Ok(Claim::Missing) | Err(_) => Err(StoreError::Unavailable),
         }
     }
 

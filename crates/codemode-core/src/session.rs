@@ -453,7 +453,12 @@ impl CodeModeSession {
         nested_prefix: String,
     ) -> CodeModeResult {
         let span = tracing::debug_span!(target: "codemode", "exec", call_id, language = input.language.as_str());
-        let trace = crate::trace::traceparent(&span);
+        // A journaled run keeps its trace context in its journal from the start; any other run
+        // reads it only when it parks (`drive_new`): most runs end in one leg and never need it.
+        let trace = self
+            .durable
+            .as_ref()
+            .and_then(|_| crate::trace::traceparent(&span));
         // One deadline for the whole call: the TypeScript transform, building and compiling the
         // VM, and running the program.
         let deadline = Instant::now() + self.inner.config.timeout();
@@ -698,7 +703,12 @@ impl CodeModeSession {
         }
     }
 
-    async fn drive_new(&self, mut run: Run, parked: Parked, deadline: Instant) -> CodeModeResult {
+    async fn drive_new(
+        &self,
+        mut run: Run,
+        mut parked: Parked,
+        deadline: Instant,
+    ) -> CodeModeResult {
         let life = Arc::clone(&parked.host.life);
         let step = run.drive_until(deadline, Arc::clone(&life).ending()).await;
         if let Some(journal) = parked.host.journal.clone() {
@@ -714,6 +724,8 @@ impl CodeModeSession {
                 output,
             } => {
                 let pending = parked.host.pending(pending);
+                // Its later legs continue the trace of this one, the `exec` span this runs in.
+                parked.trace = crate::trace::traceparent(&tracing::Span::current());
                 let config = &self.inner.config;
                 // The run expires parked at the end of its life at the latest.
                 let ttl = config.snapshot_ttl().min(life.remaining());

@@ -82,7 +82,7 @@ pub(crate) struct SessionState {
     pub(crate) telemetry: Telemetry,
     pub(crate) search_limits: SearchLimits,
     /// The `results` store of this session: cleared when the session is dropped.
-    pub(crate) results: Arc<crate::results::SavedResults>,
+    pub(crate) results: Arc<crate::saved_results::SavedResults>,
     /// Set when the session is dropped: namespace handlers of its runs observe it.
     pub(crate) cancelled: Arc<AtomicBool>,
     /// When each run this session parked expires, so that a `wait` the store cannot answer

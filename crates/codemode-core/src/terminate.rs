@@ -10,7 +10,7 @@ use codemode_journal::Claim;
 use codemode_sandbox::{DEADLINE_GRACE, RunError, StoreError};
 
 use crate::CodeModeSession;
-use crate::durable::{Durable, journal_admits};
+use crate::durable::Durable;
 use crate::outcome;
 use crate::result::CodeModeResult;
 
@@ -77,19 +77,8 @@ impl CodeModeSession {
     /// Ends a journaled run whose VM this process does not hold (a restart, another host):
     /// checks its scope, claims it (fencing out its last holder) and deletes its journal.
     async fn terminate_journaled(&self, durable: &Arc<Durable>, run_id: &str) -> CodeModeResult {
-        let scope = match durable.store.scope(run_id, crate::durable::now_ms()).await {
-            Ok(Some(scope)) => scope,
-            Ok(None) => return self.wait_failure(run_id, StoreError::Unavailable),
-            Err(error) => {
-                tracing::warn!(target: "codemode", %error, "journal load failed");
-                return self.wait_failure(run_id, StoreError::Unavailable);
-            }
-        };
-        if let Err(error) = journal_admits(&scope, &self.scope()) {
-            return self.wait_failure(run_id, error);
-        }
-        match durable.claim(run_id, DEADLINE_GRACE).await {
-            Ok(Claim::Held { epoch, .. }) => {
+        match self.claim_journaled(durable, run_id, DEADLINE_GRACE).await {
+            Ok(epoch) => {
                 delete(durable, run_id, epoch).await;
                 self.forget_run(run_id);
                 outcome::failed_run(
@@ -98,8 +87,7 @@ impl CodeModeSession {
                     self.inner.telemetry.clone(),
                 )
             }
-            Ok(Claim::Busy) => self.wait_failure(run_id, StoreError::AlreadyResuming),
-            Ok(Claim::Missing) | Err(_) => self.wait_failure(run_id, StoreError::Unavailable),
+            Err(error) => self.wait_failure(run_id, error),
         }
     }
 

@@ -33,7 +33,7 @@ mod flags;
 mod natives;
 mod probe;
 
-pub(crate) use flags::Flags;
+pub(crate) use flags::{Flags, count_stop_signal};
 use natives::{Natives, bootstrap};
 
 use crate::codec::{encode_host_value, output_bytes, parse_bridge_json, syntax_message, truncate};
@@ -278,6 +278,11 @@ impl PreparedVm {
 }
 
 impl Engine {
+    /// The run's stop flags.
+    pub(crate) fn flags(&self) -> &Flags {
+        &self.flags
+    }
+
     /// Takes `prepared` (or builds a VM under the flags' current deadline), installs the guest
     /// setup and compiles `program` as the body of an async function. A prepared VM must have
     /// been built with these `flags` and `limits`.

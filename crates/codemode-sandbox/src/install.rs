@@ -144,10 +144,10 @@ impl Groups {
     }
 }
 
-/// The values (`[path, textIndex]`) and callables of one part of the plan: the eager part, or
-/// one lazy root.
+/// The values (`[path, textIndex]`) and callables of one section of the plan: the eager
+/// section, or one lazy root's.
 #[derive(Default)]
-struct Part {
+struct Section {
     values: Vec<Value>,
     callables: Groups,
 }
@@ -227,19 +227,19 @@ impl InstallPlan {
             .filter(|root| !aliased.contains(&root.as_str()))
             .cloned()
             .collect();
-        let part_of = |path: &GuestPath| -> Option<usize> {
+        let section_of = |path: &GuestPath| -> Option<usize> {
             let root = path.first()?;
             lazy_roots.iter().position(|lazy| lazy == root)
         };
 
-        let mut eager = Part::default();
-        let mut lazy: Vec<Part> = lazy_roots.iter().map(|_| Part::default()).collect();
+        let mut eager = Section::default();
+        let mut lazy: Vec<Section> = lazy_roots.iter().map(|_| Section::default()).collect();
         let mut texts: Vec<Text> = Vec::with_capacity(values.len() + lazy_roots.len());
         let mut used = vec![false; lazy_roots.len()];
         for (path, text) in values {
             let entry = Value::Array(vec![path_json(&path), texts.len().into()]);
             texts.push(text);
-            match part_of(&path) {
+            match section_of(&path) {
                 Some(index) => {
                     used[index] = true;
                     lazy[index].values.push(entry);
@@ -250,7 +250,7 @@ impl InstallPlan {
         let mut bridge = Vec::new();
         let mut sync = Vec::new();
         for (mut path, callable) in callables {
-            let part = part_of(&path);
+            let section = section_of(&path);
             let Some(name) = path.pop() else { continue };
             let code = match callable {
                 Callable::Bridge { method, bound_args } => {
@@ -262,7 +262,7 @@ impl InstallPlan {
                     (sync.len() - 1) * 2
                 }
             };
-            match part {
+            match section {
                 Some(index) => {
                     used[index] = true;
                     lazy[index].callables.push(path, name, code);
@@ -274,13 +274,13 @@ impl InstallPlan {
         // Lazy roots with something to build: `[root, planTextIndex]`; the plan is
         // `[values, callables]` relative to a detached holder object.
         let mut lazy_entries: Vec<Value> = Vec::new();
-        for ((root, part), used) in lazy_roots.iter().zip(lazy).zip(used) {
+        for ((root, section), used) in lazy_roots.iter().zip(lazy).zip(used) {
             if !used {
                 continue;
             }
             let plan = Value::Array(vec![
-                Value::Array(part.values),
-                Value::Array(part.callables.finish()),
+                Value::Array(section.values),
+                Value::Array(section.callables.finish()),
             ]);
             lazy_entries.push(Value::Array(vec![
                 Value::String(root.clone()),

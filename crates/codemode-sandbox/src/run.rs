@@ -17,7 +17,7 @@ use crate::engine::{Engine, Flags, HOST_CALL_FAILED, PreparedVm, Progress, StepI
 use crate::install::{InstallPlan, PreparedSetup};
 use crate::vm_pool::{Refill, VmPool};
 use crate::vm_threads::{Expected, Leftover, run_step_then_drop};
-use crate::worker::{Placement, WorkerVm, step_in_worker};
+use crate::worker::{Placement, WorkerStop, WorkerVm, step_in_worker};
 use crate::{BridgeHost, Isolation, Limits, OutputItem, PendingCall, RunError, check_program};
 
 /// How long after its deadline a leg still waits for a VM step stuck in one native call before it
@@ -171,6 +171,8 @@ pub struct Run {
     /// The replacement owed to the pool this run's VM came from: let go after the first leg, so
     /// its build does not compete with that leg for the cores.
     refill: Option<Refill>,
+    /// Ends a step in a worker process early (process isolation only).
+    worker_stop: Option<Arc<WorkerStop>>,
 }
 
 impl std::fmt::Debug for Run {
@@ -248,6 +250,7 @@ impl Run {
         taken: Option<(PreparedVm, Refill)>,
     ) -> Self {
         let (prepared, refill) = taken.unzip();
+        let worker_stop = matches!(limits.isolation, Isolation::Process(_)).then(Default::default);
         let flags = prepared
             .as_ref()
             .map_or_else(|| Arc::new(Flags::new()), |vm| Arc::clone(vm.flags()));
@@ -265,6 +268,7 @@ impl Run {
             ready: Vec::new(),
             resume_yields: false,
             refill,
+            worker_stop,
         }
     }
 
@@ -338,6 +342,7 @@ impl Run {
                 handle: Some(handle.clone()),
             };
             let flags = Arc::clone(&self.flags);
+            let worker_stop = self.worker_stop.clone();
             let mut stopped = None;
             let answer = {
                 let step = self.step(input, deadline);
@@ -348,6 +353,9 @@ impl Run {
                     error = &mut stop => {
                         // Stop the guest at its next poll, and take what the step made.
                         flags.force_timeout();
+                        if let Some(worker_stop) = &worker_stop {
+                            worker_stop.stop();
+                        }
                         stopped = Some(error);
                         step.await
                     }
@@ -426,8 +434,17 @@ impl Run {
                 Phase::InWorker(vm) => Placement::Built(vm),
                 Phase::Built(_) | Phase::Dead => return Err(RunError::Finished),
             };
-            let (vm, answer) =
-                step_in_worker(pool, placement, input, &self.host, &self.limits, deadline).await;
+            let stop = self.worker_stop.get_or_insert_with(Default::default);
+            let (vm, answer) = step_in_worker(
+                pool,
+                placement,
+                input,
+                &self.host,
+                &self.limits,
+                deadline,
+                stop,
+            )
+            .await;
             if let Some(vm) = vm {
                 self.phase = Phase::InWorker(vm);
             }

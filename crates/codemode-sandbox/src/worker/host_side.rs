@@ -12,7 +12,7 @@ use std::fmt;
 use std::io::BufReader;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -237,11 +237,34 @@ enum Slot {
 struct Process {
     child: Mutex<Child>,
     pid: u32,
+    /// Stop signals sent to it so far (`Process::interrupt`).
+    stop_signals: AtomicU64,
 }
 
 impl Process {
     fn kill(&self) {
         let _ = lock(&self.child).kill();
+    }
+
+    /// Sends the stop signal (`SIGUSR1`): the worker ends its current step at the guest's next
+    /// poll. Counted first, so a step whose frame carries the count from before ends.
+    fn interrupt(&self) {
+        let mut child = lock(&self.child);
+        // Only to a process not yet reaped: its pid cannot have been given to another.
+        if !matches!(child.try_wait(), Ok(None)) {
+            return;
+        }
+        self.stop_signals.fetch_add(1, Ordering::SeqCst);
+        #[cfg(target_os = "linux")]
+        {
+            use nix::sys::signal::{Signal, kill};
+            use nix::unistd::Pid;
+            if let Ok(pid) = i32::try_from(child.id()) {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGUSR1);
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = child.kill();
     }
 
     /// How the process ended: it may still be on its way out (its pipe just closed), so it gets
@@ -348,6 +371,7 @@ fn start_worker(pool: &Arc<PoolInner>, permit: OwnedSemaphorePermit) -> Result<W
         process: Arc::new(Process {
             child: Mutex::new(child),
             pid,
+            stop_signals: AtomicU64::new(0),
         }),
         stdin,
         stdout: BufReader::with_capacity(64 * 1024, stdout),
@@ -414,7 +438,7 @@ fn describe(status: Option<ExitStatus>) -> String {
     let Some(status) = status else {
         return "its exit status is unknown".into();
     };
-    #[cfg(unix)]
+    #[cfg(target_os = "linux")]
     {
         use std::os::unix::process::ExitStatusExt;
         if let Some(signal) = status.signal() {
@@ -466,14 +490,23 @@ pub(crate) enum Placement {
     Built(Box<WorkerVm>),
 }
 
-/// Kills the step's worker: at the deadline plus the grace, or when the driver went away.
-#[derive(Default)]
+/// Kills the step's worker: at the deadline plus the grace, or when the driver went away. It
+/// carries the run's [`WorkerStop`], which the step's worker answers to while the step lasts.
 struct Killer {
     process: Mutex<Option<Arc<Process>>>,
     killed: AtomicBool,
+    stop: Arc<WorkerStop>,
 }
 
 impl Killer {
+    fn new(stop: &Arc<WorkerStop>) -> Self {
+        Self {
+            process: Mutex::default(),
+            killed: AtomicBool::new(false),
+            stop: Arc::clone(stop),
+        }
+    }
+
     fn watch(&self, process: &Arc<Process>) {
         *lock(&self.process) = Some(Arc::clone(process));
         if self.killed.load(Ordering::SeqCst) {
@@ -506,6 +539,45 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// Ends a run's step in its worker process early, keeping the step's output: what
+/// [`Flags::force_timeout`](crate::engine::Flags) is to a VM thread. One per run; the driver
+/// calls [`WorkerStop::stop`] when the host ends the run (terminated, past its life).
+#[derive(Default)]
+pub(crate) struct WorkerStop {
+    stopped: AtomicBool,
+    /// The worker of the step in flight, while one is.
+    process: Mutex<Option<Arc<Process>>>,
+}
+
+impl WorkerStop {
+    /// Stops the run's step in flight at the guest's next poll, or the next step as soon as its
+    /// frame is sent.
+    pub(crate) fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        if let Some(process) = lock(&self.process).as_ref() {
+            process.interrupt();
+        }
+    }
+
+    fn watch(&self, process: &Arc<Process>) {
+        *lock(&self.process) = Some(Arc::clone(process));
+    }
+
+    /// The step is over: no signal of this run reaches the worker after this returns (the
+    /// worker may serve another run next).
+    fn unwatch(&self) {
+        *lock(&self.process) = None;
+    }
+
+    /// The step's frame, carrying the signals sent before it, is written: a stop that came
+    /// before is signalled again, now that the worker counts it.
+    fn frame_sent(&self, process: &Process) {
+        if self.stopped.load(Ordering::SeqCst) {
+            process.interrupt();
+        }
+    }
+}
+
 /// One step of a run in a worker process. Returns the VM back when the run is still alive.
 pub(crate) async fn step_in_worker(
     pool: &super::WorkerPool,
@@ -514,6 +586,7 @@ pub(crate) async fn step_in_worker(
     host: &Arc<dyn BridgeHost>,
     limits: &Limits,
     deadline: Instant,
+    stop: &Arc<WorkerStop>,
 ) -> (Option<Box<WorkerVm>>, Result<StepOutput, RunError>) {
     let (slot, run, build) = match placement {
         Placement::Built(vm) => {
@@ -530,7 +603,7 @@ pub(crate) async fn step_in_worker(
         }
     };
     let parked = build.is_none();
-    let killer = Arc::new(Killer::default());
+    let killer = Arc::new(Killer::new(stop));
     let job_killer = Arc::clone(&killer);
     let pool_inner = Arc::clone(&pool.inner);
     let job = move || {
@@ -607,7 +680,10 @@ fn step_on_this_thread(
     let build_ref = build
         .as_ref()
         .map(|(program, plan)| (program.as_str(), &**plan));
-    match exchange(&mut worker, &mut run, build_ref, input) {
+    killer.stop.watch(&worker.process);
+    let exchanged = exchange(&mut worker, &mut run, build_ref, input, &killer.stop);
+    killer.stop.unwatch();
+    match exchanged {
         Ok((done, spawn)) => {
             if !worker.locked_down {
                 // Logged once per pool: the platform could not lock the worker down.

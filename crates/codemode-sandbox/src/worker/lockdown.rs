@@ -14,9 +14,13 @@
 //! Elsewhere the worker runs without these (see the README): the process boundary still
 //! contains crashes and the host still kills a worker at the deadline plus the grace.
 //!
+//! `SIGUSR1` is the host's stop signal (`handle_stop_signal`): a run ended mid-step stops at the
+//! guest's next poll.
+//!
 //! This module is the workspace's second documented exception to its unsafe-code ban: closing
 //! descriptors by number has no safe interface (nothing in this process owns them as Rust
-//! objects). It is one system call, made first thing in the worker's `main`.
+//! objects), and neither has installing a signal handler. Both happen first thing in the
+//! worker's `main`.
 
 /// Settings the host passes on the worker's command line.
 #[derive(Debug, Clone, Copy, Default)]
@@ -216,6 +220,35 @@ mod linux {
 
 #[cfg(target_os = "linux")]
 pub(super) use linux::{die_of_fault, peak_rss_bytes, seccomp, start_up};
+
+/// Makes `SIGUSR1` count a stop signal (`engine::count_stop_signal`): the host sends it when it
+/// ends a run in the middle of a step, and the step then ends at the guest's next interrupt
+/// poll, as at its deadline, with the output it made. Installed at start-up, before the
+/// system-call filter (which allows returning from a handler, not installing one).
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+pub(super) fn handle_stop_signal() -> Result<(), String> {
+    use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+    extern "C" fn on_stop(_signal: libc::c_int) {
+        crate::engine::count_stop_signal();
+    }
+    // Restarted, so a read of the pipe the signal interrupts goes on.
+    let action = SigAction::new(
+        SigHandler::Handler(on_stop),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    // SAFETY: the handler is async-signal-safe (one atomic add, no lock, no allocation), and
+    // nothing else in the worker handles `SIGUSR1`.
+    unsafe { sigaction(Signal::SIGUSR1, &action) }
+        .map(drop)
+        .map_err(|error| format!("SIGUSR1: {error}"))
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(super) fn handle_stop_signal() -> Result<(), String> {
+    Ok(())
+}
 
 /// Elsewhere: no resource limits or system-call filter (see the module docs).
 #[cfg(not(target_os = "linux"))]

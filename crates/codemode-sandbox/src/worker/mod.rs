@@ -24,7 +24,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 pub use host_side::WorkerPool;
-pub(crate) use host_side::{Placement, WorkerVm, step_in_worker};
+pub(crate) use host_side::{Placement, WorkerStop, WorkerVm, step_in_worker};
 pub use worker_side::serve_worker;
 #[doc(hidden)]
 pub use worker_side::{Misbehaviour, serve_misbehaving_worker};

@@ -19,7 +19,7 @@ use crate::install::{PlanWire, PlanWireRef};
 use crate::{BridgeRequest, Limits, MAX_JSON_DEPTH, OutputItem, PendingCall, RunError, Truncation};
 
 /// Bumped on every incompatible change; a worker of another version is refused.
-pub(crate) const PROTOCOL_VERSION: u32 = 2;
+pub(crate) const PROTOCOL_VERSION: u32 = 3;
 
 /// Largest greeting the host reads from a fresh worker.
 pub(crate) const MAX_HELLO_BYTES: usize = 4096;
@@ -85,6 +85,8 @@ pub(crate) enum HostMessage<'a> {
         resume_yields: bool,
         /// Time left until the leg's deadline.
         remaining_nanos: u64,
+        /// Stop signals sent to this worker before this frame: one more ends the step.
+        stop_baseline: u64,
     },
     /// The answer to a `Sync` request.
     SyncAnswer(Result<Value, String>),
@@ -115,10 +117,12 @@ pub(crate) struct BuildRef<'a> {
 #[derive(Deserialize)]
 pub(crate) enum HostRequest {
     Step {
-        build: Option<Build>,
+        /// Boxed: the other requests are small.
+        build: Option<Box<Build>>,
         settlements: Vec<Settlement>,
         resume_yields: bool,
         remaining_nanos: u64,
+        stop_baseline: u64,
     },
     SyncAnswer(Result<Value, String>),
     CallAnswer(Option<Result<Value, String>>),

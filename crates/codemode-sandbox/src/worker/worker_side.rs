@@ -85,6 +85,9 @@ pub fn serve_misbehaving_worker(misbehaviour: Option<Misbehaviour>) -> ExitCode 
 fn serve(misbehaviour: Option<Misbehaviour>) -> ExitCode {
     let settings = Settings::from_args(std::env::args_os());
     let started = lockdown::start_up(settings);
+    // Without the handler a stop signal kills the worker: the run still ends, without the
+    // output of the step it was in.
+    let _ = lockdown::handle_stop_signal();
     let thread = std::thread::Builder::new()
         .name("codemode-worker-vm".into())
         .stack_size(VM_THREAD_STACK_BYTES)
@@ -278,6 +281,7 @@ fn serve_on_vm_thread(started: bool, misbehaviour: Option<Misbehaviour>) -> Exit
             settlements,
             resume_yields,
             remaining_nanos,
+            stop_baseline,
         } = channel.receive()
         else {
             // An answer outside a request: the host broke the protocol.
@@ -288,10 +292,12 @@ fn serve_on_vm_thread(started: bool, misbehaviour: Option<Misbehaviour>) -> Exit
         }
         let deadline = super::protocol::instant_in(remaining_nanos);
         if let Some(build) = build {
+            let build = *build;
             // Never reused: a run's VM is dropped before the next run's is built.
             engine = None;
             let flags = Arc::new(Flags::new());
             flags.set_deadline(deadline);
+            flags.set_stop_baseline(stop_baseline);
             let plan = Arc::new(InstallPlan::from_wire(build.plan));
             let limits = Limits::from(build.limits);
             let host: Arc<dyn BridgeHost> = Arc::new(PipeHost::new(&channel, build.tape));
@@ -307,6 +313,7 @@ fn serve_on_vm_thread(started: bool, misbehaviour: Option<Misbehaviour>) -> Exit
             channel.send(&done(StepOutput::failed(RunError::Finished), None));
             continue;
         };
+        current.flags().set_stop_baseline(stop_baseline);
         let answer = current.step(StepInput {
             settlements,
             resume_yields,

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codemode_sandbox::{Run, RunError, Step};
+use codemode_sandbox::{Isolation, Run, RunError, Step};
 
 use crate::support::{TestHost, limits, render, runtime, setup};
 
@@ -73,5 +73,47 @@ fn a_stop_that_never_fires_changes_nothing() {
             )
             .await;
         assert!(matches!(step, Step::Completed { .. }), "{}", render(&step));
+    });
+}
+
+#[test]
+fn a_stop_interrupts_guest_code_computing_in_a_worker_process_keeping_its_output() {
+    runtime().block_on(async {
+        // One worker, so the run after the stop is served by the same process.
+        let pool = crate::support::worker_pool(None, 1);
+        let limits = limits().with_isolation(Isolation::Process(pool.clone()));
+        for stop_after_calls in [0, 1] {
+            let (host, _cancelled) = TestHost::new();
+            // The echo is answered in place: the guest then computes in the same step.
+            let program = "text('spin'); await host.echo(1); for (;;) {}";
+            let mut run = Run::start(program, setup(), limits.clone(), host.clone()).unwrap();
+            // Far beyond the test: without the stop this leg would end as `timeout` in 10 minutes.
+            let deadline = Instant::now() + Duration::from_secs(600);
+            // 0: ready at once, likely before the step's frame reaches the worker; 1: once the
+            // guest is past its call, while it computes in the worker.
+            let stop = after_calls(host.clone(), stop_after_calls, RunError::Terminated);
+            let step = run.drive_until(deadline, stop).await;
+            let stopped = r#"failed "terminated" code mode run was terminated."#;
+            let with_output = format!(r#"{stopped} output=[{{"type":"text","text":"spin"}}]"#);
+            if stop_after_calls == 0 {
+                // Stopped before or after its first statement, whichever the signal met.
+                assert!(
+                    [stopped, with_output.as_str()].contains(&render(&step).as_str()),
+                    "{}",
+                    render(&step)
+                );
+            } else {
+                assert_eq!(render(&step), with_output);
+            }
+            assert!(!run.is_alive());
+        }
+        // The worker was interrupted, not killed, and its next run is not stopped by the signals
+        // meant for the runs before.
+        let pids = pool.worker_pids();
+        let (host, _cancelled) = TestHost::new();
+        let mut run = Run::start("return await host.echo(3)", setup(), limits, host).unwrap();
+        let step = run.drive(Instant::now() + Duration::from_secs(600)).await;
+        assert!(matches!(step, Step::Completed { .. }), "{}", render(&step));
+        assert_eq!(pool.worker_pids(), pids);
     });
 }

@@ -77,6 +77,7 @@ pub(super) fn exchange(
     run: &mut RunSide,
     build: Option<(&str, &InstallPlan)>,
     input: StepInput,
+    stop: &WorkerStop,
 ) -> Result<(Done, Vec<(u64, HostFuture)>), Fault> {
     let StepInput {
         settlements,
@@ -117,8 +118,10 @@ pub(super) fn exchange(
         settlements: &settlements,
         resume_yields,
         remaining_nanos: nanos(deadline.saturating_duration_since(Instant::now())),
+        stop_baseline: worker.process.stop_signals.load(Ordering::SeqCst),
     };
     worker.write(&message)?;
+    stop.frame_sent(&worker.process);
     // Each settled answer may be reported to the tape once, in the order the VM settles it.
     let mut settling: HashSet<u64> = settlements.iter().map(|(id, _)| *id).collect();
     drop(settlements);
