@@ -33,7 +33,8 @@ pub enum NestedCallEvent {
         /// The exact catalog id.
         catalog_id: String,
     },
-    /// The executor reported progress with [`ToolCallContext::update`](crate::ToolCallContext::update).
+    /// The executor reported progress with
+    /// [`ToolCallContext::update`](crate::ToolCallContext::update).
     Update {
         /// The parent `exec` tool-call id.
         parent_call_id: String,

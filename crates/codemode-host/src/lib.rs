@@ -13,8 +13,8 @@
 //! Everything here is the API a host implements against, so it changes only with semver:
 //! `codemode-core` and `codemode-catalog` re-export these items at their old paths, and
 //! `codemode_core::host` is this crate. The three third-party names a tool crate needs are
-//! re-exported on purpose: the [`async_trait`] attribute, [`CancellationToken`] and
-//! [`serde_json`] (the values crossing the seam are its `Value`s).
+//! re-exported on purpose: the [`async_trait`](macro@async_trait) attribute,
+//! [`CancellationToken`] and [`serde_json`] (the values crossing the seam are its `Value`s).
 //!
 //! Feature flags: none.
 //!
@@ -27,7 +27,12 @@
 //!
 //! #[async_trait]
 //! impl ToolExecutor for Adder {
-//!     async fn execute(&self, id: &str, input: Value, _cx: ToolCallContext) -> Result<Value, ToolError> {
+//!     async fn execute(
+//!         &self,
+//!         id: &str,
+//!         input: Value,
+//!         _cx: ToolCallContext,
+//!     ) -> Result<Value, ToolError> {
 //!         match id {
 //!             "myagent:core:add" => {
 //!                 let (Some(a), Some(b)) = (input["a"].as_i64(), input["b"].as_i64()) else {
