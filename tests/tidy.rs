@@ -1,5 +1,6 @@
 //! Invariants of the workspace as tests (rust-analyzer's `tidy`): which crate may depend on
-//! which outside dependency, that every library says what it is, that each crate has one
+//! which outside dependency, that the crates keep their layers (`codemode-host` at the bottom,
+//! with its four dependencies, `codemode-core` above every library), that every library says what it is, that each crate has one
 //! integration-test binary, and that the documented limit defaults are the ones in the code. Each check is a function over plain data, so the unit
 //! tests at the bottom show it failing on a deliberately broken case.
 
@@ -40,8 +41,18 @@ const OWNED_DEPENDENCIES: &[(&str, &[&str])] = &[
     ("prost", &["codemode-telemetry"]),
 ];
 
+/// The bottom layer: the seam a host implements. It depends on no other crate of ours, and its
+/// `[dependencies]` are among [`HOST_DEPENDENCIES`].
+const BOTTOM: &str = "codemode-host";
+
+/// Everything [`BOTTOM`] may depend on outside its dev-dependencies: a tool crate that depends
+/// on the seam alone compiles these and nothing else of ours (tokio-util for its
+/// `CancellationToken`, which needs no runtime).
+const HOST_DEPENDENCIES: &[&str] = &["serde", "serde_json", "async-trait", "tokio-util"];
+
 /// The crates below `codemode-core`: none of them may depend on it.
 const BELOW_CORE: &[&str] = &[
+    "codemode-host",
     "codemode-ts",
     "codemode-catalog",
     "codemode-sandbox",
@@ -82,8 +93,36 @@ fn layering_violations(pairs: &[(String, String)]) -> Vec<String> {
         if dependency == "codemode-core" && BELOW_CORE.contains(&krate.as_str()) {
             violations.push(format!("{krate} is below codemode-core but depends on it"));
         }
+        if krate == BOTTOM && dependency.starts_with("codemode-") {
+            violations.push(format!(
+                "{krate} is the bottom layer but depends on {dependency}"
+            ));
+        }
     }
     violations
+}
+
+/// The `[dependencies]` and `[build-dependencies]` of `krate` (not its dev-dependencies), from
+/// `cargo metadata`.
+fn shipped_dependencies(metadata: &Value, krate: &str) -> Vec<String> {
+    metadata["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|package| package["name"] == krate)
+        .flat_map(|package| package["dependencies"].as_array().into_iter().flatten())
+        .filter(|dependency| dependency["kind"] != "dev")
+        .filter_map(|dependency| dependency["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The dependencies of the host crate that are not among [`HOST_DEPENDENCIES`].
+fn host_dependency_violations(dependencies: &[String]) -> Vec<String> {
+    dependencies
+        .iter()
+        .filter(|dependency| !HOST_DEPENDENCIES.contains(&dependency.as_str()))
+        .map(|dependency| format!("{BOTTOM} depends on {dependency}, not in {HOST_DEPENDENCIES:?}"))
+        .collect()
 }
 
 /// Whether a `lib.rs` opens with a `//!` paragraph (comments and blank lines aside).
@@ -173,6 +212,10 @@ fn crates_keep_their_layers_and_dependency_owners() {
             .any(|(k, d)| k == "codemode-sandbox" && d == "codemode-quickjs")
     );
     let violations = layering_violations(&pairs);
+    assert!(violations.is_empty(), "{violations:#?}");
+    let host = shipped_dependencies(&metadata, BOTTOM);
+    assert!(host.iter().any(|d| d == "tokio-util"), "{BOTTOM}: {host:?}");
+    let violations = host_dependency_violations(&host);
     assert!(violations.is_empty(), "{violations:#?}");
 }
 
@@ -382,9 +425,19 @@ fn the_checks_fail_on_broken_cases() {
         ("codemode-mcp-server", "tracing-opentelemetry"),
         ("codemode-telemetry", "opentelemetry-otlp"),
         ("codemode-telemetry", "codemode-core"),
+        ("codemode-host", "codemode-catalog"),
+        ("codemode-catalog", "codemode-host"),
     ]
     .map(|(k, d)| (k.to_owned(), d.to_owned()));
-    assert_eq!(layering_violations(&pairs).len(), 7);
+    assert_eq!(layering_violations(&pairs).len(), 8);
+    let host = ["serde", "tokio", "tokio-util", "schemars"].map(str::to_owned);
+    assert_eq!(host_dependency_violations(&host).len(), 2);
+    let metadata = serde_json::json!({ "packages": [{ "name": "codemode-host", "dependencies": [
+        { "name": "serde", "kind": null },
+        { "name": "tokio", "kind": "dev" },
+        { "name": "cc", "kind": "build" },
+    ] }] });
+    assert_eq!(shipped_dependencies(&metadata, BOTTOM), ["serde", "cc"]);
     assert!(!opens_with_crate_docs(
         "#![forbid(unsafe_code)]\n//! late docs\n"
     ));

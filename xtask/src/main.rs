@@ -304,8 +304,10 @@ fn ci(root: &Path) -> Result<()> {
 /// own, as another repository would build them: the embedding guide's host
 /// (`tests/outside/host`, on codemode-core with its default features), run against the
 /// repository's own rmcp test server, built first; then the two-engines binary
-/// (`tests/outside/engines`: codemode-sandbox beside upstream rquickjs). Each checks what it
-/// prints and exits non-zero when a result is not what `docs/embedding.md` promises.
+/// (`tests/outside/engines`: codemode-sandbox beside upstream rquickjs), and the crate of tools
+/// on codemode-host alone (`tests/outside/tool`). Each checks what it prints and exits non-zero
+/// when a result is not what `docs/embedding.md` promises; before they run, the dependency trees
+/// of the host and of the tool crate are checked for crates they must not compile.
 fn outside_crates(root: &Path) -> Result<()> {
     run(cargo().args([
         "build",
@@ -330,37 +332,56 @@ fn outside_crates(root: &Path) -> Result<()> {
         command
     };
     // A host on codemode-core's default features compiles no database, no swc and no
-    // OpenTelemetry.
+    // OpenTelemetry; a crate of tools on codemode-host alone compiles no engine, no catalog, no
+    // MCP client and no async runtime (tokio comes in for tokio-util's `CancellationToken`,
+    // with its `sync` feature and not its runtime).
+    refuse_in_tree(
+        root,
+        "codemode-outside-host",
+        FORBIDDEN_IN_A_PLAIN_HOST,
+        "a host on codemode-core's defaults",
+    )?;
+    refuse_in_tree(
+        root,
+        "codemode-outside-tool",
+        FORBIDDEN_IN_A_TOOL_CRATE,
+        "a tool crate on codemode-host alone",
+    )?;
+    run(outside("codemode-outside-host").arg(&server))?;
+    run(&mut outside("codemode-outside-engines"))?;
+    run(&mut outside("codemode-outside-tool"))
+}
+
+/// Fails when the normal dependency tree of `package`, an outside crate, holds a line (a crate,
+/// or a crate's feature: `tokio feature "rt"`) that starts with one of `forbidden`.
+fn refuse_in_tree(root: &Path, package: &str, forbidden: &[&str], what: &str) -> Result<()> {
     let tree = cargo()
         .current_dir(root.join(OUTSIDE))
-        .args([
-            "tree",
-            "--locked",
-            "-p",
-            "codemode-outside-host",
-            "-e",
-            "normal",
-        ])
+        .args(["tree", "--locked", "-p", package, "-e", "normal,features"])
         .args(["--prefix", "none"])
         .output()
-        .context("cargo tree of the outside host")?;
+        .with_context(|| format!("cargo tree of {package}"))?;
     if !tree.status.success() {
-        bail!("cargo tree of the outside host failed");
+        bail!("cargo tree of {package} failed");
     }
     let tree = String::from_utf8_lossy(&tree.stdout);
-    let heavy: Vec<&str> = tree
-        .lines()
-        .filter(|line| {
-            FORBIDDEN_IN_A_PLAIN_HOST
-                .iter()
-                .any(|name| line.starts_with(name))
-        })
-        .collect();
-    if !heavy.is_empty() {
-        bail!("a host on codemode-core's defaults compiles {heavy:?}");
+    let found = forbidden_lines(&tree, forbidden);
+    if !found.is_empty() {
+        bail!("{what} compiles {found:?}");
     }
-    run(outside("codemode-outside-host").arg(&server))?;
-    run(&mut outside("codemode-outside-engines"))
+    Ok(())
+}
+
+/// The distinct lines of a `cargo tree --prefix none` listing that start with one of
+/// `forbidden`, sorted.
+fn forbidden_lines<'a>(tree: &'a str, forbidden: &[&str]) -> Vec<&'a str> {
+    let mut found: Vec<&str> = tree
+        .lines()
+        .filter(|line| forbidden.iter().any(|name| line.starts_with(name)))
+        .collect();
+    found.sort_unstable();
+    found.dedup();
+    found
 }
 
 /// Crates a host on codemode-core's default features must not compile: the stores' databases,
@@ -373,6 +394,28 @@ const FORBIDDEN_IN_A_PLAIN_HOST: &[&str] = &[
     "codemode-telemetry",
     "opentelemetry",
     "tracing-opentelemetry",
+];
+
+/// Crates (and features) a crate of tools on codemode-host alone must not compile: any other
+/// crate of ours, the engine, swc, the databases, an MCP client, OpenTelemetry, and tokio's
+/// runtime (its `rt` and `rt-multi-thread` features).
+const FORBIDDEN_IN_A_TOOL_CRATE: &[&str] = &[
+    "codemode-core",
+    "codemode-catalog",
+    "codemode-sandbox",
+    "codemode-quickjs",
+    "codemode-ts",
+    "codemode-journal",
+    "codemode-mcp",
+    "codemode-telemetry",
+    "rquickjs",
+    "swc_",
+    "sqlx",
+    "rusqlite",
+    "libsqlite3-sys",
+    "rmcp",
+    "opentelemetry",
+    "tokio feature \"rt",
 ];
 
 /// `cargo package --workspace`: every publishable crate packs, and builds from its package
@@ -789,6 +832,22 @@ fn parse_divan(package: &'static str, stdout: &str) -> Vec<Row> {
 #[cfg(test)]
 mod tests {
     use super::TestTotals;
+
+    #[test]
+    fn finds_forbidden_crates_and_features_in_a_tree() {
+        let tree = "codemode-outside-tool v0.0.0 (/x/tool)\ncodemode-host v0.1.0 (/x/host)\n\
+                    tokio feature \"sync\"\ntokio v1.54.1\ntokio feature \"rt-multi-thread\"\n\
+                    tokio feature \"rt\"\ntokio feature \"rt\"\ncodemode-catalog v0.1.0 (/x/c)\n";
+        assert_eq!(
+            super::forbidden_lines(tree, super::FORBIDDEN_IN_A_TOOL_CRATE),
+            [
+                "codemode-catalog v0.1.0 (/x/c)",
+                "tokio feature \"rt\"",
+                "tokio feature \"rt-multi-thread\""
+            ]
+        );
+        assert!(super::forbidden_lines(tree, &["swc_"]).is_empty());
+    }
 
     #[test]
     fn reads_libtest_summaries() {

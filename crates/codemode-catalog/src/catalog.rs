@@ -715,7 +715,7 @@ struct SortKey {
 impl SortKey {
     fn new(tool: &ToolDescriptor, position: usize) -> Self {
         Self {
-            owner: PrefixKey::new([tool.origin.class_rank()], tool.origin.owner()),
+            owner: PrefixKey::new([class_rank(&tool.origin)], tool.origin.owner()),
             name: PrefixKey::new([], &tool.name),
             position,
         }
@@ -764,11 +764,22 @@ impl<const HEAD: usize> PrefixKey<HEAD> {
 }
 
 fn catalog_order(a: &ToolDescriptor, b: &ToolDescriptor) -> std::cmp::Ordering {
-    a.origin
-        .class_rank()
-        .cmp(&b.origin.class_rank())
+    class_rank(&a.origin)
+        .cmp(&class_rank(&b.origin))
         .then_with(|| a.origin.owner().cmp(b.origin.owner()))
         .then_with(|| a.name.cmp(&b.name))
+}
+
+/// Rank of an origin's class in the catalog order: core, bundled plugins, external plugins,
+/// MCP, client.
+fn class_rank(origin: &ToolOrigin) -> u8 {
+    match origin {
+        ToolOrigin::Core => 0,
+        ToolOrigin::BundledPlugin(_) => 1,
+        ToolOrigin::ExternalPlugin(_) => 2,
+        ToolOrigin::Mcp(_) => 3,
+        ToolOrigin::Client(_) => 4,
+    }
 }
 
 /// `^[A-Za-z_$][A-Za-z0-9_$]*$` and not reserved.

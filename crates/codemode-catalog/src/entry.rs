@@ -2,45 +2,9 @@
 
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::{CatalogError, ToolOrigin};
-
-/// The `source` of a catalog entry, the first segment of its id.
-///
-/// There is no separate `plugin` source: plugin tools are the host's own
-/// source with `sourceName` set to the plugin id. The host's source is spelled
-/// `openclaw` unless the host names its own ([`HostSource`]); the entry's
-/// [`CatalogEntry::source_label`] is the spelling in use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Source {
-    /// Core and plugin tools of the host (spelled by [`HostSource`], `openclaw` by default).
-    Openclaw,
-    /// Tools of an MCP server (hidden from the guest's `tools.*` views).
-    Mcp,
-    /// Tools provided by the client application for the run.
-    Client,
-}
-
-impl Source {
-    /// The default wire spelling: `openclaw`, `mcp` or `client` (a host may spell its own
-    /// source differently, see [`HostSource::label`]).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Openclaw => "openclaw",
-            Self::Mcp => "mcp",
-            Self::Client => "client",
-        }
-    }
-}
-
-impl fmt::Display for Source {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use crate::{CatalogError, Source, ToolOrigin};
 
 /// The default spelling of the host's own source ([`Source::Openclaw`]), as in the original
 /// product's ids `openclaw:<owner>:<name>`.

@@ -1,7 +1,7 @@
 //! Run-scoped tool catalog for code mode: the hidden tool list guest code searches and calls.
 //!
-//! One job: turn the run's effective tools ([`ToolDescriptor`]s, after the
-//! host's allow/deny policy) into the hidden catalog the guest program
+//! One job: turn the run's effective tools ([`ToolDescriptor`]s of
+//! `codemode-host`, after the host's allow/deny policy) into the hidden catalog the guest program
 //! searches, describes and calls: exact ids `<source>:<owner>:<tool-name>`,
 //! a deterministic order, first-wins de-duplication, the guest views without
 //! MCP entries (`ALL_TOOLS`, `tools.search/describe/call`), safe convenience
@@ -39,7 +39,6 @@
 
 mod capability;
 mod catalog;
-mod descriptor;
 mod entry;
 mod error;
 mod exact;
@@ -49,8 +48,10 @@ pub use capability::{MCP_CAPABILITY_SOURCE, McpCapability};
 pub use catalog::{
     Catalog, CatalogBuilder, RESERVED_CONVENIENCE_NAMES, SourceCounts, TOOL_SEARCH_CONTROL_NAMES,
 };
-pub use descriptor::{CORE_OWNER, ToolDescriptor, ToolOrigin};
-pub use entry::{CatalogEntry, DEFAULT_HOST_SOURCE, HostSource, MAX_HOST_SOURCE_BYTES, Source};
+// What the host hands over about its tools lives in `codemode-host`, the seam hosts implement;
+// re-exported so that the catalog's API names it where it always did.
+pub use codemode_host::{CORE_OWNER, Source, ToolDescriptor, ToolOrigin};
+pub use entry::{CatalogEntry, DEFAULT_HOST_SOURCE, HostSource, MAX_HOST_SOURCE_BYTES};
 pub use error::CatalogError;
 pub use search::{
     DEFAULT_MAX_QUERY_TERMS, DEFAULT_MAX_SEARCH_LIMIT, DEFAULT_SEARCH_LIMIT,

@@ -13,11 +13,11 @@ use codemode_namespaces::{CancellationState, CatalogTool, HiddenReason, ScopeCon
 use codemode_sandbox::{JsonText, PreparedSetup};
 use serde_json::Value;
 
-use crate::executor::AgentRunContext;
 use crate::result::{SourceTelemetry, Telemetry};
 use crate::session::{CodeMode, CodeModeSession};
 use crate::state::SessionState;
 use crate::surface::{self, DescriptionParts, ModelTool};
+use codemode_host::AgentRunContext;
 
 /// What an MCP server offers besides tools.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

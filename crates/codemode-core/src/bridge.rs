@@ -15,9 +15,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::durable::Before;
-use crate::executor::{NestedCallEvent, NestedCallOutcome, ToolCallContext};
 use crate::result::PendingToolCall;
 use crate::state::{Counters, MCP_CALL, MCP_CAPABILITY, NAMESPACE_CALL, SessionState, TOOLS_CALL};
+use codemode_host::{NestedCallEvent, NestedCallOutcome, ToolCallContext};
 
 /// Refusal of a side-effecting tool in a restart-safe run: such a run may only make read-only
 /// calls, so that recovery can run it again without repeating a side effect.

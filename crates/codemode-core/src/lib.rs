@@ -9,7 +9,9 @@
 //!   surface (`exec`, `wait`, direct-only tools) and the hidden catalog;
 //! - [`CodeModeSession::exec`] / [`CodeModeSession::wait`], each answering `completed`,
 //!   `waiting` (call `wait`) or `failed` ([`CodeModeResult`]), and restart recovery;
-//! - nested execution through ONE host seam, [`ToolExecutor`], observed by an [`EventSink`].
+//! - nested execution through ONE host seam, [`ToolExecutor`], observed by an [`EventSink`];
+//!   both live in `codemode-host` (re-exported here and as [`host`]), which a crate that only
+//!   provides tools can depend on alone.
 //!
 //! A host starts from [`prelude`] (one import for everything it touches) and
 //! `docs/embedding.md`, which walks through a complete host; `tests/outside/host` is that host as
@@ -39,7 +41,6 @@ mod bridge;
 mod budget;
 mod config;
 mod durable;
-mod executor;
 mod guest;
 mod guest_dts;
 mod input;
@@ -71,7 +72,12 @@ pub use config::{
     DEFAULT_SEARCH_DEFAULT_LIMIT, DEFAULT_SNAPSHOT_TTL_SECONDS, DEFAULT_TIMEOUT_MS,
     DEFAULT_TOOL_CALL_TIMEOUT_MS, IsolationMode,
 };
-pub use executor::{
+// The host seams and their types, from `codemode-host` (also re-exported whole as `host`).
+/// `codemode-host`, the seam a host implements: [`ToolExecutor`], [`EventSink`],
+/// [`ToolDescriptor`](codemode_host::ToolDescriptor) and their small types. A crate that only
+/// provides tools can depend on `codemode-host` alone; its items are the ones re-exported here.
+pub use codemode_host as host;
+pub use codemode_host::{
     AgentRunContext, EventSink, MAX_UPDATE_BYTES, NestedCallEvent, NestedCallOutcome, NoEvents,
     ToolCallContext, ToolError, ToolExecutor, UpdateError, UpdateSink,
 };
@@ -113,8 +119,8 @@ pub mod worker {
 /// Code mode and its config ([`CodeMode`], [`CodeModeConfig`], [`ActivationRequest`],
 /// [`AgentRunContext`], the session and its inputs and results); the two host seams
 /// ([`ToolExecutor`], [`EventSink`]) and their types; the tool descriptions of
-/// `codemode-catalog` ([`ToolDescriptor`](codemode_catalog::ToolDescriptor),
-/// [`ToolOrigin`](codemode_catalog::ToolOrigin)); the namespace registration types of
+/// `codemode-host` ([`ToolDescriptor`](codemode_host::ToolDescriptor),
+/// [`ToolOrigin`](codemode_host::ToolOrigin)); the namespace registration types of
 /// `codemode-namespaces`; and two third-party items re-exported on purpose, so that a host
 /// needs no direct dependency to implement the seams: the `async_trait` attribute (the seams
 /// are `async_trait` traits) and tokio-util's `CancellationToken` (the type of
@@ -128,7 +134,8 @@ pub mod prelude {
         ToolExecutor, WaitFailure, WaitInput, WaitReason,
     };
     pub use async_trait::async_trait;
-    pub use codemode_catalog::{HostSource, ToolDescriptor, ToolOrigin};
+    pub use codemode_catalog::HostSource;
+    pub use codemode_host::{ToolDescriptor, ToolOrigin};
     pub use codemode_namespaces::{
         HiddenNamespace, HiddenReason, NamespaceError, NamespaceRegistry, NamespaceTool,
         Registration, ScopeContext, ScopeValue,

@@ -11,7 +11,7 @@ use codemode_mcp::McpHub;
 use serde_json::Value;
 
 use crate::activation::{ActivationRequest, McpServerCapabilities};
-use crate::executor::{ToolCallContext, ToolError, ToolExecutor};
+use codemode_host::{ToolCallContext, ToolError, ToolExecutor};
 
 /// What a guest sees when its run is cancelled while an MCP call is in flight.
 const CANCELLED: &str = "the MCP call was cancelled with its code mode run.";

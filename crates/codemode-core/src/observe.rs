@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::executor::{NestedCallEvent, NestedCallOutcome};
 use crate::result::OutputItem;
+use codemode_host::{NestedCallEvent, NestedCallOutcome};
 
 /// Sees what one `exec` or `wait` call does while it is open: its run's nested-call events
 /// (the same the [`EventSink`](crate::EventSink) gets, for the calls that start, report or end

@@ -20,12 +20,12 @@ use tracing::Instrument;
 use crate::bridge::RunHost;
 use crate::budget::MemoryBudget;
 use crate::durable::{Durable, Forget, RunJournal};
-use crate::executor::{EventSink, NoEvents, ToolExecutor};
 use crate::result::{CodeModeResult, ErrorCode, Telemetry};
 use crate::resume::journaled_step;
 use crate::state::{Counters, SessionState};
 use crate::surface::{self, ModelTool, PayloadError};
 use crate::{CodeModeConfig, ExecInput, InputError, IsolationMode, Language, WaitInput, outcome};
+use codemode_host::{EventSink, NoEvents, ToolExecutor};
 
 /// Capacity of the per-process cache of generated MCP declarations.
 const DECL_CACHE_CAPACITY: u64 = 64;

@@ -13,9 +13,9 @@ use codemode_namespaces::NamespaceRuntime;
 use codemode_sandbox::{Isolation, PreparedSetup, VmPool};
 
 use crate::CodeModeConfig;
-use crate::executor::{AgentRunContext, EventSink, ToolExecutor};
 use crate::result::Telemetry;
 use crate::surface::ModelTool;
+use codemode_host::{AgentRunContext, EventSink, ToolExecutor};
 
 /// Bridge method of `tools.call(id, input)` and `tools.<name>(input)` (`[id, input]`).
 pub(crate) const TOOLS_CALL: &str = "tools.call";

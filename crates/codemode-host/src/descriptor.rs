@@ -1,4 +1,7 @@
-//! What the host tells the catalog about one effective tool.
+//! What the host tells code mode about one effective tool: [`ToolDescriptor`], its
+//! [`ToolOrigin`], and the [`Source`] an origin belongs to.
+
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -49,7 +52,7 @@ impl ToolDescriptor {
     /// those with the builder methods.
     ///
     /// ```
-    /// use codemode_catalog::{ToolDescriptor, ToolOrigin};
+    /// use codemode_host::{ToolDescriptor, ToolOrigin};
     /// use serde_json::json;
     ///
     /// let search = ToolDescriptor::new(ToolOrigin::Core, "web_search", "Search the web")
@@ -110,17 +113,15 @@ impl ToolOrigin {
     /// plugin tools, `mcp`, `client`).
     ///
     /// ```
-    /// use codemode_catalog::{Source, ToolOrigin};
+    /// use codemode_host::{Source, ToolOrigin};
     /// assert_eq!(ToolOrigin::BundledPlugin("browser".into()).source(), Source::Openclaw);
     /// assert_eq!(ToolOrigin::Mcp("github".into()).source(), Source::Mcp);
     /// ```
-    pub fn source(&self) -> crate::Source {
+    pub fn source(&self) -> Source {
         match self {
-            Self::Core | Self::BundledPlugin(_) | Self::ExternalPlugin(_) => {
-                crate::Source::Openclaw
-            }
-            Self::Mcp(_) => crate::Source::Mcp,
-            Self::Client(_) => crate::Source::Client,
+            Self::Core | Self::BundledPlugin(_) | Self::ExternalPlugin(_) => Source::Openclaw,
+            Self::Mcp(_) => Source::Mcp,
+            Self::Client(_) => Source::Client,
         }
     }
 
@@ -143,19 +144,41 @@ impl ToolOrigin {
             _ => Some(self.owner()),
         }
     }
-
-    /// Rank of the origin's class in the catalog order: core, bundled
-    /// plugins, external plugins, MCP, client.
-    pub(crate) fn class_rank(&self) -> u8 {
-        match self {
-            Self::Core => 0,
-            Self::BundledPlugin(_) => 1,
-            Self::ExternalPlugin(_) => 2,
-            Self::Mcp(_) => 3,
-            Self::Client(_) => 4,
-        }
-    }
 }
 
 /// The owner segment of core tool ids (`openclaw:core:<name>`).
 pub const CORE_OWNER: &str = "core";
+
+/// The source a tool's origin belongs to, the first segment of its catalog id.
+///
+/// There is no separate `plugin` source: plugin tools are the host's own, told apart by their
+/// owner (the plugin id). The host's source is spelled `openclaw` unless the host names its own
+/// (`codemode-catalog`'s `HostSource`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// Core and plugin tools of the host (`openclaw` unless the host spells its source otherwise).
+    Openclaw,
+    /// Tools of an MCP server (hidden from the guest's `tools.*` views).
+    Mcp,
+    /// Tools provided by the client application for the run.
+    Client,
+}
+
+impl Source {
+    /// The default wire spelling: `openclaw`, `mcp` or `client` (a host may spell its own
+    /// source differently).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Openclaw => "openclaw",
+            Self::Mcp => "mcp",
+            Self::Client => "client",
+        }
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -1,10 +1,9 @@
-//! The host seams: [`ToolExecutor`] runs nested calls, [`EventSink`] observes them: each nested
-//! call's start, progress updates and end, under its parent `exec` call, for the host's
-//! transcript and trajectory.
+//! What a nested call carries besides its tool id and input: the run's identity, the ids that
+//! place it under its parent `exec`, its cancellation, and where its progress updates go.
 
+use std::fmt;
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -44,16 +43,28 @@ pub type UpdateSink = Arc<dyn Fn(Value) + Send + Sync>;
 pub const MAX_UPDATE_BYTES: usize = 64 * 1024;
 
 /// An update that [`ToolCallContext::update`] did not forward.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum UpdateError {
     /// The update is larger than [`MAX_UPDATE_BYTES`] as compact JSON.
-    #[error("a nested call update is larger than {limit} bytes of JSON; it was not sent.")]
     TooLarge {
         /// The limit, [`MAX_UPDATE_BYTES`].
         limit: usize,
     },
 }
+
+impl fmt::Display for UpdateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::TooLarge { limit } => write!(
+                f,
+                "a nested call update is larger than {limit} bytes of JSON; it was not sent."
+            ),
+        }
+    }
+}
+
+impl std::error::Error for UpdateError {}
 
 /// Everything a nested call carries besides its tool id and input.
 #[derive(Clone)]
@@ -100,15 +111,16 @@ impl ToolCallContext {
         self
     }
 
-    /// Reports progress of this call: the value reaches the host's [`EventSink`] as
-    /// [`NestedCallEvent::Update`] with its payload. An update larger than
-    /// [`MAX_UPDATE_BYTES`] as compact JSON is refused whole (measuring stops at the limit, so
-    /// a huge value costs no more than the limit).
+    /// Reports progress of this call: the value reaches the host's
+    /// [`EventSink`](crate::EventSink) as [`NestedCallEvent::Update`](crate::NestedCallEvent)
+    /// with its payload. An update larger than [`MAX_UPDATE_BYTES`] as compact JSON is refused
+    /// whole (measuring stops at the limit, so a huge value costs no more than the limit).
     ///
     /// ```
     /// use std::sync::{Arc, Mutex};
-    /// use codemode_core::{AgentRunContext, ToolCallContext, UpdateError, MAX_UPDATE_BYTES};
-    /// use tokio_util::sync::CancellationToken;
+    /// use codemode_host::{
+    ///     AgentRunContext, CancellationToken, MAX_UPDATE_BYTES, ToolCallContext, UpdateError,
+    /// };
     /// let seen = Arc::new(Mutex::new(Vec::new()));
     /// let sink = { let seen = seen.clone(); Arc::new(move |v| seen.lock().unwrap().push(v)) };
     /// let cx = ToolCallContext::new(AgentRunContext::default(), "c1", "c1/1", CancellationToken::new())
@@ -149,137 +161,12 @@ fn fits_json_bytes(value: &Value, limit: usize) -> bool {
     serde_json::to_writer(&mut Bounded { left: limit }, value).is_ok()
 }
 
-impl std::fmt::Debug for ToolCallContext {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Debug for ToolCallContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolCallContext")
             .field("agent_run", &self.agent_run)
             .field("parent_call_id", &self.parent_call_id)
             .field("nested_call_id", &self.nested_call_id)
             .finish_non_exhaustive()
     }
-}
-
-/// A failed nested call. Its message reaches the guest as a plain catchable `Error`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct ToolError {
-    /// Plain text for the guest: no host stack, no paths.
-    pub message: String,
-}
-
-impl ToolError {
-    /// A tool error with this message.
-    pub fn new(message: impl Into<String>) -> Self {
-        ToolError {
-            message: message.into(),
-        }
-    }
-}
-
-/// The host's normal tool path. Policy, approvals and `before_tool_call` hooks live behind it;
-/// an approval that takes hours is simply a call that has not finished yet (the run parks).
-///
-/// `catalog_id` is an exact catalog id (`openclaw:core:echo`, `mcp:github:create_issue`), or, for
-/// the one kind of nested call that is not a catalog entry, MCP resources and prompts, a
-/// capability id `mcp-capability:<server>:resources/list`, `…:resources/read` (`{ uri }`),
-/// `…:prompts/list` or `…:prompts/get` (`{ name, arguments? }`); see
-/// [`codemode_catalog::McpCapability`]. The two shapes never overlap: an MCP tool named
-/// `resources/list` arrives as `mcp:<server>:resources/list` and is a tool call. Capability
-/// calls are offered only for the servers the host flagged in
-/// [`ActivationRequest::mcp_capabilities`](crate::ActivationRequest::mcp_capabilities) that also
-/// have a visible tool, count as read-only for `restartSafe`, and go through this executor like
-/// every other call, so host policy sees them.
-///
-/// The returned value is what the guest sees: the `details` of a host tool, the full MCP result
-/// (`{content, structuredContent?, isError?}`) of an MCP tool.
-#[async_trait]
-pub trait ToolExecutor: Send + Sync + 'static {
-    /// Runs one nested call.
-    async fn execute(
-        &self,
-        catalog_id: &str,
-        input: Value,
-        context: ToolCallContext,
-    ) -> Result<Value, ToolError>;
-}
-
-/// A shared executor is an executor, so one can be kept by the host and also wrapped (in
-/// `WithMcp`, for example).
-#[async_trait]
-impl<T: ToolExecutor + ?Sized> ToolExecutor for Arc<T> {
-    async fn execute(
-        &self,
-        catalog_id: &str,
-        input: Value,
-        context: ToolCallContext,
-    ) -> Result<Value, ToolError> {
-        (**self).execute(catalog_id, input, context).await
-    }
-}
-
-/// How a nested call ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NestedCallOutcome {
-    /// The executor returned a value.
-    Ok,
-    /// The executor returned an error (its message).
-    Error(String),
-    /// The run was dropped before the call finished.
-    Cancelled,
-}
-
-/// A nested call as the host's transcript / trajectory should show it: under its parent `exec`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(
-    tag = "event",
-    rename_all = "snake_case",
-    rename_all_fields = "camelCase"
-)]
-pub enum NestedCallEvent {
-    /// The call was sent to the executor.
-    Start {
-        /// The parent `exec` tool-call id.
-        parent_call_id: String,
-        /// The nested call id.
-        nested_call_id: String,
-        /// The exact catalog id.
-        catalog_id: String,
-    },
-    /// The executor reported progress with [`ToolCallContext::update`].
-    Update {
-        /// The parent `exec` tool-call id.
-        parent_call_id: String,
-        /// The nested call id.
-        nested_call_id: String,
-        /// The exact catalog id.
-        catalog_id: String,
-        /// The update, at most [`MAX_UPDATE_BYTES`] as compact JSON.
-        update: Value,
-    },
-    /// The call ended.
-    End {
-        /// The parent `exec` tool-call id.
-        parent_call_id: String,
-        /// The nested call id.
-        nested_call_id: String,
-        /// The exact catalog id.
-        catalog_id: String,
-        /// How it ended.
-        outcome: NestedCallOutcome,
-    },
-}
-
-/// Receives nested call events, for transcript and trajectory projection.
-pub trait EventSink: Send + Sync + 'static {
-    /// Called for every start, update and end.
-    fn on_event(&self, event: NestedCallEvent);
-}
-
-/// An [`EventSink`] that drops every event.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoEvents;
-
-impl EventSink for NoEvents {
-    fn on_event(&self, _event: NestedCallEvent) {}
 }
