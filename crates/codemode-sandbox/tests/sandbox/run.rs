@@ -8,7 +8,9 @@ use codemode_sandbox::{
     WorkerPool,
 };
 
-use crate::support::{TestHost, check, check_with, limits, render, run_with, runtime};
+use crate::support::{
+    TestHost, UNREACHED_TIMEOUT, check, check_with, limits, render, run_with, runtime,
+};
 
 #[test]
 fn happy_paths() {
@@ -183,12 +185,15 @@ fn limits_stop_hostile_programs() {
         fast.clone(),
         "failed \"timeout\" code mode timeout exceeded",
     );
+    // The programs below end on their own, whatever the machine's speed: no deadline near.
     check_with(
         "await new Promise(() => {})",
-        fast.clone(),
+        limits().with_timeout(UNREACHED_TIMEOUT),
         "failed - code mode promise is pending without host work",
     );
-    let tight = limits().with_memory_bytes(4 << 20);
+    let tight = limits()
+        .with_memory_bytes(4 << 20)
+        .with_timeout(UNREACHED_TIMEOUT);
     check_with(
         "const a = []; while (true) a.push({ n: a.length })",
         tight.clone(),
@@ -242,14 +247,18 @@ fn big_string_literals_hit_the_memory_limit() {
     );
     check_with(
         &program,
-        limits().with_memory_bytes(1 << 20),
+        limits()
+            .with_memory_bytes(1 << 20)
+            .with_timeout(UNREACHED_TIMEOUT),
         "failed \"internal_error\" code mode memory limit exceeded",
     );
     let program =
         format!("const s = '{literal}'; const keep = []; while (true) keep.push(s.toUpperCase())");
     check_with(
         &program,
-        limits().with_memory_bytes(4 << 20),
+        limits()
+            .with_memory_bytes(4 << 20)
+            .with_timeout(UNREACHED_TIMEOUT),
         "failed \"internal_error\" code mode memory limit exceeded",
     );
 }

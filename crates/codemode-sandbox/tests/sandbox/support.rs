@@ -177,6 +177,10 @@ pub(crate) fn limits() -> Limits {
         .with_memory_bytes(16 << 20)
 }
 
+/// A timeout no machine comes near, for programs that end on their own (completed, or failed by
+/// another limit): their outcome then never depends on how busy the machine is.
+pub(crate) const UNREACHED_TIMEOUT: Duration = Duration::from_secs(60);
+
 pub(crate) fn deadline(limits: &Limits) -> Instant {
     Instant::now() + limits.timeout
 }
