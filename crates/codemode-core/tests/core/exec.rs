@@ -711,14 +711,15 @@ async fn expired_cancelled_other_session_and_unknown_run_ids_fail() {
     // Session end drops its runs.
     h.code_mode.end_session("s1");
     assert_eq!(h.code_mode.suspended_runs(), 0);
-    // Expired.
+    // Expired: the TTL passes on a clock the test moves, not by sleeping past it.
     let config = CodeModeConfig::from_json(
-        &json!({ "enabled": true, "timeoutMs": 400, "snapshotTtlSeconds": 1 }),
+        &json!({ "enabled": true, "timeoutMs": 400, "snapshotTtlSeconds": 60 }),
     )
     .unwrap();
-    let h = harness_with(config, crate::support::tools());
+    let clock = ManualClock::new();
+    let h = crate::support::harness_on_clock(config, crate::support::tools(), clock.clone());
     let run_id = park(&h, "await tools.approve_me({}); return 1").await;
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    clock.advance(Duration::from_secs(60));
     let result = h.session.wait(&json!({ "runId": run_id })).await.to_json();
     assert_eq!(result["error"], "code mode run is unavailable or expired.");
     // Unknown.
