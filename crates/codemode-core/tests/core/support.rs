@@ -67,7 +67,9 @@ impl TestExecutor {
     pub(crate) fn new() -> Arc<Self> {
         Arc::new(TestExecutor {
             seen: Mutex::new(Seen::default()),
-            approval_delay: Duration::from_millis(1000),
+            // More than 2 s past the 400 ms legs of the tests that expect a run parked on an
+            // approval: the leg parks first however busy the machine is.
+            approval_delay: Duration::from_millis(2500),
         })
     }
 
