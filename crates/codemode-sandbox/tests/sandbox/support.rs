@@ -171,9 +171,11 @@ pub(crate) fn setup() -> GuestSetup {
     setup
 }
 
+/// The tests' limits: a small heap, and a timeout no machine comes near (a test that needs a
+/// deadline to pass sets a short one of its own).
 pub(crate) fn limits() -> Limits {
     Limits::default()
-        .with_timeout(Duration::from_secs(2))
+        .with_timeout(UNREACHED_TIMEOUT)
         .with_memory_bytes(16 << 20)
 }
 
