@@ -200,8 +200,8 @@ impl CodeModeBuilder {
 
     /// Measures the TTL of suspended runs (`snapshotTtlSeconds`) on `clock` instead of the
     /// system's clock: for tests, which then expire a run by advancing the clock instead of
-    /// sleeping past its TTL. A run's whole life (`maxRunSeconds`) and its legs' deadlines stay
-    /// on the system's clock.
+    /// sleeping past its TTL. A run's whole life (`maxRunSeconds`), its legs' deadlines and the
+    /// expiry of its journal (with [`journal`](Self::journal)) stay on the system's clock.
     pub fn snapshot_clock(mut self, clock: ManualClock) -> Self {
         self.snapshot_clock = Some(clock);
         self
