@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use codemode_catalog::{ToolDescriptor, ToolOrigin};
 use codemode_core::{
     Activation, ActivationRequest, AgentRunContext, CodeMode, CodeModeConfig, CodeModeResult,
-    CodeModeSession, EventSink, McpServerCapabilities, NestedCallEvent, ToolCallContext, ToolError,
-    ToolExecutor,
+    CodeModeSession, EventSink, ManualClock, McpServerCapabilities, NestedCallEvent,
+    ToolCallContext, ToolError, ToolExecutor,
 };
 use codemode_mcp::{HubOptions, McpHub, McpServerConfig};
 use codemode_namespaces::{NamespaceRegistry, NamespaceTool, Registration, ScopeValue};
@@ -273,6 +273,19 @@ impl Gateway {
         code_mode: Value,
         mcp: Option<BTreeMap<String, McpServerConfig>>,
     ) -> Result<Gateway, String> {
+        Self::start_built(code_mode, mcp, None).await
+    }
+
+    /// Starts a gateway without MCP servers whose suspended runs' TTL passes on `clock`.
+    pub async fn start_on_clock(code_mode: Value, clock: ManualClock) -> Result<Gateway, String> {
+        Self::start_built(code_mode, None, Some(clock)).await
+    }
+
+    async fn start_built(
+        code_mode: Value,
+        mcp: Option<BTreeMap<String, McpServerConfig>>,
+        snapshot_clock: Option<ManualClock>,
+    ) -> Result<Gateway, String> {
         let config = CodeModeConfig::from_json(&code_mode).map_err(|e| e.to_string())?;
         let hub = match mcp {
             Some(servers) => {
@@ -316,10 +329,13 @@ impl Gateway {
             ]),
         });
         let trajectory = Arc::new(Trajectory::default());
-        let code_mode = CodeMode::builder(config, executor.clone())
+        let mut builder = CodeMode::builder(config, executor.clone())
             .events(trajectory.clone())
-            .namespaces(registry)
-            .build();
+            .namespaces(registry);
+        if let Some(clock) = snapshot_clock {
+            builder = builder.snapshot_clock(clock);
+        }
+        let code_mode = builder.build();
         Ok(Gateway {
             code_mode,
             executor,

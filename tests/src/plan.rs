@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use codemode_core::CodeModeResult;
+use codemode_core::{CodeModeResult, ManualClock};
 use serde_json::{Value, json};
 
 use crate::gateway::{self, Gateway, ScriptedModel, Turn};
@@ -398,10 +398,12 @@ impl Plan {
             after["error"] == "code mode run is unavailable or expired.",
             format!("{after}"),
         )?;
-        // Expiry: a gateway whose snapshots live one second.
-        let short = Gateway::start(
-            json!({ "enabled": true, "timeoutMs": 200, "snapshotTtlSeconds": 1 }),
-            None,
+        // Expiry: a gateway whose snapshots live a minute, on a clock the plan moves (no sleep
+        // past the TTL).
+        let clock = ManualClock::new();
+        let short = Gateway::start_on_clock(
+            json!({ "enabled": true, "timeoutMs": 200, "snapshotTtlSeconds": 60 }),
+            clock.clone(),
         )
         .await?;
         let turn = short.turn(gateway::host_tools(), false, "ttl")?;
@@ -417,7 +419,7 @@ impl Plan {
             .as_str()
             .ok_or(format!("not parked: {parked}"))?
             .to_owned();
-        tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+        clock.advance(std::time::Duration::from_secs(60));
         let expired = session.wait(&json!({ "runId": run_id })).await.to_json();
         ensure(
             expired["error"] == "code mode run is unavailable or expired.",

@@ -136,8 +136,8 @@ impl Drop for TempConfig {
 }
 
 /// A budget for one `exec`/`wait` that a loaded 2-core CI machine cannot overrun while
-/// starting the cell (`examples/fast-timeout.json`'s 300 ms could be), with tool sleeps well
-/// beyond it, so `waiting` comes first by construction.
+/// starting the cell (`examples/fast-timeout.json`'s 300 ms could be), with tool sleeps at least
+/// three seconds beyond it, so `waiting` comes first by construction.
 const WAITING_CONFIG: &str =
     r#"{ "tools": { "codeMode": { "enabled": true, "timeoutMs": 1000 } } }"#;
 
@@ -145,14 +145,14 @@ const WAITING_CONFIG: &str =
 fn waiting_then_wait_until_completed() {
     let config = TempConfig::new("waiting", WAITING_CONFIG);
     let program =
-        "text('start'); const r = await tools.sleep({ ms: 2500 }); text('resumed'); return r";
+        "text('start'); const r = await tools.sleep({ ms: 4000 }); text('resumed'); return r";
     let results = check(&["run", "--config", config.path(), "-"], Some(program), 0);
     assert!(results.len() >= 2, "{results:?}");
     assert_eq!(results[0]["status"], "waiting");
     assert_eq!(results[0]["reason"], "pending_tools");
     let last = results.last().unwrap();
     assert_eq!(last["status"], "completed");
-    assert_eq!(last["value"], json!({ "slept": 2500 }));
+    assert_eq!(last["value"], json!({ "slept": 4000 }));
     assert_eq!(
         last["output"],
         json!([{ "type": "text", "text": "resumed" }])

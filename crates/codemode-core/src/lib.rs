@@ -64,6 +64,9 @@ pub use budget::{
 };
 /// How many suspended runs one [`CodeMode`] parks at once, for all its sessions together.
 pub use codemode_sandbox::MAX_SUSPENDED_RUNS;
+/// A clock a test moves by hand, for [`CodeModeBuilder::snapshot_clock`]: the snapshot TTL then
+/// passes when the test advances it, without sleeping.
+pub use codemode_sandbox::ManualClock;
 pub use config::{
     CodeModeConfig, CodeModeConfigBuilder, ConfigError, DEFAULT_MAX_OUTPUT_BYTES,
     DEFAULT_MAX_PENDING_TOOL_CALLS, DEFAULT_MAX_QUEUED_TOOL_CALLS, DEFAULT_MAX_RUN_SECONDS,

@@ -10,8 +10,8 @@ use codemode_journal::JournalStore;
 use codemode_mcp_decls::{DeclCache, McpDecls};
 use codemode_namespaces::{HiddenNamespace, NamespaceRegistry};
 use codemode_sandbox::{
-    Isolation, Limits, Run, RunId, RunScope, SnapshotStore, Step, StoreError, VmPool, WorkerPool,
-    WorkerPoolConfig,
+    Isolation, Limits, ManualClock, Run, RunId, RunScope, SnapshotStore, Step, StoreError, VmPool,
+    WorkerPool, WorkerPoolConfig,
 };
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -102,6 +102,7 @@ pub struct CodeModeBuilder {
     prebuilt_vms: usize,
     journal: Option<Arc<dyn JournalStore>>,
     max_memory: Option<u64>,
+    snapshot_clock: Option<ManualClock>,
 }
 
 impl std::fmt::Debug for CodeModeBuilder {
@@ -197,6 +198,15 @@ impl CodeModeBuilder {
         self
     }
 
+    /// Measures the TTL of suspended runs (`snapshotTtlSeconds`) on `clock` instead of the
+    /// system's clock: for tests, which then expire a run by advancing the clock instead of
+    /// sleeping past its TTL. A run's whole life (`maxRunSeconds`), its legs' deadlines and the
+    /// expiry of its journal (with [`journal`](Self::journal)) stay on the system's clock.
+    pub fn snapshot_clock(mut self, clock: ManualClock) -> Self {
+        self.snapshot_clock = Some(clock);
+        self
+    }
+
     /// Finishes the builder. With `isolation: "process"` this starts the pool's warm workers
     /// in the background; with VMs built ahead of time (threads only), their first builds.
     pub fn build(self) -> CodeMode {
@@ -218,7 +228,10 @@ impl CodeModeBuilder {
                 executor: self.executor,
                 events: self.events,
                 namespaces: self.namespaces,
-                store: SnapshotStore::new(),
+                store: match self.snapshot_clock {
+                    Some(clock) => SnapshotStore::new().with_manual_clock(clock),
+                    None => SnapshotStore::new(),
+                },
                 decl_cache: DeclCache::new(DECL_CACHE_CAPACITY),
                 vm_pool,
                 durable: self.journal.map(|store| Arc::new(Durable::new(store))),
@@ -244,6 +257,7 @@ impl CodeMode {
             prebuilt_vms: 0,
             journal: None,
             max_memory: None,
+            snapshot_clock: None,
         }
     }
 
@@ -634,7 +648,7 @@ impl CodeModeSession {
                 // Taken before reparking, so it is never later than the store's own deadline;
                 // the run expires parked at the end of its life at the latest.
                 let ttl = config.snapshot_ttl().min(host.life.remaining());
-                let deadline = Instant::now() + ttl;
+                let deadline = self.store.now() + ttl;
                 match resumption.repark_within(ttl) {
                     Ok(()) => {
                         self.inner.park_deadlines.record(&run_id, deadline);
@@ -729,8 +743,9 @@ impl CodeModeSession {
                 let config = &self.inner.config;
                 // The run expires parked at the end of its life at the latest.
                 let ttl = config.snapshot_ttl().min(life.remaining());
-                // Taken before parking, so it is never later than the store's own deadline.
-                let deadline = Instant::now() + ttl;
+                // Taken before parking (on the store's clock), so it is never later than the
+                // store's own deadline.
+                let deadline = self.store.now() + ttl;
                 match self.store.park(
                     run,
                     self.scope(),
@@ -815,7 +830,7 @@ impl CodeModeSession {
         {
             return outcome::failed_run(outlived, Vec::new(), self.inner.telemetry.clone());
         }
-        let expired = self.inner.park_deadlines.expired(run_id);
+        let expired = self.inner.park_deadlines.expired(run_id, self.store.now());
         outcome::wait_failed(error, expired, self.inner.telemetry.clone())
     }
 }

@@ -126,13 +126,14 @@ impl ParkDeadlines {
             .remove(run_id);
     }
 
-    /// Whether the run was parked here and its deadline has passed.
-    pub(crate) fn expired(&self, run_id: &str) -> bool {
+    /// Whether the run was parked here and its deadline has passed at `now` (on the clock of the
+    /// store that parked it).
+    pub(crate) fn expired(&self, run_id: &str, now: Instant) -> bool {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(run_id)
-            .is_some_and(|deadline| *deadline <= Instant::now())
+            .is_some_and(|deadline| *deadline <= now)
     }
 }
 

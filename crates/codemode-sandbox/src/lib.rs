@@ -18,6 +18,7 @@
 
 mod bridge;
 mod bytecode;
+mod clock;
 mod codec;
 mod deferred;
 mod engine;
@@ -39,6 +40,7 @@ mod worker;
 /// Re-exported so implementors of [`BridgeHost`] need no direct dependency on `async-trait`.
 pub use async_trait::async_trait;
 pub use bridge::{BridgeHost, BridgeRequest, PendingCall, RequestId};
+pub use clock::ManualClock;
 pub use codec::OutputItem;
 pub use codec::{MAX_ERROR_MESSAGE_BYTES, json_nests_deeper_than};
 pub use error::{ErrorCode, RunError, StoreError};

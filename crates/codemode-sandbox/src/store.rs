@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use uuid::Uuid;
 
-use crate::{Run, StoreError};
+use crate::clock::StoreClock;
+use crate::{ManualClock, Run, StoreError};
 
 /// The cap on suspended runs per store (one store per `CodeMode`; not configurable).
 pub const MAX_SUSPENDED_RUNS: usize = 64;
@@ -115,6 +116,8 @@ struct Entry<E> {
 struct Entries<E> {
     map: HashMap<RunId, Entry<E>>,
     capacity: usize,
+    /// The time TTLs are measured against.
+    clock: StoreClock,
     /// Wakes the expiry task (started with the first park inside a tokio runtime) when an
     /// entry's expiry may have moved earlier, and when the store is dropped.
     reaper: Option<Arc<Notify>>,
@@ -163,23 +166,24 @@ type SharedEntries<E> = Arc<Mutex<Entries<E>>>;
 /// it alive, and ends when the store is dropped.
 async fn reap<E: Send + 'static>(entries: Weak<Mutex<Entries<E>>>, wake: Arc<Notify>) {
     loop {
-        let next = {
+        let (next, clock) = {
             let Some(strong) = entries.upgrade() else {
                 return;
             };
             let mut guard = lock(&strong);
-            let expired = guard.purge(Instant::now());
+            let clock = guard.clock.clone();
+            let expired = guard.purge(clock.now());
             let next = guard.next_expiry();
             drop(guard);
             drop(strong);
             // Expired runs are dropped outside the lock: their VMs are released, host work aborted.
             drop(expired);
-            next
+            (next, clock)
         };
         match next {
             Some(at) => {
                 tokio::select! {
-                    () = tokio::time::sleep_until(at.into()) => {}
+                    () = clock.reached(at) => {}
                     () = wake.notified() => {}
                 }
             }
@@ -219,7 +223,8 @@ fn lock<E>(entries: &Mutex<Entries<E>>) -> MutexGuard<'_, Entries<E>> {
 /// tokio runtime (and purged on every store operation besides). Dropping an entry (expiry,
 /// [`cancel`](Self::cancel), [`drop_session`](Self::drop_session), [`clear`](Self::clear), or the
 /// store itself) releases its VM and aborts its host work. Cloning gives another handle to the
-/// same store.
+/// same store. TTLs are measured on the system's monotonic clock, or on a [`ManualClock`] given
+/// with [`with_manual_clock`](Self::with_manual_clock) (tests that expire runs without waiting).
 ///
 /// ```
 /// use std::{sync::Arc, time::{Duration, Instant}};
@@ -290,9 +295,25 @@ impl<E: Send + 'static> SnapshotStore<E> {
             entries: Arc::new(Mutex::new(Entries {
                 map: HashMap::new(),
                 capacity,
+                clock: StoreClock::System,
                 reaper: None,
             })),
         }
+    }
+
+    /// The store measures its TTLs against `clock` instead of the system's clock: for tests,
+    /// which then expire a run by advancing the clock instead of sleeping past its TTL.
+    #[must_use]
+    pub fn with_manual_clock(self, clock: ManualClock) -> Self {
+        lock(&self.entries).clock = StoreClock::Manual(clock);
+        self
+    }
+
+    /// The instant the store's TTLs are measured against: now, on its clock (the system's, or
+    /// the [`ManualClock`] it was given). A caller that records when a parked run expires reads
+    /// this clock too.
+    pub fn now(&self) -> Instant {
+        lock(&self.entries).clock.now()
     }
 
     /// Parks a suspended run under a fresh [`RunId`] for `ttl`.
@@ -333,8 +354,8 @@ impl<E: Send + 'static> SnapshotStore<E> {
         if run.memory_bytes() > max_snapshot_bytes {
             return Err(StoreError::SnapshotLimitExceeded);
         }
-        let now = Instant::now();
         let mut entries = lock(&self.entries);
+        let now = entries.clock.now();
         let expired = entries.purge(now);
         if entries.map.len() >= entries.capacity && !entries.map.contains_key(&id) {
             drop(entries);
@@ -373,8 +394,8 @@ impl<E: Send + 'static> SnapshotStore<E> {
     /// [`StoreError::DifferentSession`] / [`StoreError::DifferentAgentRun`] for a caller outside
     /// the run's scope; [`StoreError::AlreadyResuming`] while another [`Resumption`] holds it.
     pub fn resume(&self, id: &str, scope: &RunScope) -> Result<Resumption<E>, StoreError> {
-        let now = Instant::now();
         let mut entries = lock(&self.entries);
+        let now = entries.clock.now();
         let expired = entries.purge(now);
         let result = Self::take(&mut entries, id, scope);
         drop(entries);
@@ -437,7 +458,8 @@ impl<E: Send + 'static> SnapshotStore<E> {
     /// Runs held (parked or being resumed), after purging expired ones.
     pub fn len(&self) -> usize {
         let mut entries = lock(&self.entries);
-        let expired = entries.purge(Instant::now());
+        let now = entries.clock.now();
+        let expired = entries.purge(now);
         let len = entries.map.len();
         drop(entries);
         drop(expired);
@@ -447,7 +469,8 @@ impl<E: Send + 'static> SnapshotStore<E> {
     /// Measured VM memory of every parked run, in bytes (runs being resumed are not counted).
     pub fn memory_bytes(&self) -> usize {
         let mut entries = lock(&self.entries);
-        let expired = entries.purge(Instant::now());
+        let now = entries.clock.now();
+        let expired = entries.purge(now);
         let bytes = entries
             .map
             .values()
@@ -468,7 +491,8 @@ impl<E: Send + 'static> SnapshotStore<E> {
 
     fn remove_where(&self, mut matches: impl FnMut(&RunId, &Entry<E>) -> bool) -> usize {
         let mut entries = lock(&self.entries);
-        let expired = entries.purge(Instant::now());
+        let now = entries.clock.now();
+        let expired = entries.purge(now);
         let ids: Vec<RunId> = entries
             .map
             .iter()
@@ -574,8 +598,8 @@ impl<E: Send + 'static> Resumption<E> {
             return Err(StoreError::Unavailable);
         }
         let size = run.memory_bytes();
-        let now = Instant::now();
         let mut entries = lock(&guard.entries);
+        let now = entries.clock.now();
         let expired = entries.purge(now);
         let Some(entry) = entries.map.get_mut(&id) else {
             guard.armed = false;

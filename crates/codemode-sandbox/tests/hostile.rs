@@ -9,6 +9,13 @@
 //! --test hostile -- --nocapture`, once at the default memory limit and once with
 //! `CODEMODE_HOSTILE_MEMORY=1073741824` (the largest `memoryLimitBytes`);
 //! `CODEMODE_HOSTILE_ONLY=text` keeps the cells whose name contains `text`.
+//!
+//! The CPU bound holds on any machine and is always checked. The wall-time bound (each cell
+//! answers within the grace plus two seconds) is a timing assertion: it is checked only with
+//! `CODEMODE_SLOW_TESTS=1` (`cargo xtask test --slow`; `cargo xtask ci` runs it in a step of its
+//! own).
+
+mod timing;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -59,6 +66,9 @@ fn run_cell(program: &str, timeout: Duration, isolation: &Isolation) -> Step {
 /// A generous bound on the CPU a cell may use past `timeoutMs` on a shared machine (the measured
 /// overruns, much smaller, are in docs/builtins-audit.md and its benchmark row).
 const GRACE: Duration = Duration::from_secs(1);
+/// How late past the deadline plus [`DEADLINE_GRACE`] a cell may answer, when wall time is
+/// checked: generous, for a machine busy with other work.
+const WALL_MARGIN: Duration = Duration::from_secs(2);
 const TIMEOUT: Duration = Duration::from_millis(100);
 
 /// CPU time (user + system) this process has used so far; `None` off Linux.
@@ -678,8 +688,9 @@ fn isolations() -> [(&'static str, Isolation); 2] {
 fn hostile_builtins_stop_within_the_grace() {
     let mut failures = Vec::new();
     let mut report = Vec::new();
+    let wall_checked = timing::wall_time_checked("hostile_builtins_stop_within_the_grace");
     for (mode, isolation) in isolations() {
-        cells_stop_within_the_grace(mode, &isolation, &mut failures, &mut report);
+        cells_stop_within_the_grace(mode, &isolation, wall_checked, &mut failures, &mut report);
     }
     // Each cell's outcome, CPU and wall time (`--nocapture` shows them on success too).
     #[allow(
@@ -695,6 +706,7 @@ fn hostile_builtins_stop_within_the_grace() {
 fn cells_stop_within_the_grace(
     mode: &str,
     isolation: &Isolation,
+    wall_checked: bool,
     failures: &mut Vec<String>,
     report: &mut Vec<String>,
 ) {
@@ -781,8 +793,8 @@ fn cells_stop_within_the_grace(
         {
             failures.push(format!("{mode}: {name}: used {cpu:?} of CPU"));
         }
-        // The result is on time in both (a generous bound: the grace plus a second).
-        if wall > TIMEOUT + DEADLINE_GRACE + Duration::from_secs(1) {
+        // The result is on time in both (a generous bound: the grace plus two seconds).
+        if wall_checked && wall > TIMEOUT + DEADLINE_GRACE + WALL_MARGIN {
             failures.push(format!("{mode}: {name}: answered after {wall:?}"));
         }
     }

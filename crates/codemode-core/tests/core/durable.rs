@@ -103,10 +103,11 @@ fn process(store: &Arc<dyn JournalStore>, world: &Arc<World>, config: CodeModeCo
 }
 
 /// Legs of the first process, which end at their deadline with `slow` pending: long enough for
-/// a busy machine to reach `slow` (building the VM, committing the receipts before it).
+/// a busy machine to reach `slow` (building the VM, committing the receipts before it), with
+/// seconds to spare.
 fn short_legs() -> CodeModeConfig {
     CodeModeConfig::enabled()
-        .timeout(std::time::Duration::from_secs(1))
+        .timeout(std::time::Duration::from_secs(3))
         .build()
         .expect("a valid config")
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use codemode_core::prelude::*;
-use codemode_core::{MAX_UPDATE_BYTES, MemoryRecoveryStore, RecoveryStore};
+use codemode_core::{MAX_UPDATE_BYTES, ManualClock, MemoryRecoveryStore, RecoveryStore};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
@@ -223,21 +223,32 @@ async fn wait_failures_carry_a_machine_readable_reason() {
 async fn a_wait_after_the_snapshot_ttl_says_expired() {
     let (host, _started) = Host::new();
     let events = Arc::new(Events::default());
-    let config = CodeModeConfig::enabled()
-        .snapshot_ttl(Duration::from_secs(1))
-        .build()
-        .unwrap();
-    let code_mode = code_mode(&host, &events, config);
+    let ttl = Duration::from_secs(60);
+    let config = CodeModeConfig::enabled().snapshot_ttl(ttl).build().unwrap();
+    // The TTL passes on a clock the test moves, not by sleeping past it.
+    let clock = ManualClock::new();
+    let code_mode = CodeMode::builder(config, host.clone())
+        .events(events.clone())
+        .snapshot_clock(clock.clone())
+        .build();
     let mine = session(&code_mode, "s1", "r1");
     let parked = mine
         .exec("c1", &json!({ "code": "await yield_control(); return 1" }))
         .await;
     let run_id = parked.run_id().unwrap().to_owned();
-    // Past the TTL by construction (the run's deadline is at most 1 s after the exec).
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // A second run parks a second before the first one's TTL ends.
+    clock.advance(ttl - Duration::from_secs(1));
+    let later = mine
+        .exec("c2", &json!({ "code": "await yield_control(); return 2" }))
+        .await;
+    let later_id = later.run_id().unwrap().to_owned();
+    // At the first run's TTL: it has expired, the second has not.
+    clock.advance(Duration::from_secs(1));
     let expired = mine.wait(&wait(&run_id)).await;
     assert_eq!(expired.wait_failure(), Some(WaitFailure::Expired));
     assert_eq!(expired.to_json()["reason"], "expired");
+    let resumed = mine.wait(&wait(&later_id)).await.to_json();
+    assert_eq!(resumed["value"], 2, "{resumed:#}");
 }
 
 fn nested_start_ids(events: &Events) -> Vec<String> {

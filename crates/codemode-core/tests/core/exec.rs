@@ -515,16 +515,22 @@ async fn module_filesystem_network_and_environment_access_fail() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn infinite_loops_time_out_without_blocking_other_runs() {
-    let config = CodeModeConfig::from_json(&json!({ "enabled": true, "timeoutMs": 300 })).unwrap();
+    // The loop spins for seconds; the other run (default budget, no deadline near) ends while it
+    // still spins, however busy the machine is.
+    let config = CodeModeConfig::from_json(&json!({ "enabled": true, "timeoutMs": 3000 })).unwrap();
     let h = Arc::new(harness_with(config, crate::support::tools()));
     let looping = {
         let h = Arc::clone(&h);
         tokio::spawn(async move { h.js("text('before'); while (true) {}").await })
     };
-    let other = h
+    let other = harness()
         .value("return (await tools.add({ a: 1, b: 1 })).sum")
         .await;
     assert_eq!(other, 2.0);
+    assert!(
+        !looping.is_finished(),
+        "the other run ended only after the loop's deadline"
+    );
     let result = looping.await.unwrap();
     assert_eq!(
         (result["error"].as_str(), result["code"].as_str()),
@@ -711,14 +717,15 @@ async fn expired_cancelled_other_session_and_unknown_run_ids_fail() {
     // Session end drops its runs.
     h.code_mode.end_session("s1");
     assert_eq!(h.code_mode.suspended_runs(), 0);
-    // Expired.
+    // Expired: the TTL passes on a clock the test moves, not by sleeping past it.
     let config = CodeModeConfig::from_json(
-        &json!({ "enabled": true, "timeoutMs": 400, "snapshotTtlSeconds": 1 }),
+        &json!({ "enabled": true, "timeoutMs": 400, "snapshotTtlSeconds": 60 }),
     )
     .unwrap();
-    let h = harness_with(config, crate::support::tools());
+    let clock = ManualClock::new();
+    let h = crate::support::harness_on_clock(config, crate::support::tools(), clock.clone());
     let run_id = park(&h, "await tools.approve_me({}); return 1").await;
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    clock.advance(Duration::from_secs(60));
     let result = h.session.wait(&json!({ "runId": run_id })).await.to_json();
     assert_eq!(result["error"], "code mode run is unavailable or expired.");
     // Unknown.

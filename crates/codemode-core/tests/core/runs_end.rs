@@ -387,7 +387,8 @@ fn tool_call_timeout_and_max_run_seconds_default_and_clamp() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_that_never_answers_rejects_at_tool_call_timeout_and_the_run_completes() {
-    let host = host(json!({ "enabled": true, "timeoutMs": 500, "toolCallTimeoutMs": 1000 }));
+    // The call's deadline is seconds past the leg's, so the leg parks first on any machine.
+    let host = host(json!({ "enabled": true, "timeoutMs": 500, "toolCallTimeoutMs": 3000 }));
     let code = "try { await tools.never({}); return 'answered' } catch (e) { return e.message }";
     let first = host.exec(code).await;
     // Parked on the call first (its leg is shorter than the call's deadline)...
@@ -397,7 +398,7 @@ async fn a_tool_that_never_answers_rejects_at_tool_call_timeout_and_the_run_comp
     assert_eq!(done["status"], "completed", "{done:#}");
     assert_eq!(
         done["value"],
-        messages::tool_call_timed_out("openclaw:core:never", 1000)
+        messages::tool_call_timed_out("openclaw:core:never", 3000)
     );
     // Cancelled at the host.
     assert_eq!(host.cancelled_call().await, "call_1/1");
@@ -459,7 +460,8 @@ async fn a_run_waiting_on_an_endless_chain_of_approvals_ends_at_max_run_seconds(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_whose_life_ends_while_parked_is_dropped_and_says_so() {
-    let host = host(json!({ "enabled": true, "timeoutMs": 500, "maxRunSeconds": 1 }));
+    // The life ends seconds after the first leg, so that leg parks first on any machine.
+    let host = host(json!({ "enabled": true, "timeoutMs": 500, "maxRunSeconds": 3 }));
     let first = host.exec("await tools.never({}); return 1").await;
     assert_eq!(first["status"], "waiting", "{first:#}");
     // Nobody calls `wait`: the run expires parked at the end of its life, its call cancelled.
@@ -579,8 +581,9 @@ async fn mcp_calls_of_an_ended_run_are_cancelled_at_the_npm_server() {
             signalled,
         },
     );
+    // The call's deadline is seconds past the leg's, so the first leg parks on any machine.
     let config = CodeModeConfig::from_json(
-        &json!({ "enabled": true, "timeoutMs": 500, "toolCallTimeoutMs": 1000 }),
+        &json!({ "enabled": true, "timeoutMs": 500, "toolCallTimeoutMs": 3000 }),
     )
     .unwrap();
     let code_mode = CodeMode::builder(config, Arc::new(executor)).build();
@@ -621,7 +624,7 @@ async fn mcp_calls_of_an_ended_run_are_cancelled_at_the_npm_server() {
     }
     assert_eq!(
         result["value"],
-        messages::tool_call_timed_out("mcp:reporter:hang", 1000),
+        messages::tool_call_timed_out("mcp:reporter:hang", 3000),
         "{result:#}"
     );
     assert!(next_report().await.starts_with("cancelled "));

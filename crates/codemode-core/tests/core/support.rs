@@ -67,7 +67,9 @@ impl TestExecutor {
     pub(crate) fn new() -> Arc<Self> {
         Arc::new(TestExecutor {
             seen: Mutex::new(Seen::default()),
-            approval_delay: Duration::from_millis(1000),
+            // More than 2 s past the 400 ms legs of the tests that expect a run parked on an
+            // approval: the leg parks first however busy the machine is.
+            approval_delay: Duration::from_millis(2500),
         })
     }
 
@@ -160,11 +162,30 @@ pub(crate) fn run_context(session: &str) -> AgentRunContext {
 }
 
 pub(crate) fn harness_with(config: CodeModeConfig, tools: Vec<ToolDescriptor>) -> Harness {
+    harness_built(config, tools, None)
+}
+
+/// [`harness_with`], with the TTL of its suspended runs measured on `clock`.
+pub(crate) fn harness_on_clock(
+    config: CodeModeConfig,
+    tools: Vec<ToolDescriptor>,
+    clock: ManualClock,
+) -> Harness {
+    harness_built(config, tools, Some(clock))
+}
+
+fn harness_built(
+    config: CodeModeConfig,
+    tools: Vec<ToolDescriptor>,
+    snapshot_clock: Option<ManualClock>,
+) -> Harness {
     let executor = TestExecutor::new();
     let events = Arc::new(Recorder::default());
-    let code_mode = CodeMode::builder(config, executor.clone())
-        .events(events.clone())
-        .build();
+    let mut builder = CodeMode::builder(config, executor.clone()).events(events.clone());
+    if let Some(clock) = snapshot_clock {
+        builder = builder.snapshot_clock(clock);
+    }
+    let code_mode = builder.build();
     let mut request = ActivationRequest::new(tools).with_agent_run(run_context("s1"));
     request
         .mcp_capabilities

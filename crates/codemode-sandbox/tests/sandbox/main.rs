@@ -11,3 +11,5 @@ mod stop;
 mod support;
 mod suspend;
 mod tape;
+#[path = "../timing/mod.rs"]
+mod timing;

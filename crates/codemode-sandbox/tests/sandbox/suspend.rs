@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::{TestHost, limits, render, runtime, setup};
 use codemode_sandbox::{
-    MAX_SUSPENDED_RUNS, Run, RunScope, SnapshotStore, Step, StoreError, WaitReason,
+    MAX_SUSPENDED_RUNS, ManualClock, Run, RunScope, SnapshotStore, Step, StoreError, WaitReason,
 };
 
 fn scope(session: &str, agent_run: &str) -> RunScope {
@@ -353,6 +353,50 @@ fn expiry_is_eager_and_cancels_host_work_in_a_quiet_host() {
     });
 }
 
+/// On a manual clock, a run outlives every instant before its TTL however long the test takes,
+/// and expires (its host work cancelled by the expiry task, nobody touching the store) as soon
+/// as the clock is advanced past it.
+#[test]
+fn a_manual_clock_decides_expiry() {
+    let (host, mut cancelled) = TestHost::new();
+    runtime().block_on(async {
+        let clock = ManualClock::new();
+        let store: SnapshotStore = SnapshotStore::new().with_manual_clock(clock.clone());
+        assert_eq!(store.now(), clock.now());
+        let mut run = Run::start(
+            "return await host.never(7)",
+            setup(),
+            limits(),
+            Arc::clone(&host) as _,
+        )
+        .unwrap();
+        let step = run.drive(Instant::now() + Duration::from_millis(500)).await;
+        assert!(matches!(step, Step::Suspended { .. }), "{}", render(&step));
+        let ttl = Duration::from_secs(900);
+        let id = store
+            .park(run, RunScope::default(), (), ttl, 10 << 20)
+            .unwrap()
+            .to_string();
+        // One second short of the TTL: still parked, and resumable.
+        clock.advance(ttl - Duration::from_secs(1));
+        assert_eq!(store.len(), 1);
+        let resumption = store.resume(&id, &RunScope::default()).unwrap();
+        resumption.repark().unwrap();
+        assert!(cancelled.try_recv().is_err(), "nothing was cancelled yet");
+        // Reparking started a fresh TTL; past it, the expiry task releases the run.
+        clock.advance(ttl);
+        assert_eq!(cancelled.recv().await, Some(1), "request 1 was cancelled");
+        assert_eq!(store.len(), 0);
+        assert_eq!(
+            store
+                .resume(&id, &RunScope::default())
+                .unwrap_err()
+                .to_string(),
+            "code mode run is unavailable or expired."
+        );
+    });
+}
+
 #[test]
 fn cancel_is_scoped_to_the_callers_session() {
     let (host, _cancelled) = TestHost::new();
@@ -602,6 +646,7 @@ fn an_interval_that_never_stops_ends_each_leg_at_the_deadline() {
 
 #[test]
 fn thousands_of_timers_are_refused_past_the_bound() {
+    // The program ends on its own: `limits()` puts no deadline near.
     let limits = limits().with_max_pending_calls(2).with_max_queued_calls(3);
     let (host, _cancelled) = TestHost::new();
     runtime().block_on(async {
