@@ -13,8 +13,9 @@ mod schema;
 // The defaults of the limits the sandbox enforces are the sandbox's constants, converted once
 // here to the config's integer type (one source per default).
 
-/// Default `timeoutMs`: the wall-clock budget of one `exec` or `wait` call.
-pub const DEFAULT_TIMEOUT_MS: u64 = codemode_sandbox::DEFAULT_TIMEOUT.as_millis() as u64;
+/// Default `timeoutMs`: the wall-clock budget of one `exec` or `wait` call (10 s). Not a sandbox
+/// limit: it makes the deadline each leg is driven to.
+pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 /// Default `memoryLimitBytes` of the guest VM (64 MiB).
 pub const DEFAULT_MEMORY_LIMIT_BYTES: u64 = codemode_sandbox::DEFAULT_MEMORY_BYTES as u64;
 /// Default `maxOutputBytes`: output items plus the final value, as UTF-8 JSON bytes.
@@ -315,7 +316,6 @@ impl CodeModeConfig {
     pub(crate) fn limits(&self) -> codemode_sandbox::Limits {
         codemode_sandbox::Limits {
             memory_bytes: self.memory_limit_bytes as usize,
-            timeout: self.timeout(),
             max_output_bytes: self.max_output_bytes as usize,
             max_pending_calls: self.max_pending_tool_calls as usize,
             max_queued_calls: self.max_queued_tool_calls as usize,

@@ -10,7 +10,7 @@ use codemode_journal::JournalStore;
 use codemode_mcp_decls::{DeclCache, McpDecls};
 use codemode_namespaces::{HiddenNamespace, NamespaceRegistry};
 use codemode_sandbox::{
-    Isolation, Limits, ManualClock, Run, RunId, RunScope, SnapshotStore, Step, StoreError, VmPool,
+    ManualClock, Placement, Run, RunId, RunScope, SnapshotStore, Step, StoreError, VmPool,
     WorkerPool, WorkerPoolConfig,
 };
 use serde_json::Value;
@@ -63,8 +63,9 @@ pub struct CodeMode {
 
 pub(crate) struct CodeModeState {
     pub(crate) config: CodeModeConfig,
-    /// Where runs' VMs live; with `isolation: "process"`, the worker pool of this `CodeMode`.
-    pub(crate) isolation: Isolation,
+    /// Where every run executes, chosen once by the builder: a VM thread, VMs built ahead of
+    /// time ([`CodeModeBuilder::prebuilt_vms`]), or a worker process (`isolation: "process"`).
+    pub(crate) placement: Placement,
     /// The first id segment of the host's own tools.
     pub(crate) host_source: HostSource,
     pub(crate) executor: Arc<dyn ToolExecutor>,
@@ -72,8 +73,6 @@ pub(crate) struct CodeModeState {
     pub(crate) namespaces: Arc<NamespaceRegistry>,
     pub(crate) store: SnapshotStore<Parked>,
     pub(crate) decl_cache: DeclCache,
-    /// VMs built ahead of time for this code mode's runs, when the host asked for them.
-    pub(crate) vm_pool: Option<VmPool>,
     /// Where runs are journaled, when they are (durable.rs).
     pub(crate) durable: Option<Arc<Durable>>,
     /// The host memory budget every running call reserves its VM's limit against.
@@ -210,19 +209,19 @@ impl CodeModeBuilder {
     /// Finishes the builder. With `isolation: "process"` this starts the pool's warm workers
     /// in the background; with VMs built ahead of time (threads only), their first builds.
     pub fn build(self) -> CodeMode {
-        let isolation = match self.config.isolation() {
-            IsolationMode::Thread => Isolation::Thread,
-            IsolationMode::Process => Isolation::Process(WorkerPool::new(self.worker_pool)),
+        let placement = match self.config.isolation() {
+            IsolationMode::Process => Placement::Process(WorkerPool::new(self.worker_pool)),
+            // VMs built ahead of time live in this process: a worker process builds its own.
+            IsolationMode::Thread if self.prebuilt_vms > 0 => {
+                let pool = VmPool::new(self.prebuilt_vms);
+                pool.fill(&self.config.limits());
+                Placement::PrebuiltThreads(pool)
+            }
+            IsolationMode::Thread => Placement::Thread,
         };
-        // VMs built ahead of time live in this process: a worker process builds its own.
-        let vm_pool = (self.prebuilt_vms > 0 && matches!(isolation, Isolation::Thread))
-            .then(|| VmPool::new(self.config.limits(), self.prebuilt_vms));
-        if let Some(pool) = &vm_pool {
-            pool.fill();
-        }
         CodeMode {
             shared: Arc::new(CodeModeState {
-                isolation,
+                placement,
                 config: self.config,
                 host_source: self.host_source,
                 executor: self.executor,
@@ -233,7 +232,6 @@ impl CodeModeBuilder {
                     None => SnapshotStore::new(),
                 },
                 decl_cache: DeclCache::new(DECL_CACHE_CAPACITY),
-                vm_pool,
                 durable: self.journal.map(|store| Arc::new(Durable::new(store))),
                 budget: MemoryBudget::new(
                     self.max_memory
@@ -318,15 +316,18 @@ impl CodeMode {
     /// VMs built ahead of time and ready for the next `exec` (0 without
     /// [`CodeModeBuilder::prebuilt_vms`]).
     pub fn ready_vms(&self) -> usize {
-        self.shared.vm_pool.as_ref().map_or(0, VmPool::ready)
+        match &self.shared.placement {
+            Placement::PrebuiltThreads(pool) => pool.ready(),
+            _ => 0,
+        }
     }
 
     /// Fills the pool of [`CodeModeBuilder::prebuilt_vms`] and returns once every VM is ready
     /// (building on the sandbox's VM threads, never on this task's worker): for a host that
     /// wants its first `exec`s warm before it serves. Returns at once without a pool.
     pub async fn fill_vm_pool(&self) {
-        if let Some(pool) = &self.shared.vm_pool {
-            pool.fill_now().await;
+        if let Placement::PrebuiltThreads(pool) = &self.shared.placement {
+            pool.fill_now(&self.shared.config.limits()).await;
         }
     }
 
@@ -558,10 +559,8 @@ impl CodeModeSession {
         });
         let _observing = host.observer.install(self.observer.clone());
         let setup = self.inner.guest.clone();
-        let started = match &self.inner.vm_pool {
-            Some(pool) => Run::start_pooled(&program, setup, pool, host.clone()),
-            None => Run::start(&program, setup, self.limits(), host.clone()),
-        };
+        let limits = self.inner.config.limits();
+        let started = Run::start(&program, setup, &limits, &self.inner.placement, host.clone());
         let run = match started {
             Ok(run) => run,
             Err(error) => return outcome::failed_run(error, Vec::new(), telemetry()),
@@ -763,13 +762,6 @@ impl CodeModeSession {
                 }
             }
             other => outcome::finished(other, restart_safe, telemetry),
-        }
-    }
-
-    pub(crate) fn limits(&self) -> Limits {
-        Limits {
-            isolation: self.inner.isolation.clone(),
-            ..self.inner.config.limits()
         }
     }
 

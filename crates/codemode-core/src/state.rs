@@ -10,7 +10,7 @@ use std::time::Instant;
 use codemode_catalog::{Catalog, SearchLimits};
 use codemode_mcp_decls::McpDecls;
 use codemode_namespaces::NamespaceRuntime;
-use codemode_sandbox::{Isolation, PreparedSetup, VmPool};
+use codemode_sandbox::{Placement, PreparedSetup};
 
 use crate::CodeModeConfig;
 use crate::result::Telemetry;
@@ -66,10 +66,8 @@ pub(crate) struct SessionState {
     /// never changes within a session); `ALL_TOOLS`, `tools` and `MCP` are built in a run only
     /// when its guest reads them.
     pub(crate) guest: PreparedSetup,
-    /// The code mode's VMs built ahead of time, if the host asked for them.
-    pub(crate) vm_pool: Option<VmPool>,
-    /// Where runs' VMs live (a copy of the code mode's).
-    pub(crate) isolation: Isolation,
+    /// Where runs execute (the code mode's placement, shared).
+    pub(crate) placement: Placement,
     /// The text of `guest/globals.d.ts` (it names the host source), made once for `API.list`
     /// and `API.read`.
     pub(crate) guest_dts: Arc<str>,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codemode_sandbox::{
-    BridgeHost, BridgeRequest, Callable, GuestSetup, Isolation, Limits, PreparedSetup, Run,
+    BridgeHost, BridgeRequest, Callable, GuestSetup, Limits, Placement, PreparedSetup, Run,
     RunScope, SnapshotStore, Step, VmPool, WorkerCommand, WorkerPool, WorkerPoolConfig,
     async_trait,
 };
@@ -54,7 +54,14 @@ fn deadline() -> Instant {
 async fn complete(program: &str) -> Value {
     // 128 is the largest maxPendingToolCalls the config allows; the parallel row needs 100.
     let limits = Limits::default().with_max_pending_calls(128);
-    let mut run = Run::start(program, setup(), limits, Arc::new(Echo)).unwrap();
+    let mut run = Run::start(
+        program,
+        setup(),
+        &limits,
+        &Placement::Thread,
+        Arc::new(Echo),
+    )
+    .unwrap();
     match run.drive(deadline()).await {
         Step::Completed { value, .. } => value,
         other => panic!("unexpected {other:?}"),
@@ -82,21 +89,27 @@ fn fresh_vm_touching_built_ins(bencher: divan::Bencher<'_, '_>) {
     });
 }
 
-/// The same program in a VM built ahead of time (`VmPool`, `Run::start_pooled`): before each
+/// The same program in a VM built ahead of time (`Placement::PrebuiltThreads`): before each
 /// timed run, outside the timing, the pool is let refill, as between a host's spaced requests.
 #[divan::bench(sample_count = 50)]
 fn pooled_vm_trivial_program(bencher: divan::Bencher<'_, '_>) {
     let rt = runtime();
     let limits = Limits::default().with_max_pending_calls(128);
-    let pool = VmPool::new(limits, 2);
+    let pool = VmPool::new(2);
+    let placement = Placement::PrebuiltThreads(pool.clone());
     let prepared = PreparedSetup::new(setup());
     bencher
-        .with_inputs(|| rt.block_on(pool.fill_now()))
+        .with_inputs(|| rt.block_on(pool.fill_now(&limits)))
         .bench_local_values(|()| {
             rt.block_on(async {
-                let mut run =
-                    Run::start_pooled("return 1 + 1", prepared.clone(), &pool, Arc::new(Echo))
-                        .unwrap();
+                let mut run = Run::start(
+                    "return 1 + 1",
+                    prepared.clone(),
+                    &limits,
+                    &placement,
+                    Arc::new(Echo),
+                )
+                .unwrap();
                 match run.drive(deadline()).await {
                     Step::Completed { value, .. } => value,
                     other => panic!("unexpected {other:?}"),
@@ -137,7 +150,8 @@ fn park_and_resume(bencher: divan::Bencher<'_, '_>) {
                 let mut run = Run::start(
                     "await yield_control(); return 1",
                     setup(),
-                    Limits::default(),
+                    &Limits::default(),
+                    &Placement::Thread,
                     Arc::new(Echo),
                 )
                 .unwrap();
@@ -173,7 +187,8 @@ fn memory_of_a_parked_trivial_run() {
         let mut run = Run::start(
             "await yield_control(); return 1",
             setup(),
-            Limits::default(),
+            &Limits::default(),
+            &Placement::Thread,
             Arc::new(Echo),
         )
         .unwrap();
@@ -197,7 +212,14 @@ fn output_10000_lines(bencher: divan::Bencher<'_, '_>, via: &str) {
     let limits = Limits::default().with_max_output_bytes(10 << 20);
     bencher.bench_local(|| {
         rt.block_on(async {
-            let mut run = Run::start(&program, setup(), limits.clone(), Arc::new(Echo)).unwrap();
+            let mut run = Run::start(
+                &program,
+                setup(),
+                &limits,
+                &Placement::Thread,
+                Arc::new(Echo),
+            )
+            .unwrap();
             run.drive(deadline()).await
         })
     });
@@ -241,30 +263,31 @@ fn process_pool() -> WorkerPool {
 #[divan::bench(sample_count = 30, args = ["thread", "process"])]
 fn isolation_return_1(bencher: divan::Bencher<'_, '_>, isolation: &str) {
     let rt = runtime();
-    let limits = limits_for(isolation);
+    let placement = placement_for(isolation);
     // One run first, so the row measures warm workers.
-    rt.block_on(complete_with("return 1", limits.clone()));
-    bencher.bench_local(|| rt.block_on(complete_with("return 1", limits.clone())));
+    rt.block_on(complete_with("return 1", &placement));
+    bencher.bench_local(|| rt.block_on(complete_with("return 1", &placement)));
 }
 
 #[divan::bench(sample_count = 10, args = ["thread", "process"])]
 fn isolation_sequential_round_trips_1000(bencher: divan::Bencher<'_, '_>, isolation: &str) {
     let rt = runtime();
-    let limits = limits_for(isolation);
+    let placement = placement_for(isolation);
     let program = "let n = 0; for (let i = 0; i < 1000; i++) n += await echo(1); return n";
-    rt.block_on(complete_with("return 1", limits.clone()));
-    bencher.bench_local(|| rt.block_on(complete_with(program, limits.clone())));
+    rt.block_on(complete_with("return 1", &placement));
+    bencher.bench_local(|| rt.block_on(complete_with(program, &placement)));
 }
 
-fn limits_for(isolation: &str) -> Limits {
+fn placement_for(isolation: &str) -> Placement {
     match isolation {
-        "process" => Limits::default().with_isolation(Isolation::Process(process_pool())),
-        _ => Limits::default(),
+        "process" => Placement::Process(process_pool()),
+        _ => Placement::Thread,
     }
 }
 
-async fn complete_with(program: &str, limits: Limits) -> Value {
-    let mut run = Run::start(program, setup(), limits, Arc::new(Echo)).unwrap();
+async fn complete_with(program: &str, placement: &Placement) -> Value {
+    let limits = Limits::default();
+    let mut run = Run::start(program, setup(), &limits, placement, Arc::new(Echo)).unwrap();
     match run.drive(deadline()).await {
         Step::Completed { value, .. } => value,
         other => panic!("unexpected {other:?}"),

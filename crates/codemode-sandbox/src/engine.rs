@@ -128,7 +128,6 @@ pub(crate) struct StepInput {
     pub(crate) settlements: Vec<(u64, Result<Value, String>)>,
     /// Settle every pending `yield_control()` first (a new leg after a yield).
     pub(crate) resume_yields: bool,
-    pub(crate) deadline: Instant,
     /// The caller's runtime, entered while host futures are polled in place (`None` in a worker
     /// process, whose host futures are round trips over its pipe).
     pub(crate) handle: Option<tokio::runtime::Handle>,
@@ -372,19 +371,18 @@ impl Engine {
         )
     }
 
-    /// Advances the run as far as it goes without waiting for host work.
+    /// Advances the run as far as it goes without waiting for host work, until the deadline its
+    /// flags hold (set by the driver once per leg).
     pub(crate) fn step(&mut self, input: StepInput) -> StepOutput {
         let StepInput {
             settlements,
             resume_yields,
-            deadline,
             handle,
         } = input;
-        self.flags.set_deadline(deadline);
         self.refusals_before_step = self.gauge.refusals();
         let _entered = handle.as_ref().map(tokio::runtime::Handle::enter);
         let mut spawn = Vec::new();
-        let progress = match self.advance(settlements, resume_yields, deadline, &mut spawn) {
+        let progress = match self.advance(settlements, resume_yields, &mut spawn) {
             Ok(progress) => progress,
             Err(error) => Progress::Failed(error),
         };
@@ -401,7 +399,6 @@ impl Engine {
         &mut self,
         settlements: Vec<(u64, Result<Value, String>)>,
         resume_yields: bool,
-        deadline: Instant,
         spawn: &mut Vec<(u64, HostFuture)>,
     ) -> Result<Progress, RunError> {
         if resume_yields {
@@ -422,7 +419,7 @@ impl Engine {
             self.call_control("begin", ())?;
         }
         loop {
-            self.run_jobs(deadline)?;
+            self.run_jobs()?;
             if let Some(error) = self.flags.tripped() {
                 return Err(error);
             }
@@ -691,7 +688,7 @@ impl Engine {
         settled.map(drop)
     }
 
-    fn run_jobs(&self, deadline: Instant) -> Result<(), RunError> {
+    fn run_jobs(&self) -> Result<(), RunError> {
         let mut executed: u32 = 0;
         loop {
             match self.vm.runtime.execute_pending_job() {
@@ -708,9 +705,8 @@ impl Engine {
                 return Err(error);
             }
             executed = executed.wrapping_add(1);
-            if executed.is_multiple_of(JOBS_PER_DEADLINE_CHECK) && Instant::now() >= deadline {
-                self.flags.force_timeout();
-                return Err(RunError::Timeout);
+            if executed.is_multiple_of(JOBS_PER_DEADLINE_CHECK) && self.flags.interrupt() {
+                return Err(self.flags.tripped().unwrap_or(RunError::Timeout));
             }
         }
     }

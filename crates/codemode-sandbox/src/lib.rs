@@ -28,6 +28,7 @@ mod install;
 mod lexer;
 mod limits;
 mod module_access;
+mod placement;
 mod run;
 mod setup;
 mod stats;
@@ -49,9 +50,10 @@ pub use lexer::{MAX_NESTING, MAX_PROGRAM_NAMES, MAX_READINGS, check_body, check_
 pub use limits::{
     DEFAULT_MAX_CALL_ARGS_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PENDING_CALLS,
     DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_SNAPSHOT_BYTES, DEFAULT_MAX_SOURCE_BYTES,
-    DEFAULT_MEMORY_BYTES, DEFAULT_STACK_BYTES, DEFAULT_TIMEOUT, Limits, MAX_JSON_DEPTH,
+    DEFAULT_MEMORY_BYTES, DEFAULT_STACK_BYTES, Limits, MAX_JSON_DEPTH,
 };
 pub use module_access::check_module_access;
+pub use placement::Placement;
 pub use run::{DEADLINE_GRACE, Run, Step, Truncation, WaitReason};
 pub use setup::{Callable, GuestPath, GuestSetup, JsonText};
 pub use stats::{SandboxStats, stats};
@@ -61,7 +63,7 @@ pub use vm_pool::{MAX_POOLED_VMS, VmPool};
 pub use vm_threads::{MAX_QUEUED_STEPS, thread_count, threads_started};
 pub use worker::{
     DEFAULT_MAX_RUNS_PER_WORKER, DEFAULT_MAX_WORKER_RSS_BYTES, DEFAULT_MAX_WORKERS,
-    DEFAULT_WARM_WORKERS, DEFAULT_WORKER_ADDRESS_SPACE_BYTES, Isolation, WORKER_BINARY, WORKER_ENV,
+    DEFAULT_WARM_WORKERS, DEFAULT_WORKER_ADDRESS_SPACE_BYTES, WORKER_BINARY, WORKER_ENV,
     WorkerCommand, WorkerPool, WorkerPoolConfig, serve_worker,
 };
 #[doc(hidden)]
@@ -82,6 +84,7 @@ mod tests {
         send_sync::<super::GuestSetup>();
         send_sync::<super::PreparedSetup>();
         send_sync::<super::VmPool>();
+        send_sync::<super::Placement>();
         send_sync::<super::RunError>();
     }
 }

@@ -1,15 +1,11 @@
 //! The resource limits of one run, with the defaults of the `tools.codeMode` config keys.
 
-use std::time::Duration;
-
-use crate::Isolation;
+use serde::{Deserialize, Serialize};
 
 /// Default VM heap budget (64 MiB, config key `memoryLimitBytes`).
 pub const DEFAULT_MEMORY_BYTES: usize = 64 * 1024 * 1024;
 /// Default native stack budget for guest code (512 KiB).
 pub const DEFAULT_STACK_BYTES: usize = 512 * 1024;
-/// Default wall-clock budget of one exec/wait leg (10 s, config key `timeoutMs`).
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(10_000);
 /// Default output budget (64 KiB, config key `maxOutputBytes`).
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 65_536;
 /// Default number of bridge calls in flight at once (config key `maxPendingToolCalls`).
@@ -28,14 +24,16 @@ pub const DEFAULT_MAX_SOURCE_BYTES: usize = 1024 * 1024;
 /// Deeper values are refused with a guest-visible error instead of risking the host's stack.
 pub const MAX_JSON_DEPTH: usize = 128;
 
-/// The limits of one run. Construct with [`Limits::default`] and override fields, or use the
-/// `with_*` builder methods.
+/// The limits of one run, plain data (it crosses to a worker process as it is). Construct with
+/// [`Limits::default`] and override fields, or use the `with_*` builder methods. Time is not a
+/// limit here: each leg's deadline is the argument of [`Run::drive`](crate::Run::drive), and
+/// where the run executes is its [`Placement`](crate::Placement).
 ///
 /// What the limits do *not* cover: host work done for bridge calls (its time and memory belong to
 /// the host), time spent while the run is parked, and the host memory of settled results beyond
 /// what the VM holds.
 ///
-/// Limitations with malicious guests: the deadline is enforced by QuickJS's interrupt handler,
+/// Limitations with malicious guests: a leg's deadline is enforced by QuickJS's interrupt handler,
 /// which quickjs-ng calls about every 10,000 calls and back-edges of guest code and never inside
 /// a native built-in; every host callback checks it as well, and built-ins whose native loops
 /// can run long are bounded before guest code runs (docs/builtins-audit.md lists each). One
@@ -48,14 +46,13 @@ pub const MAX_JSON_DEPTH: usize = 128;
 /// error.
 ///
 /// ```
-/// use std::time::Duration;
 /// use codemode_sandbox::Limits;
 ///
-/// let limits = Limits::default().with_timeout(Duration::from_secs(2)).with_memory_bytes(8 << 20);
-/// assert_eq!(limits.timeout, Duration::from_secs(2));
+/// let limits = Limits::default().with_memory_bytes(8 << 20);
+/// assert_eq!(limits.memory_bytes, 8 << 20);
 /// assert_eq!(limits.max_pending_calls, codemode_sandbox::DEFAULT_MAX_PENDING_CALLS);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
     /// QuickJS heap budget in bytes (everything the VM allocates, counted by the VM's own
     /// allocator, QuickJS's small-block arenas whole). Exceeding it fails the run with "code mode
@@ -65,11 +62,6 @@ pub struct Limits {
     /// `RangeError`. The thread that calls [`Run::drive`](crate::Run::drive) needs at least this
     /// much free stack plus about 256 KiB (tokio's 2 MiB worker stacks are ample).
     pub stack_bytes: usize,
-    /// Wall-clock budget of each leg ([`Run::start`](crate::Run::start) +
-    /// [`Run::drive`](crate::Run::drive)) while guest code runs; enforced by the interrupt
-    /// handler, so it also stops CPU-bound loops. Time spent idle awaiting host work is not a
-    /// timeout: the leg suspends instead.
-    pub timeout: Duration,
     /// Budget for all output items plus the final value, counted as UTF-8 bytes of their JSON,
     /// cumulative over the whole run.
     pub max_output_bytes: usize,
@@ -87,11 +79,6 @@ pub struct Limits {
     pub max_call_args_bytes: usize,
     /// Largest program accepted by [`Run::start`](crate::Run::start), in UTF-8 bytes.
     pub max_source_bytes: usize,
-    /// Where the run's VM lives: on a VM thread of this process (the default) or in a worker
-    /// process of a [`WorkerPool`](crate::WorkerPool). Every other limit applies the same in
-    /// both; a worker process adds that the host kills it at the deadline plus
-    /// [`DEADLINE_GRACE`](crate::DEADLINE_GRACE), whatever the VM is doing.
-    pub isolation: Isolation,
 }
 
 impl Default for Limits {
@@ -99,14 +86,12 @@ impl Default for Limits {
         Self {
             memory_bytes: DEFAULT_MEMORY_BYTES,
             stack_bytes: DEFAULT_STACK_BYTES,
-            timeout: DEFAULT_TIMEOUT,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             max_pending_calls: DEFAULT_MAX_PENDING_CALLS,
             max_snapshot_bytes: DEFAULT_MAX_SNAPSHOT_BYTES,
             max_queued_calls: DEFAULT_MAX_QUEUED_CALLS,
             max_call_args_bytes: DEFAULT_MAX_CALL_ARGS_BYTES,
             max_source_bytes: DEFAULT_MAX_SOURCE_BYTES,
-            isolation: Isolation::Thread,
         }
     }
 }
@@ -123,13 +108,6 @@ impl Limits {
     #[must_use]
     pub fn with_stack_bytes(mut self, bytes: usize) -> Self {
         self.stack_bytes = bytes;
-        self
-    }
-
-    /// Sets [`Limits::timeout`].
-    #[must_use]
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
         self
     }
 
@@ -174,13 +152,6 @@ impl Limits {
     /// most about twice `memory_bytes` of host memory.
     pub fn max_in_flight_args_bytes(&self) -> usize {
         (self.memory_bytes / 8).max(1024)
-    }
-
-    /// Sets [`Limits::isolation`].
-    #[must_use]
-    pub fn with_isolation(mut self, isolation: Isolation) -> Self {
-        self.isolation = isolation;
-        self
     }
 
     /// Sets [`Limits::max_call_args_bytes`].

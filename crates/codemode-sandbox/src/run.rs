@@ -1,8 +1,9 @@
 //! One run: the async side of a program. It owns the run's host work (spawned on the caller's
 //! tokio runtime) and sends every piece of VM work, as one synchronous step, to where the VM
 //! lives: a VM thread (vm_threads.rs), where the engine (engine.rs) does the step, or a worker
-//! process (worker/) running the same engine, per `Limits::isolation`. `Run::step` is that one
-//! seam.
+//! process (worker/) running the same engine, per the run's `Placement`. `Run::step` is that one
+//! seam. The leg's deadline reaches the VM one way: `drive` sets it in the run's flags, which the
+//! engine reads (a worker process gets it in the step's frame and sets its own flags).
 
 use std::collections::HashMap;
 use std::panic::catch_unwind;
@@ -15,10 +16,12 @@ use tokio::task::{JoinError, JoinSet};
 
 use crate::engine::{Engine, Flags, HOST_CALL_FAILED, PreparedVm, Progress, StepInput, StepOutput};
 use crate::install::{InstallPlan, PreparedSetup};
-use crate::vm_pool::{Refill, VmPool};
+use crate::vm_pool::Refill;
 use crate::vm_threads::{Expected, Leftover, run_step_then_drop};
-use crate::worker::{Placement, WorkerStop, WorkerVm, step_in_worker};
-use crate::{BridgeHost, Isolation, Limits, OutputItem, PendingCall, RunError, check_program};
+use crate::worker::{WorkerPhase, WorkerStop, WorkerVm, step_in_worker};
+use crate::{
+    BridgeHost, Limits, OutputItem, PendingCall, Placement, RunError, WorkerPool, check_program,
+};
 
 /// How long after its deadline a leg still waits for a VM step stuck in one native call before it
 /// reports `timeout` anyway (the VM is then dropped on its own thread when the call returns).
@@ -88,7 +91,7 @@ enum Phase {
     },
     /// Built and idle (between steps).
     Built(Box<Engine>),
-    /// Built in a worker process and idle (`Isolation::Process`).
+    /// Built in a worker process and idle (`Placement::Process`).
     InWorker(Box<WorkerVm>),
     /// Completed, failed, or lost with a step that never answered.
     Dead,
@@ -132,7 +135,9 @@ impl Step {
 ///
 /// ```
 /// use std::{sync::Arc, time::Instant};
-/// use codemode_sandbox::{BridgeHost, BridgeRequest, Callable, GuestSetup, Limits, Run, Step};
+/// use codemode_sandbox::{
+///     BridgeHost, BridgeRequest, Callable, GuestSetup, Limits, Placement, Run, Step,
+/// };
 ///
 /// struct Echo;
 /// #[async_trait::async_trait]
@@ -146,9 +151,9 @@ impl Step {
 /// let mut setup = GuestSetup::default();
 /// setup.callables.push((vec!["echo".into()], Callable::Bridge { method: "echo".into(), bound_args: vec![] }));
 /// let program = "text('hi'); return (await echo(20)) + 1;";
-/// let mut run = Run::start(program, setup, Limits::default(), Arc::new(Echo)).unwrap();
-/// let deadline = Instant::now() + Limits::default().timeout;
-/// match run.drive(deadline).await {
+/// let limits = Limits::default();
+/// let mut run = Run::start(program, setup, &limits, &Placement::Thread, Arc::new(Echo)).unwrap();
+/// match run.drive(Instant::now() + std::time::Duration::from_secs(10)).await {
 ///     Step::Completed { value, output, .. } => {
 ///         assert_eq!(value, 21);
 ///         assert_eq!(output, vec![codemode_sandbox::OutputItem::Text { text: "hi".into() }]);
@@ -171,8 +176,8 @@ pub struct Run {
     /// The replacement owed to the pool this run's VM came from: let go after the first leg, so
     /// its build does not compete with that leg for the cores.
     refill: Option<Refill>,
-    /// Ends a step in a worker process early (process isolation only).
-    worker_stop: Option<Arc<WorkerStop>>,
+    /// The worker pool of `Placement::Process`, and what ends a step in a worker early.
+    worker: Option<(WorkerPool, Arc<WorkerStop>)>,
 }
 
 impl std::fmt::Debug for Run {
@@ -188,49 +193,24 @@ impl std::fmt::Debug for Run {
 impl Run {
     /// Checks `program` (JavaScript, types already stripped; run as the body of an async
     /// function) and takes the guest setup: a [`GuestSetup`](crate::GuestSetup) is prepared here,
-    /// a [`PreparedSetup`] made once is shared by `Arc`. Cheap and linear in the program: the VM is built, the setup
-    /// installed and the program compiled by the first [`Run::drive`], on a VM thread and under
-    /// that leg's deadline, so a compile error is reported by that `drive` as
-    /// [`Step::Failed`] with [`RunError::Syntax`].
+    /// a [`PreparedSetup`] made once is shared by `Arc`. Cheap and linear in the program: the VM
+    /// is built (or, under [`Placement::PrebuiltThreads`], taken from the pool when one built
+    /// under `limits` is ready), the setup installed and the program compiled by the first
+    /// [`Run::drive`], where `placement` says and under that leg's deadline, so a compile error
+    /// is reported by that `drive` as [`Step::Failed`] with [`RunError::Syntax`]. A VM taken from
+    /// the pool never ran guest code and is never used by another run; the pool builds its
+    /// replacement once the first `drive` has answered (or the run is dropped).
     ///
     /// # Errors
     /// [`RunError::ProgramTooLarge`] over `limits.max_source_bytes`, [`RunError::ModuleAccess`]
-    /// (code `invalid_input`).
+    /// (code `invalid_input`); a refused program leaves the pool's VM in the pool.
     pub fn start(
         program: &str,
         setup: impl Into<PreparedSetup>,
-        limits: Limits,
+        limits: &Limits,
+        placement: &Placement,
         host: Arc<dyn BridgeHost>,
     ) -> Result<Self, RunError> {
-        Self::check(program, &limits)?;
-        Ok(Self::start_with(program, setup.into(), limits, host, None))
-    }
-
-    /// Like [`Run::start`], under the pool's limits, in a VM the pool built ahead of time when
-    /// it has one ready (else the first drive builds one, as `start` does). Once the first
-    /// [`Run::drive`] has answered (or the run is dropped), the pool builds a replacement in the
-    /// background, on a VM thread. The VM never ran guest code and is never used by another run.
-    ///
-    /// # Errors
-    /// As [`Run::start`]; a refused program leaves the pool's VM in the pool.
-    pub fn start_pooled(
-        program: &str,
-        setup: impl Into<PreparedSetup>,
-        pool: &VmPool,
-        host: Arc<dyn BridgeHost>,
-    ) -> Result<Self, RunError> {
-        let limits = pool.limits().clone();
-        Self::check(program, &limits)?;
-        Ok(Self::start_with(
-            program,
-            setup.into(),
-            limits,
-            host,
-            pool.take(),
-        ))
-    }
-
-    fn check(program: &str, limits: &Limits) -> Result<(), RunError> {
         if program.len() > limits.max_source_bytes {
             return Err(RunError::ProgramTooLarge {
                 bytes: program.len(),
@@ -239,37 +219,34 @@ impl Run {
         }
         // Module access and a body that would close its async-function wrapper are refused in
         // one tokenizer pass, before anything is built.
-        check_program(program)
-    }
-
-    fn start_with(
-        program: &str,
-        setup: PreparedSetup,
-        limits: Limits,
-        host: Arc<dyn BridgeHost>,
-        taken: Option<(PreparedVm, Refill)>,
-    ) -> Self {
-        let (prepared, refill) = taken.unzip();
-        let worker_stop = matches!(limits.isolation, Isolation::Process(_)).then(Default::default);
+        check_program(program)?;
+        let (prepared, refill) = match placement {
+            Placement::PrebuiltThreads(pool) => pool.take(limits).unzip(),
+            Placement::Thread | Placement::Process(_) => (None, None),
+        };
+        let worker = match placement {
+            Placement::Process(pool) => Some((pool.clone(), Arc::default())),
+            Placement::Thread | Placement::PrebuiltThreads(_) => None,
+        };
         let flags = prepared
             .as_ref()
             .map_or_else(|| Arc::new(Flags::new()), |vm| Arc::clone(vm.flags()));
-        Self {
+        Ok(Self {
             phase: Phase::Unbuilt {
                 program: program.to_owned(),
-                plan: Arc::clone(setup.plan()),
+                plan: Arc::clone(setup.into().plan()),
                 prepared,
             },
             flags,
             host,
-            limits,
+            limits: limits.clone(),
             tasks: JoinSet::new(),
             task_requests: HashMap::new(),
             ready: Vec::new(),
             resume_yields: false,
             refill,
-            worker_stop,
-        }
+            worker,
+        })
     }
 
     /// Drives the program until it completes, fails, yields, or `deadline` passes while it is
@@ -338,11 +315,10 @@ impl Run {
             let input = StepInput {
                 settlements: std::mem::take(&mut self.ready),
                 resume_yields: std::mem::take(&mut self.resume_yields),
-                deadline,
                 handle: Some(handle.clone()),
             };
             let flags = Arc::clone(&self.flags);
-            let worker_stop = self.worker_stop.clone();
+            let worker_stop = self.worker.as_ref().map(|(_, stop)| Arc::clone(stop));
             let mut stopped = None;
             let answer = {
                 let step = self.step(input, deadline);
@@ -425,26 +401,18 @@ impl Run {
         }
     }
 
-    /// Runs one engine step on a VM thread. The engine goes there and comes back; when the run
-    /// ends in the step, it is dropped there.
+    /// Runs one engine step on a VM thread, or in a worker process. The engine goes there and
+    /// comes back; when the run ends in the step, it is dropped there. `deadline` is the leg's,
+    /// already in the run's flags: here it only bounds the wait for the step's answer.
     async fn step(&mut self, input: StepInput, deadline: Instant) -> Result<StepOutput, RunError> {
-        if let Isolation::Process(pool) = &self.limits.isolation {
-            let placement = match std::mem::replace(&mut self.phase, Phase::Dead) {
-                Phase::Unbuilt { program, plan, .. } => Placement::Unbuilt { program, plan },
-                Phase::InWorker(vm) => Placement::Built(vm),
+        if let Some((pool, stop)) = &self.worker {
+            let phase = match std::mem::replace(&mut self.phase, Phase::Dead) {
+                Phase::Unbuilt { program, plan, .. } => WorkerPhase::Unbuilt { program, plan },
+                Phase::InWorker(vm) => WorkerPhase::Built(vm),
                 Phase::Built(_) | Phase::Dead => return Err(RunError::Finished),
             };
-            let stop = self.worker_stop.get_or_insert_with(Default::default);
-            let (vm, answer) = step_in_worker(
-                pool,
-                placement,
-                input,
-                &self.host,
-                &self.limits,
-                deadline,
-                stop,
-            )
-            .await;
+            let (vm, answer) =
+                step_in_worker(pool, phase, input, &self.host, &self.limits, deadline, stop).await;
             if let Some(vm) = vm {
                 self.phase = Phase::InWorker(vm);
             }

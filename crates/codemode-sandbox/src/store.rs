@@ -228,7 +228,7 @@ fn lock<E>(entries: &Mutex<Entries<E>>) -> MutexGuard<'_, Entries<E>> {
 ///
 /// ```
 /// use std::{sync::Arc, time::{Duration, Instant}};
-/// use codemode_sandbox::{BridgeHost, BridgeRequest, GuestSetup, Limits, Run, RunScope, SnapshotStore, Step};
+/// use codemode_sandbox::{BridgeHost, BridgeRequest, GuestSetup, Limits, Placement, Run, RunScope, SnapshotStore, Step};
 ///
 /// struct NoHost;
 /// #[async_trait::async_trait]
@@ -240,7 +240,8 @@ fn lock<E>(entries: &Mutex<Entries<E>>) -> MutexGuard<'_, Entries<E>> {
 /// let store: SnapshotStore<&'static str> = SnapshotStore::new();
 /// let scope = RunScope { session_id: Some("s1".into()), ..RunScope::default() };
 /// let program = "await yield_control('later'); return 'done';";
-/// let mut run = Run::start(program, GuestSetup::default(), Limits::default(), Arc::new(NoHost)).unwrap();
+/// let limits = Limits::default();
+/// let mut run = Run::start(program, GuestSetup::default(), &limits, &Placement::Thread, Arc::new(NoHost)).unwrap();
 /// let deadline = || Instant::now() + Duration::from_secs(5);
 /// assert!(matches!(run.drive(deadline()).await, Step::Suspended { .. }));
 ///
@@ -650,7 +651,7 @@ impl<E: Send + 'static> Resumption<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{BridgeHost, BridgeRequest, GuestSetup, Limits, Step};
+    use crate::{BridgeHost, BridgeRequest, GuestSetup, Limits, Placement, Step};
 
     struct NoHost;
 
@@ -672,7 +673,8 @@ mod tests {
             let mut run = Run::start(
                 program,
                 GuestSetup::default(),
-                Limits::default(),
+                &Limits::default(),
+                &Placement::Thread,
                 Arc::new(NoHost),
             )
             .unwrap();

@@ -1,7 +1,7 @@
 //! Hostile programs against built-ins whose native loops never reach the interrupt handler
 //! (see docs/builtins-audit.md). One test function, so it is alone in its process and the
 //! process CPU time it reads belongs to the cell it measures. Every cell runs twice: with the VM
-//! on a VM thread, and in a worker process (`Isolation::Process`), where the host kills a
+//! on a VM thread, and in a worker process (`Placement::Process`), where the host kills a
 //! worker stuck past the deadline plus the grace.
 //!
 //! `--nocapture` prints each cell's outcome, CPU and wall time. The figures in
@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codemode_sandbox::{
-    BridgeHost, BridgeRequest, DEADLINE_GRACE, GuestSetup, Isolation, Limits, Run, RunError, Step,
+    BridgeHost, BridgeRequest, DEADLINE_GRACE, GuestSetup, Limits, Placement, Run, RunError, Step,
     WorkerCommand, WorkerPool, WorkerPoolConfig,
 };
 use serde_json::Value;
@@ -45,16 +45,19 @@ fn memory_bytes() -> usize {
 }
 
 /// Runs `program` with the default limits and `timeout` through the public API, to its first step.
-fn run_cell(program: &str, timeout: Duration, isolation: &Isolation) -> Step {
-    let limits = Limits::default()
-        .with_timeout(timeout)
-        .with_memory_bytes(memory_bytes())
-        .with_isolation(isolation.clone());
+fn run_cell(program: &str, timeout: Duration, placement: &Placement) -> Step {
+    let limits = Limits::default().with_memory_bytes(memory_bytes());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
-    match Run::start(program, GuestSetup::default(), limits, Arc::new(NoHost)) {
+    match Run::start(
+        program,
+        GuestSetup::default(),
+        &limits,
+        placement,
+        Arc::new(NoHost),
+    ) {
         Ok(mut run) => runtime.block_on(run.drive(Instant::now() + timeout)),
         Err(error) => Step::Failed {
             error,
@@ -669,7 +672,7 @@ fn outcome(step: &Step) -> String {
 }
 
 /// Where the cells run: a VM thread, then a worker process of the sandbox's test worker.
-fn isolations() -> [(&'static str, Isolation); 2] {
+fn placements() -> [(&'static str, Placement); 2] {
     let pool = WorkerPool::new(WorkerPoolConfig {
         command: Some(WorkerCommand::new(env!(
             "CARGO_BIN_EXE_codemode-test-worker"
@@ -679,8 +682,8 @@ fn isolations() -> [(&'static str, Isolation); 2] {
         ..WorkerPoolConfig::default()
     });
     [
-        ("thread", Isolation::Thread),
-        ("process", Isolation::Process(pool)),
+        ("thread", Placement::Thread),
+        ("process", Placement::Process(pool)),
     ]
 }
 
@@ -689,8 +692,8 @@ fn hostile_builtins_stop_within_the_grace() {
     let mut failures = Vec::new();
     let mut report = Vec::new();
     let wall_checked = timing::wall_time_checked("hostile_builtins_stop_within_the_grace");
-    for (mode, isolation) in isolations() {
-        cells_stop_within_the_grace(mode, &isolation, wall_checked, &mut failures, &mut report);
+    for (mode, placement) in placements() {
+        cells_stop_within_the_grace(mode, &placement, wall_checked, &mut failures, &mut report);
     }
     // Each cell's outcome, CPU and wall time (`--nocapture` shows them on success too).
     #[allow(
@@ -705,13 +708,13 @@ fn hostile_builtins_stop_within_the_grace() {
 
 fn cells_stop_within_the_grace(
     mode: &str,
-    isolation: &Isolation,
+    placement: &Placement,
     wall_checked: bool,
     failures: &mut Vec<String>,
     report: &mut Vec<String>,
 ) {
     let generous = Duration::from_secs(60);
-    let run_cell = |program: &str, timeout: Duration| run_cell(program, timeout, isolation);
+    let run_cell = |program: &str, timeout: Duration| run_cell(program, timeout, placement);
     for (expression, expected) in ORDINARY {
         let got = outcome(&run_cell(&format!("return {expression}"), generous));
         if got != format!("completed {expected}") {

@@ -48,12 +48,12 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// their runs.
 ///
 /// ```no_run
-/// use codemode_sandbox::{Isolation, Limits, WorkerCommand, WorkerPool, WorkerPoolConfig};
+/// use codemode_sandbox::{Placement, WorkerCommand, WorkerPool, WorkerPoolConfig};
 /// let pool = WorkerPool::new(WorkerPoolConfig {
 ///     command: Some(WorkerCommand::new("/usr/local/bin/codemode-worker")),
 ///     ..WorkerPoolConfig::default()
 /// });
-/// let limits = Limits::default().with_isolation(Isolation::Process(pool));
+/// let placement = Placement::Process(pool);
 /// ```
 #[derive(Clone)]
 pub struct WorkerPool {
@@ -481,7 +481,7 @@ impl WorkerVm {
 }
 
 /// Where the run is when its next step starts.
-pub(crate) enum Placement {
+pub(crate) enum WorkerPhase {
     /// Not built: the step takes a worker and builds the VM there first.
     Unbuilt {
         program: String,
@@ -581,19 +581,19 @@ impl WorkerStop {
 /// One step of a run in a worker process. Returns the VM back when the run is still alive.
 pub(crate) async fn step_in_worker(
     pool: &super::WorkerPool,
-    placement: Placement,
+    phase: WorkerPhase,
     input: StepInput,
     host: &Arc<dyn BridgeHost>,
     limits: &Limits,
     deadline: Instant,
     stop: &Arc<WorkerStop>,
 ) -> (Option<Box<WorkerVm>>, Result<StepOutput, RunError>) {
-    let (slot, run, build) = match placement {
-        Placement::Built(vm) => {
+    let (slot, run, build) = match phase {
+        WorkerPhase::Built(vm) => {
             let WorkerVm { worker, run } = *vm;
             (Slot::Idle(worker), run, None)
         }
-        Placement::Unbuilt { program, plan } => {
+        WorkerPhase::Unbuilt { program, plan } => {
             let slot = match pool.take(deadline).await {
                 Ok(slot) => slot,
                 Err(error) => return (None, Err(error)),
@@ -602,12 +602,12 @@ pub(crate) async fn step_in_worker(
             (slot, run, Some((program, plan)))
         }
     };
-    let parked = build.is_none();
     let killer = Arc::new(Killer::new(stop));
     let job_killer = Arc::clone(&killer);
     let pool_inner = Arc::clone(&pool.inner);
     let job = move || {
-        let answer = step_on_this_thread(&pool_inner, slot, run, build, input, parked, &job_killer);
+        let answer =
+            step_on_this_thread(&pool_inner, slot, run, build, input, deadline, &job_killer);
         (answer, Leftover::none())
     };
     let give_up = deadline.checked_add(DEADLINE_GRACE).unwrap_or(deadline);
@@ -638,9 +638,10 @@ fn step_on_this_thread(
     mut run: RunSide,
     build: Option<(String, Arc<InstallPlan>)>,
     input: StepInput,
-    parked: bool,
+    deadline: Instant,
     killer: &Killer,
 ) -> (Option<Box<WorkerVm>>, Result<StepOutput, RunError>) {
+    let parked = build.is_none();
     let mut worker = match slot {
         // An idle worker that died meanwhile (killed from outside) is replaced, not blamed on
         // the run that would have been its next.
@@ -681,7 +682,14 @@ fn step_on_this_thread(
         .as_ref()
         .map(|(program, plan)| (program.as_str(), &**plan));
     killer.stop.watch(&worker.process);
-    let exchanged = exchange(&mut worker, &mut run, build_ref, input, &killer.stop);
+    let exchanged = exchange(
+        &mut worker,
+        &mut run,
+        build_ref,
+        input,
+        deadline,
+        &killer.stop,
+    );
     killer.stop.unwatch();
     match exchanged {
         Ok((done, spawn)) => {

@@ -1,8 +1,8 @@
 //! Where a VM runs, out of process: a pool of worker processes (`codemode-worker`, or the
 //! `codemode` command acting as one) that each hold one VM at a time.
 //!
-//! The async driver (run.rs) does not know where a step runs: with [`Isolation::Thread`] it
-//! sends the step to a VM thread of this process (vm_threads.rs), with [`Isolation::Process`] to
+//! The async driver (run.rs) sends a step to a VM thread of this process (vm_threads.rs), or,
+//! with [`Placement::Process`](crate::Placement::Process), to
 //! a worker process through its pipes (host_side.rs, on a VM thread as well, which waits for the
 //! worker's answer). The worker (worker_side.rs) runs the same engine on the same steps. The
 //! guest's host calls and local calls cross the pipe as requests the worker makes and the host
@@ -20,11 +20,10 @@ mod protocol;
 mod worker_side;
 
 use std::ffi::OsString;
-use std::fmt;
 use std::path::PathBuf;
 
 pub use host_side::WorkerPool;
-pub(crate) use host_side::{Placement, WorkerStop, WorkerVm, step_in_worker};
+pub(crate) use host_side::{WorkerPhase, WorkerStop, WorkerVm, step_in_worker};
 pub use worker_side::serve_worker;
 #[doc(hidden)]
 pub use worker_side::{Misbehaviour, serve_misbehaving_worker};
@@ -143,26 +142,6 @@ impl Default for WorkerPoolConfig {
             max_runs_per_worker: DEFAULT_MAX_RUNS_PER_WORKER,
             max_worker_rss_bytes: DEFAULT_MAX_WORKER_RSS_BYTES,
             address_space_bytes: DEFAULT_WORKER_ADDRESS_SPACE_BYTES,
-        }
-    }
-}
-
-/// Where the VM of a run lives ([`Limits::isolation`](crate::Limits::isolation)).
-#[derive(Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Isolation {
-    /// On a VM thread of this process (the fast path).
-    #[default]
-    Thread,
-    /// In a worker process of this pool.
-    Process(WorkerPool),
-}
-
-impl fmt::Debug for Isolation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Thread => f.write_str("Thread"),
-            Self::Process(pool) => f.debug_tuple("Process").field(pool).finish(),
         }
     }
 }

@@ -28,50 +28,6 @@ pub(crate) const MAX_HELLO_BYTES: usize = 4096;
 /// pipe from asking for an absurd allocation).
 pub(crate) const MAX_HOST_FRAME_BYTES: usize = 1 << 30;
 
-/// The limits of a run as they cross to a worker (the deadline crosses with every step).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct LimitsWire {
-    memory_bytes: usize,
-    stack_bytes: usize,
-    max_output_bytes: usize,
-    max_pending_calls: usize,
-    max_snapshot_bytes: usize,
-    max_queued_calls: usize,
-    max_call_args_bytes: usize,
-    max_source_bytes: usize,
-}
-
-impl From<&Limits> for LimitsWire {
-    fn from(limits: &Limits) -> Self {
-        Self {
-            memory_bytes: limits.memory_bytes,
-            stack_bytes: limits.stack_bytes,
-            max_output_bytes: limits.max_output_bytes,
-            max_pending_calls: limits.max_pending_calls,
-            max_snapshot_bytes: limits.max_snapshot_bytes,
-            max_queued_calls: limits.max_queued_calls,
-            max_call_args_bytes: limits.max_call_args_bytes,
-            max_source_bytes: limits.max_source_bytes,
-        }
-    }
-}
-
-impl From<LimitsWire> for Limits {
-    fn from(wire: LimitsWire) -> Self {
-        Self {
-            memory_bytes: wire.memory_bytes,
-            stack_bytes: wire.stack_bytes,
-            max_output_bytes: wire.max_output_bytes,
-            max_pending_calls: wire.max_pending_calls,
-            max_snapshot_bytes: wire.max_snapshot_bytes,
-            max_queued_calls: wire.max_queued_calls,
-            max_call_args_bytes: wire.max_call_args_bytes,
-            max_source_bytes: wire.max_source_bytes,
-            ..Limits::default()
-        }
-    }
-}
-
 /// A host answer to one bridge call, as it settles into the VM.
 pub(crate) type Settlement = (u64, Result<Value, String>);
 
@@ -108,7 +64,7 @@ pub(crate) enum HostMessage<'a> {
 pub(crate) struct BuildRef<'a> {
     pub(crate) program: &'a str,
     pub(crate) plan: PlanWireRef<'a>,
-    pub(crate) limits: LimitsWire,
+    pub(crate) limits: &'a Limits,
     /// The run has a tape (tape.rs): the worker asks the host for its nondeterministic inputs.
     pub(crate) tape: bool,
 }
@@ -137,7 +93,7 @@ pub(crate) enum HostRequest {
 pub(crate) struct Build {
     pub(crate) program: String,
     pub(crate) plan: PlanWire,
-    pub(crate) limits: LimitsWire,
+    pub(crate) limits: Limits,
     pub(crate) tape: bool,
 }
 

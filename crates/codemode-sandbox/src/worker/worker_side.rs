@@ -239,8 +239,7 @@ fn warm_up() {
     }
     let plan = InstallPlan::empty();
     let flags = Arc::new(Flags::new());
-    let deadline = Instant::now() + std::time::Duration::from_secs(5);
-    flags.set_deadline(deadline);
+    flags.set_deadline(Instant::now() + std::time::Duration::from_secs(5));
     let program = "const o = { a: [1, 'x'] }; text(JSON.stringify(o)); return o";
     let built = Engine::build(
         program,
@@ -254,7 +253,6 @@ fn warm_up() {
         drop(engine.step(StepInput {
             settlements: Vec::new(),
             resume_yields: false,
-            deadline,
             handle: None,
         }));
     }
@@ -299,9 +297,8 @@ fn serve_on_vm_thread(started: bool, misbehaviour: Option<Misbehaviour>) -> Exit
             flags.set_deadline(deadline);
             flags.set_stop_baseline(stop_baseline);
             let plan = Arc::new(InstallPlan::from_wire(build.plan));
-            let limits = Limits::from(build.limits);
             let host: Arc<dyn BridgeHost> = Arc::new(PipeHost::new(&channel, build.tape));
-            match Engine::build(&build.program, plan, limits, host, flags, None) {
+            match Engine::build(&build.program, plan, build.limits, host, flags, None) {
                 Ok(built) => engine = Some(Box::new(built)),
                 Err(error) => {
                     channel.send(&done(StepOutput::failed(error), None));
@@ -313,11 +310,12 @@ fn serve_on_vm_thread(started: bool, misbehaviour: Option<Misbehaviour>) -> Exit
             channel.send(&done(StepOutput::failed(RunError::Finished), None));
             continue;
         };
+        // The frame's deadline reaches the VM one way, as in the host: through its flags.
+        current.flags().set_deadline(deadline);
         current.flags().set_stop_baseline(stop_baseline);
         let answer = current.step(StepInput {
             settlements,
             resume_yields,
-            deadline,
             handle: None,
         });
         let alive = matches!(answer.progress, Progress::Idle | Progress::Yielded);

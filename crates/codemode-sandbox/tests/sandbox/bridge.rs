@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::support::{TestHost, check, limits, render, run_with, runtime};
-use codemode_sandbox::{DEADLINE_GRACE, OutputItem, Run, Step};
+use codemode_sandbox::{DEADLINE_GRACE, OutputItem, Step};
 
 #[test]
 fn results_take_safe_json_fallbacks() {
@@ -220,13 +220,9 @@ fn thousands_of_unawaited_calls_queue_then_are_refused() {
     let limits = limits().with_timeout(Duration::from_secs(4));
     let runtime = runtime();
     runtime.block_on(async {
-        let mut run = Run::start(
-            program,
-            crate::support::setup(),
-            limits.clone(),
-            Arc::clone(&host) as _,
-        )
-        .unwrap();
+        let mut run = limits
+            .start(program, crate::support::setup(), Arc::clone(&host) as _)
+            .unwrap();
         let step = run.drive(crate::support::deadline(&limits)).await;
         // The program returned, but what it started is still pending: the run parks.
         let Step::Suspended {
@@ -269,7 +265,7 @@ fn the_queue_bound_refuses_the_call_after_it() {
     let (host, _cancelled) = TestHost::new();
     let program = "const batch = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => host.echo(i))); \
                    return batch.map((r) => r.status === 'fulfilled' ? 1 : r.reason.message)";
-    let limits = limits().with_max_pending_calls(2).with_max_queued_calls(3);
+    let limits = limits().with(|limits| limits.with_max_pending_calls(2).with_max_queued_calls(3));
     let step = runtime().block_on(run_with(program, limits, host));
     let Step::Completed { value, .. } = step else {
         panic!("unexpected {step:?}")
@@ -296,9 +292,9 @@ fn an_unawaited_call_runs_before_the_run_completes() {
 fn drive_after_the_end_reports_finished() {
     let (host, _cancelled) = TestHost::new();
     runtime().block_on(async {
-        let mut run =
-            codemode_sandbox::Run::start("return 1", crate::support::setup(), limits(), host)
-                .unwrap();
+        let mut run = limits()
+            .start("return 1", crate::support::setup(), host)
+            .unwrap();
         assert!(matches!(
             run.drive(crate::support::deadline(&limits())).await,
             Step::Completed { .. }
@@ -320,9 +316,9 @@ fn drive_without_timers_is_runtime_unavailable() {
         .build()
         .unwrap();
     let step = runtime.block_on(async {
-        let mut run =
-            codemode_sandbox::Run::start("return 1", crate::support::setup(), limits(), host)
-                .unwrap();
+        let mut run = limits()
+            .start("return 1", crate::support::setup(), host)
+            .unwrap();
         run.drive(crate::support::deadline(&limits())).await
     });
     assert_eq!(
@@ -397,7 +393,7 @@ fn guest_paths_named_like_prototype_members_stay_own_properties() {
                    Object.isFrozen(Object.prototype.toString), ({}).valueOf.v === undefined]";
     let (host, _cancelled) = TestHost::new();
     let step = runtime().block_on(async {
-        let mut run = Run::start(program, setup, limits(), host).unwrap();
+        let mut run = limits().start(program, setup, host).unwrap();
         run.drive(crate::support::deadline(&limits())).await
     });
     assert_eq!(

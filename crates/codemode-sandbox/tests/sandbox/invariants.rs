@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::support::{TestHost, limits, setup};
-use codemode_sandbox::{OutputItem, Run, Step};
+use codemode_sandbox::{OutputItem, Step};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -69,7 +69,7 @@ proptest! {
         let limits = limits().with_timeout(Duration::from_millis(200)).with_max_output_bytes(4096);
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(async {
-            let Ok(mut run) = Run::start(&program, setup(), limits.clone(), host) else { return Ok(()) };
+            let Ok(mut run) = limits.start(&program, setup(), host) else { return Ok(()) };
             let mut emitted = 0usize;
             for _leg in 0..3 {
                 let step = run.drive(Instant::now() + limits.timeout).await;
@@ -80,7 +80,7 @@ proptest! {
                     OutputItem::Text { text } => Value::String(text.clone()),
                     OutputItem::Json { value } => value.clone(),
                 }).unwrap().len()).sum::<usize>();
-                prop_assert!(emitted <= limits.max_output_bytes, "emitted {emitted} bytes");
+                prop_assert!(emitted <= limits.sandbox.max_output_bytes, "emitted {emitted} bytes");
                 match step {
                     Step::Suspended { .. } => prop_assert!(run.is_alive()),
                     _ => {

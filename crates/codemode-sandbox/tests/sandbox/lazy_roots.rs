@@ -2,7 +2,7 @@
 //! roots installed before the program ran: the same cells give the same answers whether a root is
 //! lazy (the default for a frozen root without aliases) or eager (an alias forces it).
 
-use codemode_sandbox::{GuestSetup, PreparedSetup, Run, Step};
+use codemode_sandbox::{GuestSetup, PreparedSetup, Step};
 
 use crate::support::{TestHost, deadline, limits, render, runtime, setup};
 
@@ -23,7 +23,7 @@ fn run(program: &str, setup: impl Into<PreparedSetup>) -> String {
     let (host, _cancelled) = TestHost::new();
     let limits = limits();
     let step = runtime().block_on(async {
-        match Run::start(program, setup, limits.clone(), host) {
+        match limits.start(program, setup, host) {
             Ok(mut run) => run.drive(deadline(&limits)).await,
             Err(error) => Step::Failed {
                 error,

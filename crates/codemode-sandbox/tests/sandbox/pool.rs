@@ -1,16 +1,26 @@
 //! VMs built ahead of time: a run takes one, uses it once, and the pool refills; no run ever
 //! sees another's state.
 
-use codemode_sandbox::{PreparedSetup, Run, Step, VmPool};
+use codemode_sandbox::{Placement, PreparedSetup, Step, VmPool};
 
-use crate::support::{TestHost, deadline, limits, render, runtime, setup};
+use crate::support::{TestHost, TestLimits, deadline, limits, render, runtime, setup};
+
+/// The test limits, with VMs built ahead of time by a pool of `capacity`.
+fn pooled(capacity: usize) -> (TestLimits, VmPool) {
+    let pool = VmPool::new(capacity);
+    let limits = TestLimits {
+        placement: Placement::PrebuiltThreads(pool.clone()),
+        ..limits()
+    };
+    (limits, pool)
+}
 
 #[test]
 fn a_pooled_vm_never_carries_state_from_a_previous_cell() {
     let rt = runtime();
-    let pool = VmPool::new(limits(), 2);
+    let (limits, pool) = pooled(2);
     let prepared = PreparedSetup::new(setup());
-    rt.block_on(pool.fill_now());
+    rt.block_on(pool.fill_now(&limits.sandbox));
     assert_eq!(pool.ready(), 2);
     // More cells than the pool holds: later ones run in VMs built by the background refill,
     // or fresh ones when it has not caught up; either way nothing of an earlier cell is seen.
@@ -23,8 +33,8 @@ fn a_pooled_vm_never_carries_state_from_a_previous_cell() {
         );
         let (host, _cancelled) = TestHost::new();
         let step = rt.block_on(async {
-            match Run::start_pooled(&program, prepared.clone(), &pool, host) {
-                Ok(mut run) => run.drive(deadline(&limits())).await,
+            match limits.start(&program, prepared.clone(), host) {
+                Ok(mut run) => run.drive(deadline(&limits)).await,
                 Err(error) => Step::Failed {
                     error,
                     output: Vec::new(),
@@ -52,29 +62,33 @@ fn a_pooled_vm_never_carries_state_from_a_previous_cell() {
 #[test]
 fn the_replacement_of_a_taken_vm_is_built_after_the_first_leg() {
     let rt = runtime();
-    let pool = VmPool::new(limits(), 1);
-    rt.block_on(pool.fill_now());
+    let (limits, pool) = pooled(1);
+    rt.block_on(pool.fill_now(&limits.sandbox));
     let (host, _cancelled) = TestHost::new();
     let mut run = rt.block_on(async {
-        Run::start_pooled("return 1", PreparedSetup::new(setup()), &pool, host).unwrap()
+        limits
+            .start("return 1", PreparedSetup::new(setup()), host)
+            .unwrap()
     });
     // Taken, and owed to the run: filling neither builds nor waits for it before the first leg.
-    rt.block_on(pool.fill_now());
+    rt.block_on(pool.fill_now(&limits.sandbox));
     assert_eq!(pool.ready(), 0);
-    let step = rt.block_on(run.drive(deadline(&limits())));
+    let step = rt.block_on(run.drive(deadline(&limits)));
     assert_eq!(render(&step), "completed 1");
     // After the leg the replacement is under way (or built); filling waits for it.
-    rt.block_on(pool.fill_now());
+    rt.block_on(pool.fill_now(&limits.sandbox));
     assert_eq!(pool.ready(), 1);
     // A run dropped before its first leg lets its replacement go too.
     let (host, _cancelled) = TestHost::new();
     let run = rt.block_on(async {
-        Run::start_pooled("return 1", PreparedSetup::new(setup()), &pool, host).unwrap()
+        limits
+            .start("return 1", PreparedSetup::new(setup()), host)
+            .unwrap()
     });
     assert_eq!(pool.ready(), 0);
     rt.block_on(async move {
         drop(run);
-        pool.fill_now().await;
+        pool.fill_now(&limits.sandbox).await;
         assert_eq!(pool.ready(), 1);
     });
 }
@@ -82,10 +96,10 @@ fn the_replacement_of_a_taken_vm_is_built_after_the_first_leg() {
 #[test]
 fn a_refused_program_leaves_the_pooled_vm_in_the_pool() {
     let rt = runtime();
-    let pool = VmPool::new(limits(), 1);
-    rt.block_on(pool.fill_now());
+    let (limits, pool) = pooled(1);
+    rt.block_on(pool.fill_now(&limits.sandbox));
     let (host, _cancelled) = TestHost::new();
-    let refused = rt.block_on(async { Run::start_pooled("import('fs')", setup(), &pool, host) });
+    let refused = rt.block_on(async { limits.start("import('fs')", setup(), host) });
     assert!(refused.is_err());
     assert_eq!(pool.ready(), 1);
 }
@@ -94,10 +108,9 @@ fn a_refused_program_leaves_the_pooled_vm_in_the_pool() {
 fn a_pooled_run_keeps_every_limit_and_failure() {
     // Deadline, syntax errors and guest errors behave as in a VM built for the run.
     let rt = runtime();
-    let mut limits = limits();
-    limits.timeout = std::time::Duration::from_millis(100);
-    let pool = VmPool::new(limits.clone(), 3);
-    rt.block_on(pool.fill_now());
+    let (limits, pool) = pooled(3);
+    let limits = limits.with_timeout(std::time::Duration::from_millis(100));
+    rt.block_on(pool.fill_now(&limits.sandbox));
     for (program, expect) in [
         (
             "for (;;) {}",
@@ -114,7 +127,7 @@ fn a_pooled_run_keeps_every_limit_and_failure() {
             std::time::Instant::now() + std::time::Duration::from_secs(10)
         };
         let step = rt.block_on(async {
-            let mut run = Run::start_pooled(program, setup(), &pool, host).unwrap();
+            let mut run = limits.start(program, setup(), host).unwrap();
             run.drive(leg).await
         });
         assert!(

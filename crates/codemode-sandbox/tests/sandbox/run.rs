@@ -4,11 +4,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codemode_sandbox::{
-    BridgeHost, BridgeRequest, ErrorCode, GuestSetup, Isolation, Limits, Run, RunError, Step,
-    WorkerPool,
+    BridgeHost, BridgeRequest, ErrorCode, GuestSetup, Run, RunError, Step, WorkerPool,
 };
 
-use crate::support::{TestHost, check, check_with, limits, render, run_with, runtime};
+use crate::support::{TestHost, TestLimits, check, check_with, limits, render, run_with, runtime};
 
 #[test]
 fn happy_paths() {
@@ -256,7 +255,7 @@ fn big_string_literals_hit_the_memory_limit() {
     );
 }
 
-fn one_leg(program: &str, limits: Limits) -> Step {
+fn one_leg(program: &str, limits: TestLimits) -> Step {
     let (host, _cancelled) = TestHost::new();
     runtime().block_on(run_with(program, limits, host))
 }
@@ -354,7 +353,7 @@ fn setup_paths_are_installed_in_order_and_bad_ones_skipped() {
     setup.freeze = vec!["MCP".into(), "API".into(), "absent".into()];
     let program = "return [await gh.createIssue({ t: 1 }), API.meta.v, typeof nothing, typeof a, Object.isFrozen(MCP.github)]";
     let step = runtime().block_on(async move {
-        let mut run = Run::start(program, setup, limits(), host).unwrap();
+        let mut run = limits().start(program, setup, host).unwrap();
         run.drive(Instant::now() + Duration::from_secs(2)).await
     });
     assert_eq!(
@@ -372,14 +371,11 @@ fn start_reports_a_setup_that_does_not_fit() {
         serde_json::Value::String("x".repeat(4 << 20)),
     ));
     // The VM is built by the first leg, under its deadline.
-    let mut run = Run::start(
-        "return 1",
-        setup,
-        Limits::default().with_memory_bytes(1 << 20),
-        host,
-    )
-    .unwrap();
-    let step = runtime().block_on(run.drive(crate::support::deadline(&Limits::default())));
+    let mut run = limits()
+        .with_memory_bytes(1 << 20)
+        .start("return 1", setup, host)
+        .unwrap();
+    let step = runtime().block_on(run.drive(crate::support::deadline(&limits())));
     let Step::Failed { error, .. } = step else {
         panic!("unexpected {step:?}")
     };
@@ -621,7 +617,7 @@ fn a_final_value_too_big_for_the_budget_is_cut_to_valid_json() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Process isolation: the same runs with every VM in a worker process (`Isolation::Process`).
+// Process isolation: the same runs with every VM in a worker process (`Placement::Process`).
 
 /// Programs whose rendered step must be the same wherever the VM lives.
 const PARITY: &[&str] = &[
@@ -735,7 +731,7 @@ fn killing_setup() -> GuestSetup {
     setup
 }
 
-fn drive(run: &mut Run, limits: &Limits) -> Step {
+fn drive(run: &mut Run, limits: &TestLimits) -> Step {
     runtime().block_on(run.drive(Instant::now() + limits.timeout))
 }
 
@@ -755,10 +751,13 @@ fn a_worker_killed_mid_run_fails_only_its_run_and_the_host_keeps_serving() {
     // deadline's kill would then look like the death this test is about).
     let limits = limits()
         .with_timeout(Duration::from_secs(20))
-        .with_isolation(Isolation::Process(pool.clone()));
+        .in_process(pool.clone());
     let host = Arc::new(KillingHost(pool.clone()));
-    let start =
-        |program: &str| Run::start(program, killing_setup(), limits.clone(), host.clone()).unwrap();
+    let start = |program: &str| {
+        limits
+            .start(program, killing_setup(), host.clone())
+            .unwrap()
+    };
 
     // Killed while it waits for the answer of a host call.
     let step = drive(&mut start("await kill(); return 1"), &limits);
@@ -808,7 +807,7 @@ fn a_worker_that_misbehaves_is_stopped_with_a_clear_error() {
     ];
     for (misbehaviour, expected) in cases {
         let pool = crate::support::worker_pool(Some(misbehaviour), 1);
-        let limits = limits().with_isolation(Isolation::Process(pool.clone()));
+        let limits = limits().in_process(pool.clone());
         let (host, _cancelled) = TestHost::new();
         let step = runtime().block_on(run_with("return 1", limits, host));
         let (code, message) = code_and_message(&step);
@@ -825,7 +824,7 @@ fn a_worker_that_misbehaves_is_stopped_with_a_clear_error() {
     let pool = crate::support::worker_pool(Some("stall"), 1);
     let limits = limits()
         .with_timeout(Duration::from_millis(1000))
-        .with_isolation(Isolation::Process(pool.clone()));
+        .in_process(pool.clone());
     let (host, _cancelled) = TestHost::new();
     let started = Instant::now();
     let step = runtime().block_on(run_with("return 1", limits, host));
@@ -841,7 +840,7 @@ fn a_worker_that_misbehaves_is_stopped_with_a_clear_error() {
 #[test]
 fn a_worker_that_opens_a_file_dies_by_seccomp() {
     let pool = crate::support::worker_pool(Some("open-file"), 1);
-    let limits = limits().with_isolation(Isolation::Process(pool));
+    let limits = limits().in_process(pool);
     let (host, _cancelled) = TestHost::new();
     let step = runtime().block_on(run_with("return 1", limits, host));
     let (code, message) = code_and_message(&step);
@@ -861,7 +860,7 @@ fn a_worker_that_faults_is_reported_by_its_signal() {
         ("stack-overflow", "signal 6 (SIGABRT)"),
     ] {
         let pool = crate::support::worker_pool(Some(misbehaviour), 1);
-        let limits = limits().with_isolation(Isolation::Process(pool));
+        let limits = limits().in_process(pool);
         let (host, _cancelled) = TestHost::new();
         let step = runtime().block_on(run_with("return 1", limits, host));
         let (code, message) = code_and_message(&step);
@@ -875,7 +874,7 @@ fn a_worker_that_faults_is_reported_by_its_signal() {
 #[test]
 fn a_worker_holds_only_its_pipes_and_is_filtered() {
     let pool = crate::support::worker_pool(None, 1);
-    let limits = limits().with_isolation(Isolation::Process(pool.clone()));
+    let limits = limits().in_process(pool.clone());
     let (host, _cancelled) = TestHost::new();
     // After a run, its worker is idle and greeted (locked down).
     let step = runtime().block_on(run_with("return 1", limits, host));
@@ -907,17 +906,17 @@ fn a_worker_holds_only_its_pipes_and_is_filtered() {
 #[test]
 fn an_exhausted_pool_waits_for_a_worker_until_the_deadline() {
     let pool = crate::support::worker_pool(None, 1);
-    let limits = limits().with_isolation(Isolation::Process(pool.clone()));
+    let limits = limits().in_process(pool.clone());
     let (host, _cancelled) = TestHost::new();
     let rt = runtime();
     // A parked run keeps the one worker.
-    let mut parked = Run::start(
-        "yield_control(); return 'a'",
-        crate::support::setup(),
-        limits.clone(),
-        host.clone(),
-    )
-    .unwrap();
+    let mut parked = limits
+        .start(
+            "yield_control(); return 'a'",
+            crate::support::setup(),
+            host.clone(),
+        )
+        .unwrap();
     assert!(matches!(
         drive(&mut parked, &limits),
         Step::Suspended { .. }
@@ -942,7 +941,7 @@ fn an_exhausted_pool_waits_for_a_worker_until_the_deadline() {
 #[test]
 fn dropping_a_pool_ends_its_workers() {
     let pool = crate::support::worker_pool(None, 2);
-    let limits = limits().with_isolation(Isolation::Process(pool.clone()));
+    let limits = limits().in_process(pool.clone());
     let (host, _cancelled) = TestHost::new();
     let step = runtime().block_on(run_with("return 1", limits.clone(), host));
     assert_eq!(render(&step), "completed 1");

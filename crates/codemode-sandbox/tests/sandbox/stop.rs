@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codemode_sandbox::{Isolation, Run, RunError, Step};
+use codemode_sandbox::{RunError, Step};
 
 use crate::support::{TestHost, limits, render, runtime, setup};
 
@@ -22,7 +22,7 @@ fn a_stop_ends_a_run_idle_on_host_work_keeping_its_output() {
     runtime().block_on(async {
         let (host, mut cancelled) = TestHost::new();
         let program = "text('before'); await host.never(); return 1;";
-        let mut run = Run::start(program, setup(), limits(), host.clone()).unwrap();
+        let mut run = limits().start(program, setup(), host.clone()).unwrap();
         // A deadline far beyond the test: only the stop can end this leg.
         let deadline = Instant::now() + Duration::from_secs(600);
         let step = run
@@ -47,7 +47,7 @@ fn a_stop_interrupts_guest_code_that_is_still_computing() {
     runtime().block_on(async {
         let (host, _cancelled) = TestHost::new();
         let program = "text('spin'); for (;;) {}";
-        let mut run = Run::start(program, setup(), limits(), host).unwrap();
+        let mut run = limits().start(program, setup(), host).unwrap();
         // Far beyond the test: without the stop this leg would end as `timeout` in 10 minutes.
         let deadline = Instant::now() + Duration::from_secs(600);
         // Ready at once: the step has started, and the VM is stopped at its next poll.
@@ -65,7 +65,9 @@ fn a_stop_interrupts_guest_code_that_is_still_computing() {
 fn a_stop_that_never_fires_changes_nothing() {
     runtime().block_on(async {
         let (host, _cancelled) = TestHost::new();
-        let mut run = Run::start("return await host.echo(2)", setup(), limits(), host).unwrap();
+        let mut run = limits()
+            .start("return await host.echo(2)", setup(), host)
+            .unwrap();
         let step = run
             .drive_until(
                 Instant::now() + Duration::from_secs(600),
@@ -81,12 +83,12 @@ fn a_stop_interrupts_guest_code_computing_in_a_worker_process_keeping_its_output
     runtime().block_on(async {
         // One worker, so the run after the stop is served by the same process.
         let pool = crate::support::worker_pool(None, 1);
-        let limits = limits().with_isolation(Isolation::Process(pool.clone()));
+        let limits = limits().in_process(pool.clone());
         for stop_after_calls in [0, 1] {
             let (host, _cancelled) = TestHost::new();
             // The echo is answered in place: the guest then computes in the same step.
             let program = "text('spin'); await host.echo(1); for (;;) {}";
-            let mut run = Run::start(program, setup(), limits.clone(), host.clone()).unwrap();
+            let mut run = limits.start(program, setup(), host.clone()).unwrap();
             // Far beyond the test: without the stop this leg would end as `timeout` in 10 minutes.
             let deadline = Instant::now() + Duration::from_secs(600);
             // 0: ready at once, likely before the step's frame reaches the worker; 1: once the
@@ -111,7 +113,9 @@ fn a_stop_interrupts_guest_code_computing_in_a_worker_process_keeping_its_output
         // meant for the runs before.
         let pids = pool.worker_pids();
         let (host, _cancelled) = TestHost::new();
-        let mut run = Run::start("return await host.echo(3)", setup(), limits, host).unwrap();
+        let mut run = limits
+            .start("return await host.echo(3)", setup(), host)
+            .unwrap();
         let step = run.drive(Instant::now() + Duration::from_secs(600)).await;
         assert!(matches!(step, Step::Completed { .. }), "{}", render(&step));
         assert_eq!(pool.worker_pids(), pids);

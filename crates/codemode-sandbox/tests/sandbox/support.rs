@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use codemode_sandbox::{
-    BridgeHost, BridgeRequest, Callable, GuestSetup, Isolation, Limits, OutputItem, Run, Step,
-    WorkerCommand, WorkerPool, WorkerPoolConfig, async_trait,
+    BridgeHost, BridgeRequest, Callable, GuestSetup, Limits, OutputItem, Placement, PreparedSetup,
+    Run, RunError, Step, WorkerCommand, WorkerPool, WorkerPoolConfig, async_trait,
 };
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
@@ -171,25 +171,71 @@ pub(crate) fn setup() -> GuestSetup {
     setup
 }
 
-/// The tests' limits: a small heap, and a timeout no machine comes near (a test that needs a
-/// deadline to pass sets a short one of its own).
-pub(crate) fn limits() -> Limits {
-    Limits::default()
-        .with_timeout(UNREACHED_TIMEOUT)
-        .with_memory_bytes(16 << 20)
+/// What a test varies about a run: the sandbox's limits, each leg's timeout (the deadline it
+/// drives to) and where the VM lives.
+#[derive(Debug, Clone)]
+pub(crate) struct TestLimits {
+    pub(crate) sandbox: Limits,
+    pub(crate) timeout: Duration,
+    pub(crate) placement: Placement,
+}
+
+impl TestLimits {
+    pub(crate) fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Every VM in a worker process of `pool`.
+    pub(crate) fn in_process(mut self, pool: WorkerPool) -> Self {
+        self.placement = Placement::Process(pool);
+        self
+    }
+
+    pub(crate) fn with(mut self, set: impl FnOnce(Limits) -> Limits) -> Self {
+        self.sandbox = set(self.sandbox);
+        self
+    }
+
+    pub(crate) fn with_memory_bytes(self, bytes: usize) -> Self {
+        self.with(|limits| limits.with_memory_bytes(bytes))
+    }
+
+    pub(crate) fn with_max_output_bytes(self, bytes: usize) -> Self {
+        self.with(|limits| limits.with_max_output_bytes(bytes))
+    }
+
+    pub(crate) fn start(
+        &self,
+        program: &str,
+        setup: impl Into<PreparedSetup>,
+        host: Arc<dyn BridgeHost>,
+    ) -> Result<Run, RunError> {
+        Run::start(program, setup, &self.sandbox, &self.placement, host)
+    }
+}
+
+/// The tests' limits: a small heap, on a VM thread, and a timeout no machine comes near (a test
+/// that needs a deadline to pass sets a short one of its own).
+pub(crate) fn limits() -> TestLimits {
+    TestLimits {
+        sandbox: Limits::default().with_memory_bytes(16 << 20),
+        timeout: UNREACHED_TIMEOUT,
+        placement: Placement::Thread,
+    }
 }
 
 /// A timeout no machine comes near, for programs that end on their own (completed, or failed by
 /// another limit): their outcome then never depends on how busy the machine is.
 pub(crate) const UNREACHED_TIMEOUT: Duration = Duration::from_secs(60);
 
-pub(crate) fn deadline(limits: &Limits) -> Instant {
+pub(crate) fn deadline(limits: &TestLimits) -> Instant {
     Instant::now() + limits.timeout
 }
 
 /// Starts and drives one leg; start errors are reported as a failed step.
-pub(crate) async fn run_with(program: &str, limits: Limits, host: Arc<TestHost>) -> Step {
-    match Run::start(program, setup(), limits.clone(), host) {
+pub(crate) async fn run_with(program: &str, limits: TestLimits, host: Arc<TestHost>) -> Step {
+    match limits.start(program, setup(), host) {
         Ok(mut run) => run.drive(deadline(&limits)).await,
         Err(error) => Step::Failed {
             error,
@@ -253,7 +299,7 @@ pub(crate) fn check(program: &str, expect: &str) {
 }
 
 #[track_caller]
-pub(crate) fn check_with(program: &str, limits: Limits, expect: &str) {
+pub(crate) fn check_with(program: &str, limits: TestLimits, expect: &str) {
     let (host, _cancelled) = TestHost::new();
     let step = runtime().block_on(run_with(program, limits, host));
     assert_eq!(render(&step), expect, "program: {program}");
@@ -285,6 +331,6 @@ pub(crate) fn shared_pool() -> WorkerPool {
 }
 
 /// The test limits, with every VM in a worker process.
-pub(crate) fn process_limits() -> Limits {
-    limits().with_isolation(Isolation::Process(shared_pool()))
+pub(crate) fn process_limits() -> TestLimits {
+    limits().in_process(shared_pool())
 }

@@ -19,13 +19,13 @@ fn scope(session: &str, agent_run: &str) -> RunScope {
 
 /// A run suspended on `yield_control`.
 async fn yielded_run(host: Arc<TestHost>) -> Run {
-    let mut run = Run::start(
-        "await yield_control('pause'); return 'resumed'",
-        setup(),
-        limits(),
-        host,
-    )
-    .unwrap();
+    let mut run = limits()
+        .start(
+            "await yield_control('pause'); return 'resumed'",
+            setup(),
+            host,
+        )
+        .unwrap();
     let step = run.drive(crate::support::deadline(&limits())).await;
     assert!(
         matches!(
@@ -47,7 +47,7 @@ fn yield_then_resume_keeps_output_per_leg() {
     runtime().block_on(async {
         let program = "text('a'); await yield_control('checkpoint'); text('b'); \
                        await yield_control(); return (await host.echo('c'))";
-        let mut run = Run::start(program, setup(), limits(), host).unwrap();
+        let mut run = limits().start(program, setup(), host).unwrap();
         let first = run.drive(crate::support::deadline(&limits())).await;
         assert_eq!(
             render(&first),
@@ -71,7 +71,7 @@ fn deadline_while_idle_suspends_with_pending_calls() {
     let (host, _cancelled) = TestHost::new();
     runtime().block_on(async {
         let program = "const [a, b] = await Promise.all([host.gate('first'), host.echo('quick')]); return [a, b]";
-        let mut run = Run::start(program, setup(), limits(), Arc::clone(&host) as _).unwrap();
+        let mut run = limits().start(program, setup(), Arc::clone(&host) as _).unwrap();
         let step = run.drive(Instant::now() + Duration::from_millis(300)).await;
         assert_eq!(render(&step), r#"suspended PendingTools pending=["gate"]"#);
         let pending = run.pending_calls();
@@ -93,13 +93,9 @@ fn park_on_one_task_and_resume_on_another() {
         let (store, caller, host) = (store.clone(), caller.clone(), Arc::clone(&host));
         async move {
             tokio::spawn(async move {
-                let mut run = Run::start(
-                    "return (await host.gate('slow')) + '!'",
-                    setup(),
-                    limits(),
-                    host,
-                )
-                .unwrap();
+                let mut run = limits()
+                    .start("return (await host.gate('slow')) + '!'", setup(), host)
+                    .unwrap();
                 let step = run.drive(Instant::now() + Duration::from_millis(250)).await;
                 assert!(matches!(
                     step,
@@ -147,13 +143,13 @@ fn dropping_a_parked_run_cancels_its_host_work() {
     let rt = runtime();
     rt.block_on(async {
         let store: SnapshotStore = SnapshotStore::new();
-        let mut run = Run::start(
-            "return await Promise.all([host.never(1), host.never(2)])",
-            setup(),
-            limits(),
-            Arc::clone(&host) as _,
-        )
-        .unwrap();
+        let mut run = limits()
+            .start(
+                "return await Promise.all([host.never(1), host.never(2)])",
+                setup(),
+                Arc::clone(&host) as _,
+            )
+            .unwrap();
         let step = run.drive(Instant::now() + Duration::from_millis(250)).await;
         assert_eq!(
             render(&step),
@@ -299,13 +295,13 @@ fn expired_runs_are_purged_and_released() {
     let (host, mut cancelled) = TestHost::new();
     runtime().block_on(async {
         let store: SnapshotStore = SnapshotStore::new();
-        let mut run = Run::start(
-            "await host.never(); return 1",
-            setup(),
-            limits(),
-            Arc::clone(&host) as _,
-        )
-        .unwrap();
+        let mut run = limits()
+            .start(
+                "await host.never(); return 1",
+                setup(),
+                Arc::clone(&host) as _,
+            )
+            .unwrap();
         run.drive(Instant::now() + Duration::from_millis(250)).await;
         let id = store
             .park(run, RunScope::default(), (), Duration::ZERO, 10 << 20)
@@ -328,13 +324,13 @@ fn expiry_is_eager_and_cancels_host_work_in_a_quiet_host() {
     let (host, mut cancelled) = TestHost::new();
     runtime().block_on(async {
         let store: SnapshotStore = SnapshotStore::new();
-        let mut run = Run::start(
-            "return await host.never(7)",
-            setup(),
-            limits(),
-            Arc::clone(&host) as _,
-        )
-        .unwrap();
+        let mut run = limits()
+            .start(
+                "return await host.never(7)",
+                setup(),
+                Arc::clone(&host) as _,
+            )
+            .unwrap();
         let step = run.drive(Instant::now() + Duration::from_millis(500)).await;
         assert!(matches!(step, Step::Suspended { .. }), "{}", render(&step));
         store
@@ -363,13 +359,13 @@ fn a_manual_clock_decides_expiry() {
         let clock = ManualClock::new();
         let store: SnapshotStore = SnapshotStore::new().with_manual_clock(clock.clone());
         assert_eq!(store.now(), clock.now());
-        let mut run = Run::start(
-            "return await host.never(7)",
-            setup(),
-            limits(),
-            Arc::clone(&host) as _,
-        )
-        .unwrap();
+        let mut run = limits()
+            .start(
+                "return await host.never(7)",
+                setup(),
+                Arc::clone(&host) as _,
+            )
+            .unwrap();
         let step = run.drive(Instant::now() + Duration::from_millis(500)).await;
         assert!(matches!(step, Step::Suspended { .. }), "{}", render(&step));
         let ttl = Duration::from_secs(900);
@@ -546,13 +542,10 @@ fn a_run_that_grew_past_the_snapshot_limit_cannot_be_reparked() {
         let store: SnapshotStore = SnapshotStore::new();
         let program = "await yield_control(); globalThis.keep = 'x'.repeat(8 << 20); \
                        await yield_control(); return 1";
-        let mut run = Run::start(
-            program,
-            setup(),
-            limits().with_memory_bytes(256 << 20),
-            host,
-        )
-        .unwrap();
+        let mut run = limits()
+            .with_memory_bytes(256 << 20)
+            .start(program, setup(), host)
+            .unwrap();
         run.drive(crate::support::deadline(&limits())).await;
         let id = store
             .park(
@@ -602,7 +595,7 @@ fn timers_run_after_microtasks_in_due_order_and_count_as_pending_work() {
                const every = setInterval(() => { if (++ticks === 3) { clearInterval(every); resolve() } }, 1) }); \
              setTimeout(() => text('after return'), 1); \
              return [out, ticks]";
-        let mut run = Run::start(program, setup(), limits(), host).unwrap();
+        let mut run = limits().start(program, setup(), host).unwrap();
         let step = run.drive(crate::support::deadline(&limits())).await;
         assert_eq!(
             render(&step),
@@ -616,7 +609,7 @@ fn a_timer_due_after_the_deadline_parks_the_run_and_wait_continues_it() {
     let (host, _cancelled) = TestHost::new();
     runtime().block_on(async {
         let program = "await new Promise((resolve) => setTimeout(resolve, 400)); return 'woke'";
-        let mut run = Run::start(program, setup(), limits(), host).unwrap();
+        let mut run = limits().start(program, setup(), host).unwrap();
         // The timer is due 400 ms after the program registered it, so always after this leg.
         let step = run.drive(Instant::now() + Duration::from_millis(300)).await;
         assert_eq!(render(&step), "suspended PendingTools pending=[]");
@@ -633,7 +626,7 @@ fn an_interval_that_never_stops_ends_each_leg_at_the_deadline() {
         // (building the VM does not count against them).
         let program =
             "await yield_control(); let n = 0; setInterval(() => { n++ }, 1); return 'returned'";
-        let mut run = Run::start(program, setup(), limits(), host).unwrap();
+        let mut run = limits().start(program, setup(), host).unwrap();
         let step = run.drive(crate::support::deadline(&limits())).await;
         assert_eq!(render(&step), "suspended Yield pending=[]");
         for _ in 0..2 {
@@ -647,14 +640,14 @@ fn an_interval_that_never_stops_ends_each_leg_at_the_deadline() {
 #[test]
 fn thousands_of_timers_are_refused_past_the_bound() {
     // The program ends on its own: `limits()` puts no deadline near.
-    let limits = limits().with_max_pending_calls(2).with_max_queued_calls(3);
+    let limits = limits().with(|limits| limits.with_max_pending_calls(2).with_max_queued_calls(3));
     let (host, _cancelled) = TestHost::new();
     runtime().block_on(async {
         let program = "let refused = ''; \
              for (let i = 0; i < 5000; i++) { try { setTimeout(() => {}, 1) } catch (e) { refused = e.name + ': ' + e.message } } \
              try { setTimeout('not a function', 1) } catch (e) { refused += ' / ' + e.name } \
              return refused";
-        let mut run = Run::start(program, setup(), limits.clone(), host).unwrap();
+        let mut run = limits.start(program, setup(), host).unwrap();
         let step = run.drive(crate::support::deadline(&limits)).await;
         assert_eq!(
             render(&step),
@@ -669,7 +662,7 @@ fn an_uncaught_error_in_a_timer_fails_the_run() {
     runtime().block_on(async {
         let program = "setTimeout(() => { throw new Error('in timer') }, 1); \
                        await new Promise((resolve) => setTimeout(resolve, 50)); return 1";
-        let mut run = Run::start(program, setup(), limits(), host).unwrap();
+        let mut run = limits().start(program, setup(), host).unwrap();
         let step = run.drive(crate::support::deadline(&limits())).await;
         assert_eq!(render(&step), "failed - Error: in timer");
     });
@@ -688,7 +681,7 @@ fn a_leg_woken_after_its_deadline_parks_and_fires_the_timer_in_the_next() {
     rt.block_on(async {
         let program =
             "await yield_control(); await new Promise((resolve) => setTimeout(resolve, 150)); return 5";
-        let mut run = Run::start(program, setup(), limits(), host).unwrap();
+        let mut run = limits().start(program, setup(), host).unwrap();
         let step = run.drive(crate::support::deadline(&limits())).await;
         assert_eq!(render(&step), "suspended Yield pending=[]");
         let deadline = Instant::now() + Duration::from_millis(300);

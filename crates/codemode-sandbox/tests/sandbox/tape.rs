@@ -4,11 +4,13 @@
 use std::sync::{Arc, Mutex};
 
 use codemode_sandbox::{
-    BridgeHost, BridgeRequest, Limits, ReadingKind, RequestId, Run, Step, Tape, async_trait,
+    BridgeHost, BridgeRequest, ReadingKind, RequestId, Step, Tape, async_trait,
 };
 use serde_json::Value;
 
-use crate::support::{TestHost, deadline, limits, process_limits, render, runtime, setup};
+use crate::support::{
+    TestHost, TestLimits, deadline, limits, process_limits, render, runtime, setup,
+};
 
 /// A tape that answers every reading with a value of its own, fires the first three timers in
 /// reverse order (asking which are pending) whenever one is due, and writes down every question.
@@ -82,14 +84,14 @@ impl BridgeHost for TapedHost {
 }
 
 /// Runs `program` to its first step's end under `limits` with `tape`; the rendered step.
-fn run_taped(program: &str, limits: Limits, tape: &Arc<ScriptedTape>) -> String {
+fn run_taped(program: &str, limits: TestLimits, tape: &Arc<ScriptedTape>) -> String {
     let (inner, _cancelled) = TestHost::new();
     let host = Arc::new(TapedHost {
         inner,
         tape: Arc::clone(tape),
     });
     let step = runtime().block_on(async {
-        match Run::start(program, setup(), limits.clone(), host) {
+        match limits.start(program, setup(), host) {
             Ok(mut run) => run.drive(deadline(&limits)).await,
             Err(error) => Step::Failed {
                 error,

@@ -12,9 +12,9 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use codemode_sandbox::{BridgeHost, BridgeRequest, GuestSetup, Limits, Run, Step};
+use codemode_sandbox::{BridgeHost, BridgeRequest, GuestSetup, Limits, Placement, Run, Step};
 use serde_json::{Value, json};
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -42,14 +42,23 @@ fn main() -> Result<()> {
         .build()?;
     let ours = runtime.block_on(async {
         let limits = Limits::default();
-        let deadline = Instant::now() + limits.timeout;
-        let mut run = Run::start(CELL, GuestSetup::default(), limits, Arc::new(NoTools))?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let placement = Placement::Thread;
+        let mut run = Run::start(
+            CELL,
+            GuestSetup::default(),
+            &limits,
+            &placement,
+            Arc::new(NoTools),
+        )?;
         Ok::<_, Box<dyn std::error::Error>>(run.drive(deadline).await)
     })?;
     println!("codemode-sandbox: {ours:?}");
     match ours {
         Step::Completed { value, .. } if value == json!("RangeError") => {}
-        other => return Err(format!("the sandbox's engine is not the capped one: {other:?}").into()),
+        other => {
+            return Err(format!("the sandbox's engine is not the capped one: {other:?}").into());
+        }
     }
 
     // Upstream's: no cap at 70,000 bits, and BigInt work never reaches the interrupt handler.
@@ -68,7 +77,9 @@ fn main() -> Result<()> {
         ctx.eval::<(), _>(METERED_WORK)?;
         Ok((length, calls.load(Ordering::Relaxed)))
     })?;
-    println!("upstream rquickjs: 2n ** 70000n has {length} hex digits; handler calls: {handler_calls}");
+    println!(
+        "upstream rquickjs: 2n ** 70000n has {length} hex digits; handler calls: {handler_calls}"
+    );
     if length != 17_501 || handler_calls != 0 {
         return Err("upstream's engine is not upstream's: the symbols met".into());
     }

@@ -4,9 +4,11 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use codemode_sandbox::{BridgeHost, BridgeRequest, GuestSetup, Limits, Run, RunError, Step};
+use codemode_sandbox::{
+    BridgeHost, BridgeRequest, GuestSetup, Limits, Placement, Run, RunError, Step,
+};
 use rquickjs::promise::PromiseState;
 use serde_json::Value;
 
@@ -57,6 +59,9 @@ impl Ending {
     }
 }
 
+/// Each run's wall-clock budget in either engine (the sandbox's own default for a leg).
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The sandbox's host: test262 calls no tool.
 struct NoTools;
 
@@ -68,17 +73,19 @@ impl BridgeHost for NoTools {
 }
 
 /// Runs `body` on codemode-sandbox: `Run::start` with the default guest setup, then one `drive`
-/// to the deadline of `limits`. A panic is an ending like any other.
-pub(crate) fn sandbox(body: &str, limits: &Limits, runtime: &tokio::runtime::Runtime) -> Ending {
+/// to `timeout` from now. A panic is an ending like any other.
+pub(crate) fn sandbox(
+    body: &str,
+    limits: &Limits,
+    timeout: Duration,
+    runtime: &tokio::runtime::Runtime,
+) -> Ending {
     let run = AssertUnwindSafe(|| {
         runtime.block_on(async {
-            let deadline = Instant::now() + limits.timeout;
-            let mut run = match Run::start(
-                body,
-                GuestSetup::default(),
-                limits.clone(),
-                Arc::new(NoTools),
-            ) {
+            let deadline = Instant::now() + timeout;
+            let setup = GuestSetup::default();
+            let placement = Placement::Thread;
+            let mut run = match Run::start(body, setup, limits, &placement, Arc::new(NoTools)) {
                 Ok(run) => run,
                 Err(error) => return Ending::Other(format!("refused: {error}")),
             };
@@ -106,19 +113,21 @@ pub(crate) fn sandbox(body: &str, limits: &Limits, runtime: &tokio::runtime::Run
 /// left or the deadline,
 /// then its promise read. Everything the body does at run time rejects that promise, so an
 /// exception out of the evaluation itself is a compile error.
-pub(crate) fn upstream(body: &str, limits: &Limits) -> Ending {
-    catch_unwind(AssertUnwindSafe(|| upstream_unguarded(body, limits)))
-        .unwrap_or_else(|panic| Ending::Panicked(panic_message(&*panic)))
+pub(crate) fn upstream(body: &str, limits: &Limits, timeout: Duration) -> Ending {
+    catch_unwind(AssertUnwindSafe(|| {
+        upstream_unguarded(body, limits, timeout)
+    }))
+    .unwrap_or_else(|panic| Ending::Panicked(panic_message(&*panic)))
 }
 
-fn upstream_unguarded(body: &str, limits: &Limits) -> Ending {
+fn upstream_unguarded(body: &str, limits: &Limits, timeout: Duration) -> Ending {
     let runtime = match rquickjs::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => return Ending::Other(format!("no runtime: {error}")),
     };
     runtime.set_memory_limit(limits.memory_bytes);
     runtime.set_max_stack_size(limits.stack_bytes);
-    let deadline = Instant::now() + limits.timeout;
+    let deadline = Instant::now() + timeout;
     runtime.set_interrupt_handler(Some(Box::new(move || Instant::now() >= deadline)));
     let context = match rquickjs::Context::full(&runtime) {
         Ok(context) => context,
@@ -272,25 +281,29 @@ mod tests {
                 Ending::Threw("TypeError: x".into()),
             ),
         ] {
-            assert_eq!(upstream(body, &limits), expected, "{body}");
-            assert_eq!(sandbox(body, &limits, &runtime), expected, "{body}");
+            assert_eq!(upstream(body, &limits, TIMEOUT), expected, "{body}");
+            assert_eq!(
+                sandbox(body, &limits, TIMEOUT, &runtime),
+                expected,
+                "{body}"
+            );
         }
         for ending in [
-            upstream("let let = 1;", &limits),
-            sandbox("let let = 1;", &limits, &runtime),
+            upstream("let let = 1;", &limits, TIMEOUT),
+            sandbox("let let = 1;", &limits, TIMEOUT, &runtime),
         ] {
             assert!(
                 matches!(&ending, Ending::CompileError(m) if m.starts_with("SyntaxError")),
                 "{ending:?}"
             );
         }
-        let short = limits.with_timeout(std::time::Duration::from_millis(200));
+        let short = Duration::from_millis(200);
         assert_eq!(
-            upstream("while (true) {}", &short),
+            upstream("while (true) {}", &limits, short),
             Ending::Other(RunError::Timeout.to_string())
         );
         assert_eq!(
-            sandbox("while (true) {}", &short, &runtime),
+            sandbox("while (true) {}", &limits, short, &runtime),
             Ending::Other(RunError::Timeout.to_string())
         );
     }

@@ -16,7 +16,8 @@
 //! - FILTER: paths under `test/` (`built-ins/Array/prototype/push`); every test under them runs.
 //!
 //! Each run gets a fresh VM in each engine, the sandbox's default `Limits` (64 MiB, 512 KiB of
-//! stack, 10 s), and a panic of either engine is that run's failure, not the runner's.
+//! stack) and 10 s (`engines::TIMEOUT`), and a panic of either engine is that run's failure, not
+//! the runner's.
 #![forbid(unsafe_code)]
 #![allow(
     clippy::print_stdout,
@@ -212,8 +213,10 @@ fn run_all(jobs: &[Job], threads: usize) -> Result<Vec<RunResult>> {
                             return Ok(());
                         };
                         let negative = job.frontmatter.negative.as_ref();
-                        let upstream = engines::upstream(&job.body, &limits).verdict(negative);
-                        let ending = engines::sandbox(&job.body, &limits, &runtime);
+                        let upstream = engines::upstream(&job.body, &limits, engines::TIMEOUT)
+                            .verdict(negative);
+                        let ending =
+                            engines::sandbox(&job.body, &limits, engines::TIMEOUT, &runtime);
                         if matches!(ending, engines::Ending::Panicked(_)) {
                             // The runtime that panicked inside `block_on` is not trusted again.
                             runtime = tokio_runtime()?;

@@ -77,12 +77,12 @@ pub(super) fn exchange(
     run: &mut RunSide,
     build: Option<(&str, &InstallPlan)>,
     input: StepInput,
+    deadline: Instant,
     stop: &WorkerStop,
 ) -> Result<(Done, Vec<(u64, HostFuture)>), Fault> {
     let StepInput {
         settlements,
         resume_yields,
-        deadline,
         handle,
     } = input;
     let _entered = handle.as_ref().map(tokio::runtime::Handle::enter);
@@ -112,7 +112,7 @@ pub(super) fn exchange(
         build: build.map(|(program, plan)| BuildRef {
             program,
             plan: plan.wire(),
-            limits: (&run.limits).into(),
+            limits: &run.limits,
             tape: run.tape.is_some(),
         }),
         settlements: &settlements,
