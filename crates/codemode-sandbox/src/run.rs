@@ -309,6 +309,8 @@ impl Run {
             );
         };
         tokio::pin!(sleep);
+        // The one way the leg's deadline reaches the VM: the engine and its interrupt handler
+        // read it from the run's flags (a worker's step frame carries it to the worker's flags).
         self.flags.set_deadline(deadline);
         let mut output = Vec::new();
         loop {
