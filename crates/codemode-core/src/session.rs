@@ -560,7 +560,13 @@ impl CodeModeSession {
         let _observing = host.observer.install(self.observer.clone());
         let setup = self.inner.guest.clone();
         let limits = self.inner.config.limits();
-        let started = Run::start(&program, setup, &limits, &self.inner.placement, host.clone());
+        let started = Run::start(
+            &program,
+            setup,
+            &limits,
+            &self.inner.placement,
+            host.clone(),
+        );
         let run = match started {
             Ok(run) => run,
             Err(error) => return outcome::failed_run(error, Vec::new(), telemetry()),
