@@ -279,14 +279,7 @@ impl CodeModeSession {
         });
         let _observing = host.observer.install(self.observer.clone());
         // The host's tape is the journal: the replay reads its clock and answers from it.
-        let setup = self.inner.guest.clone();
-        let mut run = match Run::start(
-            &record.program,
-            setup,
-            &self.inner.config.limits(),
-            &self.inner.placement,
-            host.clone(),
-        ) {
+        let mut run = match self.start_run(&record.program, host.clone()) {
             Ok(run) => run,
             Err(error) => {
                 journal.finish().await;

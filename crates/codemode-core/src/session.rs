@@ -10,8 +10,8 @@ use codemode_journal::JournalStore;
 use codemode_mcp_decls::{DeclCache, McpDecls};
 use codemode_namespaces::{HiddenNamespace, NamespaceRegistry};
 use codemode_sandbox::{
-    ManualClock, Placement, Run, RunId, RunScope, SnapshotStore, Step, StoreError, VmPool,
-    WorkerPool, WorkerPoolConfig,
+    ManualClock, Placement, Run, RunError, RunId, RunScope, SnapshotStore, Step, StoreError,
+    VmPool, WorkerPool, WorkerPoolConfig,
 };
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -558,16 +558,7 @@ impl CodeModeSession {
             observer: Default::default(),
         });
         let _observing = host.observer.install(self.observer.clone());
-        let setup = self.inner.guest.clone();
-        let limits = self.inner.config.limits();
-        let started = Run::start(
-            &program,
-            setup,
-            &limits,
-            &self.inner.placement,
-            host.clone(),
-        );
-        let run = match started {
+        let run = match self.start_run(&program, host.clone()) {
             Ok(run) => run,
             Err(error) => return outcome::failed_run(error, Vec::new(), telemetry()),
         };
@@ -769,6 +760,13 @@ impl CodeModeSession {
             }
             other => outcome::finished(other, restart_safe, telemetry),
         }
+    }
+
+    /// Starts a run of the session's guest setup under its limits, where the code mode places
+    /// its runs: the one start of `exec` and of a replayed `wait`.
+    pub(crate) fn start_run(&self, program: &str, host: Arc<RunHost>) -> Result<Run, RunError> {
+        let (limits, placement) = (self.inner.config.limits(), &self.inner.placement);
+        Run::start(program, self.inner.guest.clone(), &limits, placement, host)
     }
 
     pub(crate) fn scope(&self) -> RunScope {
