@@ -530,11 +530,6 @@ impl Run {
         }
     }
 
-    /// The limits the run was started with.
-    pub fn limits(&self) -> &Limits {
-        &self.limits
-    }
-
     /// Whether the run can still be driven (it has not completed or failed).
     pub fn is_alive(&self) -> bool {
         !matches!(self.phase, Phase::Dead)

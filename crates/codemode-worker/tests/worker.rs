@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codemode_sandbox::{
-    BridgeHost, BridgeRequest, Callable, GuestSetup, Isolation, Limits, Run, Step, WorkerCommand,
+    BridgeHost, BridgeRequest, Callable, GuestSetup, Limits, Placement, Run, Step, WorkerCommand,
     WorkerPool, WorkerPoolConfig, async_trait,
 };
 use serde_json::{Value, json};
@@ -52,9 +52,7 @@ fn the_worker_binary_serves_runs() {
         warm_workers: 1,
         ..WorkerPoolConfig::default()
     });
-    let limits = Limits::default()
-        .with_timeout(Duration::from_secs(10))
-        .with_isolation(Isolation::Process(pool.clone()));
+    let (limits, placement) = (Limits::default(), Placement::Process(pool.clone()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -62,8 +60,8 @@ fn the_worker_binary_serves_runs() {
         .unwrap();
     let program = "text('hi'); return (await echo(20)) + (await twice(11))";
     for _ in 0..3 {
-        let mut run = Run::start(program, setup(), limits.clone(), Arc::new(Echo)).unwrap();
-        let step = runtime.block_on(run.drive(Instant::now() + limits.timeout));
+        let mut run = Run::start(program, setup(), &limits, &placement, Arc::new(Echo)).unwrap();
+        let step = runtime.block_on(run.drive(Instant::now() + Duration::from_secs(10)));
         let Step::Completed { value, output, .. } = step else {
             panic!("unexpected {step:?}");
         };

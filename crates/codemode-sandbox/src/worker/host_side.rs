@@ -43,9 +43,8 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A bounded pool of worker processes. Cheap to clone (one shared pool); equal when it is the
-/// same pool. Dropping the last clone kills the idle workers; workers of live runs end with
-/// their runs.
+/// A bounded pool of worker processes. Cheap to clone (one shared pool). Dropping the last clone
+/// kills the idle workers; workers of live runs end with their runs.
 ///
 /// ```no_run
 /// use codemode_sandbox::{Placement, WorkerCommand, WorkerPool, WorkerPoolConfig};
@@ -59,14 +58,6 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct WorkerPool {
     inner: Arc<PoolInner>,
 }
-
-impl PartialEq for WorkerPool {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
-    }
-}
-
-impl Eq for WorkerPool {}
 
 impl fmt::Debug for WorkerPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
