@@ -241,6 +241,7 @@ impl CodeMode {
             cancelled,
             park_deadlines: Default::default(),
             lives: Default::default(),
+            replaying: Default::default(),
         };
         Ok(Activation::Active(CodeModeSession {
             inner: Arc::new(session),
