@@ -329,9 +329,12 @@ async fn terminate_ends_a_journaled_run_a_wait_of_this_process_is_replaying() {
         async move { session.wait(&json!({ "runId": run_id })).await.to_json() }
     });
     // The replay made the read-only call again, live, and its `wait` idles on it.
-    tokio::time::timeout(FAILURE_BOUND, restarted.signals.signalled.lock().await.recv())
-        .await
-        .expect("the replayed call started");
+    tokio::time::timeout(
+        FAILURE_BOUND,
+        restarted.signals.signalled.lock().await.recv(),
+    )
+    .await
+    .expect("the replayed call started");
     assert_terminated(&restarted.terminate(&run_id).await);
     let replayed = tokio::time::timeout(FAILURE_BOUND, replaying)
         .await
