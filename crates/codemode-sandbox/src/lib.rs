@@ -25,7 +25,7 @@ mod engine;
 mod error;
 mod heap;
 mod install;
-mod lexer;
+mod checks;
 mod limits;
 mod module_access;
 mod run;
@@ -45,7 +45,7 @@ pub use codec::OutputItem;
 pub use codec::{MAX_ERROR_MESSAGE_BYTES, json_nests_deeper_than};
 pub use error::{ErrorCode, RunError, StoreError};
 pub use install::PreparedSetup;
-pub use lexer::{MAX_NESTING, MAX_PROGRAM_NAMES, MAX_READINGS, check_body, check_program};
+pub use checks::{MAX_NESTING, MAX_PROGRAM_NAMES, MAX_READINGS, check_body, check_program};
 pub use limits::{
     DEFAULT_MAX_CALL_ARGS_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PENDING_CALLS,
     DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_SNAPSHOT_BYTES, DEFAULT_MAX_SOURCE_BYTES,

@@ -1,7 +1,7 @@
 //! The pre-evaluation check that rejects module access (`import`, `import()`, `require(`):
 //! a guest program has no modules.
 //!
-//! It runs the JavaScript tokenizer of [`crate::lexer`] and looks at every identifier token in
+//! It runs the JavaScript tokenizer of [`codemode_jslex`] and looks at every identifier token in
 //! code: strings, template text, comments and regular-expression literals do not count, and where
 //! a tokenizer cannot know whether a `/` starts a regular expression the program is read both
 //! ways. The real guarantee is elsewhere (the VM has no module loader and no `require`); this
@@ -33,7 +33,7 @@ use crate::RunError;
 /// assert_eq!(error.to_string(), "code mode module access is disabled.");
 /// ```
 pub fn check_module_access(source: &str) -> Result<(), RunError> {
-    crate::lexer::check_module_access_only(source)
+    crate::checks::check_module_access_only(source)
 }
 
 #[cfg(test)]

@@ -3,8 +3,10 @@
 
 /// What a `/` means at some point.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(super) enum Slash {
+pub enum Slash {
+    /// The start of a regular expression literal.
     Regex,
+    /// A division (`/` or `/=`).
     Division,
     /// Unknown to a tokenizer: read both ways.
     Either,
