@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use codemode_jslex::{Slash, slash_readings};
 use libfuzzer_sys::fuzz_target;
+use rquickjs::context::EvalOptions;
 use rquickjs::{Context, Ctx, Function, Runtime, Value, qjs};
 
 const PREFIX: &str = "(async function anonymous(\n) {\n";
@@ -96,7 +97,13 @@ fn function_source(engine: &Engine, ctx: &Ctx<'_>, text: &str) -> Option<String>
             std::thread::sleep(Duration::from_millis(5));
         }
     });
-    let value: Option<Value<'_>> = ctx.eval(text.as_bytes().to_vec()).ok();
+    // Sloppy mode, as `new AsyncFunction(program)` compiles (and as `compiles` does).
+    let mut options = EvalOptions::default();
+    options.global = true;
+    options.strict = false;
+    let value: Option<Value<'_>> = ctx
+        .eval_with_options(text.as_bytes().to_vec(), options)
+        .ok();
     done.store(true, Ordering::Relaxed);
     let _ = watchdog.join();
     engine.stop.store(false, Ordering::Relaxed);
@@ -154,7 +161,11 @@ fuzz_target!(|data: &[u8]| {
                     regex,
                     slash == Slash::Regex,
                     "the `/` at {at} is {} to QuickJS, {slash:?} to the tokenizer: {program:?}",
-                    if regex { "a regular expression" } else { "not a regular expression" },
+                    if regex {
+                        "a regular expression"
+                    } else {
+                        "not a regular expression"
+                    },
                 );
             }
         });

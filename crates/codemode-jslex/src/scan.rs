@@ -23,7 +23,13 @@ const UNICODE_LINE_TERMINATORS: [&[u8]; 2] = ["\u{2028}".as_bytes(), "\u{2029}".
 pub fn line_terminator_len(bytes: &[u8], at: usize) -> usize {
     match bytes.get(at) {
         Some(b'\n' | b'\r') => 1,
-        Some(0xe2) if UNICODE_LINE_TERMINATORS.iter().any(|t| starts_with(bytes, at, t)) => 3,
+        Some(0xe2)
+            if UNICODE_LINE_TERMINATORS
+                .iter()
+                .any(|t| starts_with(bytes, at, t)) =>
+        {
+            3
+        }
         _ => 0,
     }
 }

@@ -81,12 +81,12 @@ mod reading;
 mod scan;
 
 pub use context::Slash;
+use context::SlashLog;
 use reading::Reading;
 
 /// The deepest bracket nesting a checked program may have; deeper programs are refused with
 /// as too deep ([`Verdict::limit`]). QuickJS's own parser gives up far earlier under the default stack limit.
 pub const MAX_NESTING: usize = 10_000;
-
 
 /// The scanning work allowed for all readings of a program, in multiples of its length; with
 /// `WORK_SLACK` it keeps the checks linear in the program's length.
@@ -132,7 +132,7 @@ impl Verdict {
         Self::read(program, None)
     }
 
-    fn read(program: &str, slashes: Option<Rc<RefCell<Vec<(usize, Slash)>>>>) -> Self {
+    fn read(program: &str, slashes: Option<SlashLog>) -> Self {
         let ids = Rc::new(Cell::new(1));
         let names = Rc::new(Cell::new(0));
         let mut live = vec![Reading::new(

@@ -3,11 +3,11 @@
 
 use super::frames::FrameStack;
 use super::lex::{is_operator_byte, skip_word, starts_word};
+use super::{After, CONTINUATION_WORDS, Frame, HEADER_WORDS, Opener, PREFIX_WORDS, Slash, Step};
 use crate::scan::{
     TemplateText, block_comment_end, char_at as character_at, line_comment_end, number_end,
     regex_end, starts_with, string_end, template_text_end,
 };
-use super::{After, CONTINUATION_WORDS, Frame, HEADER_WORDS, Opener, PREFIX_WORDS, Slash, Step};
 
 /// One way of lexing the text, with its estimate.
 #[derive(Clone)]

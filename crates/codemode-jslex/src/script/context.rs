@@ -12,6 +12,9 @@ pub enum Slash {
     Either,
 }
 
+/// Where each `/` token was read how (shared by the readings of one program).
+pub(super) type SlashLog = std::rc::Rc<std::cell::RefCell<Vec<(usize, Slash)>>>;
+
 /// What a `{` opens at some point, when no pending function or class decides it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum BraceGuess {

@@ -1,16 +1,16 @@
 //! One reading of a program: the state machine that reads it token by token, forks at an
 //! ambiguous `/` and merges with a reading in the same state.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::rc::Rc;
 
 use super::context::{
     AWAIT_NEW_LINE, AWAIT_SAME_LINE, BraceGuess, BraceKind, Context, Level, OPERAND, Open,
-    ParenKind, Position, Prev, STATEMENT, Slash, Tag, VALUE,
+    ParenKind, Position, Prev, STATEMENT, Slash, SlashLog, Tag, VALUE,
 };
 use super::scan::Scan;
-use crate::scan::is_identifier_start;
 use super::{MAX_NESTING, Reason, Refusal};
+use crate::scan::is_identifier_start;
 
 /// One way of reading the program, token by token.
 #[derive(Clone)]
@@ -20,7 +20,7 @@ pub(super) struct Reading<'a> {
     /// Names (identifiers other than property names after `.`) seen by all readings together.
     names: Rc<Cell<usize>>,
     /// Where each `/` token was read how, when asked for ([`super::slash_readings`]).
-    slashes: Option<Rc<RefCell<Vec<(usize, Slash)>>>>,
+    slashes: Option<SlashLog>,
     pub(super) bytes: &'a [u8],
     pub(super) pos: usize,
     pub(super) prev: Prev,
@@ -66,7 +66,7 @@ impl<'a> Reading<'a> {
         text: &'a str,
         ids: Rc<Cell<u64>>,
         names: Rc<Cell<usize>>,
-        slashes: Option<Rc<RefCell<Vec<(usize, Slash)>>>>,
+        slashes: Option<SlashLog>,
     ) -> Self {
         Reading {
             ids,
@@ -206,7 +206,8 @@ impl<'a> Reading<'a> {
             self.found_module_access(at);
         }
         if let Some(at) = self.require_at.take() {
-            let optional_call = self.starts_with(b"?.") && !self.peek(2).is_some_and(|b| b.is_ascii_digit());
+            let optional_call =
+                self.starts_with(b"?.") && !self.peek(2).is_some_and(|b| b.is_ascii_digit());
             if byte == b'(' || byte == b'`' || optional_call {
                 self.found_module_access(at);
             }
@@ -268,7 +269,9 @@ impl<'a> Reading<'a> {
                 if self.starts_with(b"??") {
                     self.pos += if self.peek(2) == Some(b'=') { 3 } else { 2 };
                     self.prev = Prev::plain(OPERAND);
-                } else if self.peek(1) == Some(b'.') && !self.peek(2).is_some_and(|b| b.is_ascii_digit()) {
+                } else if self.peek(1) == Some(b'.')
+                    && !self.peek(2).is_some_and(|b| b.is_ascii_digit())
+                {
                     self.pos += 2;
                     self.prev = Prev::tagged(Tag::Dot, VALUE);
                 } else {
