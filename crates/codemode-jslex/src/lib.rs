@@ -32,9 +32,9 @@
 //! ```
 #![forbid(unsafe_code)]
 
-mod nesting;
+pub mod nesting;
 pub mod scan;
-mod script;
+pub mod script;
 
 pub use nesting::check_nesting;
 pub use script::{MAX_NESTING, Reason, Refusal, Slash, Verdict, slash_readings};

@@ -263,3 +263,57 @@ pub fn is_space(c: char) -> bool {
             ..='\u{200a}' | '\u{202f}' | '\u{205f}' | '\u{3000}' | '\u{feff}'
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{
+        TemplateText, block_comment_end, line_comment_end, number_end, regex_end, string_end,
+        template_text_end,
+    };
+
+    #[test]
+    fn regular_expressions_end_at_their_slash_and_flags() {
+        assert_eq!(regex_end(b"/a/gi;", 0), Some(5));
+        assert_eq!(regex_end(b"/[/]/", 0), Some(5));
+        assert_eq!(regex_end(br"/\//", 0), Some(4));
+        // Flags are identifier parts, `$` and `_` too (the nesting reader stopped at them).
+        assert_eq!(regex_end(b"/a/g$_ x", 0), Some(6));
+        assert_eq!(regex_end(b"/a", 0), None);
+        assert_eq!(regex_end(b"/a\n/", 0), None);
+        assert_eq!(regex_end(b"/a\\\n/", 0), None);
+    }
+
+    #[test]
+    fn unicode_line_terminators_end_regular_expressions_and_line_comments_only() {
+        // ECMAScript: no LineTerminator in a regular expression, U+2028/U+2029 included (the
+        // nesting reader read on past them).
+        assert_eq!(regex_end("/a\u{2028}b/".as_bytes(), 0), None);
+        assert_eq!(regex_end("/a\\\u{2029}b/".as_bytes(), 0), None);
+        assert_eq!(line_comment_end("// a\u{2028}b".as_bytes(), 0), 4);
+        // Strings may hold them (ES2019).
+        assert_eq!(string_end("'a\u{2028}b'".as_bytes(), 0), Ok(7));
+        assert_eq!(
+            block_comment_end("/* \u{2029} */".as_bytes(), 0),
+            (Some(9), true)
+        );
+    }
+
+    #[test]
+    fn strings_templates_and_numbers_end_where_the_grammar_says() {
+        assert_eq!(string_end(b"'a\\'b' c", 0), Ok(6));
+        assert_eq!(string_end(b"'a\\\r\nb'", 0), Ok(7));
+        assert_eq!(string_end(b"'a\nb'", 0), Err(2));
+        assert_eq!(string_end(b"'a", 0), Err(2));
+        assert_eq!(template_text_end(b"a\\`b` x", 0), TemplateText::End(5));
+        assert_eq!(
+            template_text_end(b"a${b}`", 0),
+            TemplateText::Substitution(1)
+        );
+        assert_eq!(template_text_end(b"a$ {", 0), TemplateText::Unterminated);
+        assert_eq!(number_end(b"1./x/", 0), 2);
+        assert_eq!(number_end(b"1.e5.x", 0), 4);
+        assert_eq!(number_end(b"0x1F_n;", 0), 6);
+        assert_eq!(number_end(b"1_000n;", 0), 6);
+        assert_eq!(number_end(b".5)", 0), 2);
+    }
+}

@@ -4,7 +4,7 @@
 //!
 //! The sandbox compiles a program with `new AsyncFunction(program)`; QuickJS then evaluates the
 //! text `(async function anonymous(\n) {\n` + program + `\n})`. The tokenizer reads the program
-//! every way its `/` can be read (see [`codemode_jslex`]'s `Verdict` for the rules), and a program
+//! every way its `/` can be read (see [`codemode_jslex::script`] for the rules), and a program
 //! is refused when any reading finds module access or a bracket closing the wrapper.
 
 use codemode_jslex::{Refusal, Verdict};

@@ -15,8 +15,8 @@ use crate::RunError;
 /// identifiers that merely contain `import` (`important`, `obj.import`, `{ import: 1 }`), and it
 /// looks inside `${...}` template substitutions, however deeply nested. It knows where a `/`
 /// divides and where it starts a regular expression (`a++ / import('fs') / 1` is refused), and
-/// reads a program both ways where that depends on more than tokens (see [`crate::check_body`]'s
-/// module for the rules). `import` as a method name (`{ import() {} }`) is refused too.
+/// reads a program both ways where that depends on more than tokens (see
+/// [`codemode_jslex::script`] for the rules). `import` as a method name (`{ import() {} }`) is refused too.
 ///
 /// # Errors
 /// [`RunError::ModuleAccess`] ("code mode module access is disabled.") when module access is
