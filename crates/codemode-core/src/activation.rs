@@ -240,6 +240,7 @@ impl CodeMode {
             cancelled,
             park_deadlines: Default::default(),
             lives: Default::default(),
+            replaying: Default::default(),
         };
         Ok(Activation::Active(CodeModeSession {
             inner: Arc::new(session),

@@ -12,7 +12,7 @@ use tracing::Instrument;
 use crate::bridge::RunHost;
 use crate::durable::{Durable, RunJournal, journal_admits};
 use crate::result::{CodeModeResult, ErrorCode};
-use crate::run_life::RunLife;
+use crate::run_life::{RunLife, RunLives};
 use crate::session::Parked;
 use crate::state::Counters;
 use crate::{CodeModeSession, outcome};
@@ -286,9 +286,11 @@ impl CodeModeSession {
                 return outcome::failed_run(error, Vec::new(), self.telemetry(&counters));
             }
         };
-        let step = self
-            .legs(&mut run, Some(&journal), &life, idle_budget, &span)
-            .await;
+        let step = {
+            let _replaying = Replaying::register(&self.inner.replaying, run_id, &life);
+            self.legs(&mut run, Some(&journal), &life, idle_budget, &span)
+                .await
+        };
         let step = journaled_step(&journal, step);
         let parked = Parked {
             host,
@@ -373,5 +375,25 @@ impl CodeModeSession {
                 outcome::finished(other, restart_safe, telemetry)
             }
         }
+    }
+}
+
+/// A replay in progress, registered with its session for as long as its legs run (also when the
+/// `wait` driving it is dropped), so that `terminate` can end it.
+struct Replaying<'a> {
+    registry: &'a RunLives,
+    run_id: &'a str,
+}
+
+impl<'a> Replaying<'a> {
+    fn register(registry: &'a RunLives, run_id: &'a str, life: &Arc<RunLife>) -> Self {
+        registry.record(run_id, life);
+        Self { registry, run_id }
+    }
+}
+
+impl Drop for Replaying<'_> {
+    fn drop(&mut self) {
+        self.registry.forget(self.run_id);
     }
 }

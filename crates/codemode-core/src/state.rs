@@ -88,6 +88,9 @@ pub(crate) struct SessionState {
     pub(crate) park_deadlines: ParkDeadlines,
     /// The life of each run this session parked (terminate, `maxRunSeconds`; run_life.rs).
     pub(crate) lives: crate::run_life::RunLives,
+    /// The life of each journaled run a `wait` of this session replays right now: the store
+    /// does not hold it, and its journal is claimed, so `terminate` finds it here.
+    pub(crate) replaying: crate::run_life::RunLives,
 }
 
 /// Most run ids a session remembers the expiry of; past it, the earliest deadline is forgotten

@@ -13,6 +13,7 @@ use crate::CodeModeSession;
 use crate::durable::Durable;
 use crate::outcome;
 use crate::result::CodeModeResult;
+use crate::run_life::RunLife;
 
 impl CodeModeSession {
     /// Ends the run `run_id` of this session now (`wait` with `terminate: true`).
@@ -52,18 +53,9 @@ impl CodeModeSession {
                 self.forget_run(run_id);
                 outcome::failed_run(RunError::Terminated, Vec::new(), telemetry)
             }
-            Err(StoreError::AlreadyResuming) => match self.inner.lives.get(run_id) {
-                // The `wait` driving it sees the token at once and ends the run.
-                Some(life) => {
-                    life.terminate();
-                    outcome::failed_run(
-                        RunError::Terminated,
-                        Vec::new(),
-                        self.inner.telemetry.clone(),
-                    )
-                }
-                None => self.wait_failure(run_id, StoreError::AlreadyResuming),
-            },
+            Err(StoreError::AlreadyResuming) => {
+                self.end_driven(run_id, self.inner.lives.get(run_id))
+            }
             Err(StoreError::Unavailable) if self.inner.lives.outlived(run_id).is_none() => {
                 match &self.durable {
                     Some(durable) => self.terminate_journaled(durable, run_id).await,
@@ -87,7 +79,28 @@ impl CodeModeSession {
                     self.inner.telemetry.clone(),
                 )
             }
+            // Claimed by a replay: this session's (its `wait` ends it), or another host's.
+            Err(StoreError::AlreadyResuming) => {
+                self.end_driven(run_id, self.inner.replaying.get(run_id))
+            }
             Err(error) => self.wait_failure(run_id, error),
+        }
+    }
+
+    /// Ends a run a `wait` of this session drives right now, given its `life`: that `wait` sees
+    /// the end at once and ends the run. Without a life here, another host drives it, and only
+    /// that host can end it.
+    fn end_driven(&self, run_id: &str, life: Option<Arc<RunLife>>) -> CodeModeResult {
+        match life {
+            Some(life) => {
+                life.terminate();
+                outcome::failed_run(
+                    RunError::Terminated,
+                    Vec::new(),
+                    self.inner.telemetry.clone(),
+                )
+            }
+            None => self.wait_failure(run_id, StoreError::AlreadyResuming),
         }
     }
 

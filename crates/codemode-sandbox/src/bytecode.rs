@@ -1,6 +1,7 @@
-//! The bootstrap's scripts (`Part`), compiled together once per process to QuickJS bytecode:
-//! the core loads into each fresh VM as it is built (parsing and compiling its source took most of
-//! the cost of a fresh VM), the other parts on first use, from guest code (`hostPart`).
+//! The bootstrap's scripts (`Part`), compiled once per process to QuickJS bytecode: the core
+//! loads into each fresh VM as it is built (parsing and compiling its source took most of the
+//! cost of a fresh VM), the other parts on first use, from guest code (`hostPart`). The first VM
+//! compiles the core; the other parts compile meanwhile on a thread of their own.
 //!
 //! One of the few places allowed unsafe code (the workspace lints `deny` it rather than `forbid`
 //! it; see the root `Cargo.toml`): QuickJS trusts bytecode blindly, so loading it is unsafe. The
@@ -58,14 +59,57 @@ impl Part {
         }
     }
 
-    /// The part's bytecode. All parts are compiled together, once per process, when the first VM
-    /// loads the core: never later, on a guest's stack. `None` if compiling failed (it cannot
-    /// for the shipped sources).
+    /// The part's bytecode, compiled once per process: the core when the first VM loads it,
+    /// the other parts meanwhile on a thread of their own ([`start_compiling_the_rest`]), so a
+    /// first `exec` waits for the core alone. Never compiled on a guest's stack: a part asked
+    /// for before its thread finished is waited for. `None` if compiling failed (it cannot for
+    /// the shipped sources).
     fn bytecode(self) -> Option<&'static [u8]> {
-        static BYTECODE: OnceLock<Option<[Vec<u8>; 4]>> = OnceLock::new();
-        let all = BYTECODE.get_or_init(compile_all).as_ref()?;
-        Some(all[self as usize].as_slice())
+        static CORE: OnceLock<Option<Vec<u8>>> = OnceLock::new();
+        match self {
+            Part::Core => CORE.get_or_init(|| compile_alone(Part::Core)).as_deref(),
+            Part::Globals | Part::Readings | Part::Cut => {
+                start_compiling_the_rest(|| {});
+                let rest = REST.wait().as_ref()?;
+                Some(rest[self as usize - 1].as_slice())
+            }
+        }
     }
+}
+
+/// The parts but the core, in [`Part::ALL`]'s order.
+static REST: OnceLock<Option<[Vec<u8>; 3]>> = OnceLock::new();
+
+/// Starts, once per process, a thread that runs `first` (other once-per-process work its
+/// caller wants off its own path), then compiles the parts but the core; without a thread, on
+/// the calling thread. Later calls return at once.
+pub(crate) fn start_compiling_the_rest(first: fn()) {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        let work = move || {
+            first();
+            REST.get_or_init(|| {
+                Some([
+                    compile_alone(Part::Globals)?,
+                    compile_alone(Part::Readings)?,
+                    compile_alone(Part::Cut)?,
+                ])
+            });
+        };
+        let spawned = std::thread::Builder::new()
+            .name("codemode-warm-up".into())
+            .spawn(work);
+        if spawned.is_err() {
+            work();
+        }
+    });
+}
+
+/// Waits until every part is compiled: for a process that can start no thread later (a worker
+/// process, before its system-call filter).
+pub(crate) fn finish_compiling() {
+    start_compiling_the_rest(|| {});
+    REST.wait();
 }
 
 /// How the parts are written: without source text and debug information (less to load per VM,
@@ -110,20 +154,13 @@ fn compile(ctx: &Ctx<'_>, part: Part) -> Option<Vec<u8>> {
     }
 }
 
-fn compile_all() -> Option<[Vec<u8>; 4]> {
+/// `part`'s bytecode, compiled in a runtime of its own.
+fn compile_alone(part: Part) -> Option<Vec<u8>> {
     let runtime = Runtime::new().ok()?;
     let context = Context::full(&runtime).ok()?;
-    let compile = |part: Part| {
-        let mut bytes = context.with(|ctx| compile(&ctx, part))?;
-        skip_checksum(&mut bytes)?;
-        Some(bytes)
-    };
-    Some([
-        compile(Part::Core)?,
-        compile(Part::Globals)?,
-        compile(Part::Readings)?,
-        compile(Part::Cut)?,
-    ])
+    let mut bytes = context.with(|ctx| compile(&ctx, part))?;
+    skip_checksum(&mut bytes)?;
+    Some(bytes)
 }
 
 /// Marks written bytecode as carrying no checksum. QuickJS's format starts with a version byte
@@ -159,7 +196,7 @@ pub(crate) fn load_part<'js>(ctx: &Ctx<'js>, part: Part) -> rquickjs::Result<Fun
 fn run_bytecode<'js>(ctx: &Ctx<'js>, bytes: &'static [u8]) -> rquickjs::Result<Function<'js>> {
     let ctx_ptr = ctx.as_raw().as_ptr();
     // SAFETY: `bytes` is the unmodified output of `JS_WriteObject` for a part's script, made by
-    // `compile_all` above in this process with this very QuickJS build, so it is well-formed
+    // `compile_alone` above in this process with this very QuickJS build, so it is well-formed
     // bytecode of the format `JS_ReadObject` expects. Nothing else can write to it: it is private
     // to this module and immutable once initialized. `ctx` is live and current on this thread.
     // `JS_EvalFunction` takes the function bytecode it is given (and frees it); the value it

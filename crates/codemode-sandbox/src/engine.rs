@@ -209,7 +209,10 @@ impl PreparedVm {
     /// Builds the runtime under `limits`, its context, and runs the bootstrap, under the flags'
     /// current deadline (none for a pool's VM: no guest code runs here).
     pub(crate) fn build(limits: &Limits, flags: Arc<Flags>) -> Result<Self, RunError> {
-        probe::check_engine()?;
+        // Once per process: the engine check and the bootstrap's parts a VM loads on first use
+        // run on a thread of their own while this one compiles the core. The verdict is read
+        // below, before the VM is handed to any guest code.
+        crate::bytecode::start_compiling_the_rest(probe::warm_up);
         let state = Arc::new(Mutex::new(BridgeState {
             plan: InstallPlan::empty(),
             host: None,
@@ -261,6 +264,7 @@ impl PreparedVm {
                 RunError::RuntimeUnavailable(format!("the sandbox could not start: {message}"))
             }));
         }
+        probe::check_engine()?;
         crate::stats::vm_built();
         Ok(Self {
             vm: Vm { context, runtime },

@@ -18,6 +18,7 @@
 
 mod bridge;
 mod bytecode;
+mod checks;
 mod clock;
 mod codec;
 mod deferred;
@@ -25,7 +26,6 @@ mod engine;
 mod error;
 mod heap;
 mod install;
-mod lexer;
 mod limits;
 mod module_access;
 mod placement;
@@ -41,12 +41,12 @@ mod worker;
 /// Re-exported so implementors of [`BridgeHost`] need no direct dependency on `async-trait`.
 pub use async_trait::async_trait;
 pub use bridge::{BridgeHost, BridgeRequest, PendingCall, RequestId};
+pub use checks::{MAX_NESTING, MAX_PROGRAM_NAMES, MAX_READINGS, check_body, check_program};
 pub use clock::ManualClock;
 pub use codec::OutputItem;
 pub use codec::{MAX_ERROR_MESSAGE_BYTES, json_nests_deeper_than};
 pub use error::{ErrorCode, RunError, StoreError};
 pub use install::PreparedSetup;
-pub use lexer::{MAX_NESTING, MAX_PROGRAM_NAMES, MAX_READINGS, check_body, check_program};
 pub use limits::{
     DEFAULT_MAX_CALL_ARGS_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PENDING_CALLS,
     DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_SNAPSHOT_BYTES, DEFAULT_MAX_SOURCE_BYTES,

@@ -18,7 +18,7 @@ pub const DEFAULT_MAX_QUEUED_CALLS: usize = 1024;
 /// Default budget for the JSON arguments of one bridge call (8 MiB).
 pub const DEFAULT_MAX_CALL_ARGS_BYTES: usize = 8 * 1024 * 1024;
 /// Default largest program accepted, in UTF-8 bytes (1 MiB, like TypeScript cells).
-pub const DEFAULT_MAX_SOURCE_BYTES: usize = 1024 * 1024;
+pub const DEFAULT_MAX_SOURCE_BYTES: usize = codemode_jslex::DEFAULT_MAX_SOURCE_BYTES;
 /// Deepest nesting accepted for JSON crossing the bridge in either direction.
 ///
 /// Deeper values are refused with a guest-visible error instead of risking the host's stack.

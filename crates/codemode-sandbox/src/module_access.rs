@@ -1,7 +1,7 @@
 //! The pre-evaluation check that rejects module access (`import`, `import()`, `require(`):
 //! a guest program has no modules.
 //!
-//! It runs the JavaScript tokenizer of [`crate::lexer`] and looks at every identifier token in
+//! It runs the JavaScript tokenizer of [`codemode_jslex`] and looks at every identifier token in
 //! code: strings, template text, comments and regular-expression literals do not count, and where
 //! a tokenizer cannot know whether a `/` starts a regular expression the program is read both
 //! ways. The real guarantee is elsewhere (the VM has no module loader and no `require`); this
@@ -15,8 +15,8 @@ use crate::RunError;
 /// identifiers that merely contain `import` (`important`, `obj.import`, `{ import: 1 }`), and it
 /// looks inside `${...}` template substitutions, however deeply nested. It knows where a `/`
 /// divides and where it starts a regular expression (`a++ / import('fs') / 1` is refused), and
-/// reads a program both ways where that depends on more than tokens (see [`crate::check_body`]'s
-/// module for the rules). `import` as a method name (`{ import() {} }`) is refused too.
+/// reads a program both ways where that depends on more than tokens (see
+/// [`codemode_jslex::script`] for the rules). `import` as a method name (`{ import() {} }`) is refused too.
 ///
 /// # Errors
 /// [`RunError::ModuleAccess`] ("code mode module access is disabled.") when module access is
@@ -33,7 +33,7 @@ use crate::RunError;
 /// assert_eq!(error.to_string(), "code mode module access is disabled.");
 /// ```
 pub fn check_module_access(source: &str) -> Result<(), RunError> {
-    crate::lexer::check_module_access_only(source)
+    crate::checks::check_module_access_only(source)
 }
 
 #[cfg(test)]

@@ -68,7 +68,7 @@ pub const MAX_QUEUED_STEPS: usize = 4096;
 type Job = Box<dyn FnOnce() -> Rest + Send>;
 
 /// The steps waiting for a VM thread. Unlike a channel, submitting a step wakes a sleeping thread
-/// only when no thread is *looking* for work (see [`worker`]): on a VM, waking a thread costs more
+/// only when no thread is *looking* for work (see [`serve_steps`]): on a VM, waking a thread costs more
 /// than a trivial step, and a woken thread that finds its step taken still takes a core the
 /// busy ones want.
 struct StepQueue {
@@ -217,7 +217,7 @@ where
 pub(crate) struct Leftover {
     value: Option<Box<dyn Send>>,
     /// Dropping it takes well under a millisecond: the thread may keep the queue's looking role
-    /// meanwhile (see [`worker`]).
+    /// meanwhile (see [`serve_steps`]).
     brief: bool,
 }
 
@@ -357,7 +357,7 @@ fn ensure_thread(pool: &'static Pool) {
                 let spawned = std::thread::Builder::new()
                     .name(format!("codemode-vm-{started}"))
                     .stack_size(VM_THREAD_STACK_BYTES)
-                    .spawn(move || worker(&pool.queue));
+                    .spawn(move || serve_steps(&pool.queue));
                 if spawned.is_err() {
                     pool.started.fetch_sub(1, Ordering::SeqCst);
                     tracing::warn!(target: "codemode_sandbox", "could not start a VM thread");
@@ -468,7 +468,7 @@ fn current_cpu() -> usize {
 /// microseconds) instead of waking a sleeping thread, which on a virtual machine costs as much
 /// and competes for the same cores. A long teardown never holds the role, so another session's
 /// step never waits for it.
-fn worker(queue: &StepQueue) {
+fn serve_steps(queue: &StepQueue) {
     let mut looking = false;
     while !DEMOTED.get() {
         if !looking {
@@ -502,7 +502,7 @@ fn worker(queue: &StepQueue) {
 }
 
 /// A demoted thread cannot raise its priority again: it leaves the pool when its step is done
-/// (the worker loop ends), and the step's caller, or the next step submitted, starts a thread at
+/// (its `serve_steps` loop ends), and the step's caller, or the next step submitted, starts a thread at
 /// the normal priority in its place. Never started from the demoted thread itself: a new thread
 /// inherits its creator's priority.
 fn leave_if_demoted() {

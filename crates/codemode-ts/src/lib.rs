@@ -39,7 +39,6 @@
 mod cell;
 mod declarations;
 mod error;
-mod nesting;
 mod pool;
 mod position;
 mod transpile;
@@ -52,7 +51,7 @@ pub use crate::error::TsError;
 use crate::position::LineColumn;
 
 /// Default [`TransformOptions::max_source_bytes`]: 1 MiB.
-pub const DEFAULT_MAX_SOURCE_BYTES: usize = 1024 * 1024;
+pub const DEFAULT_MAX_SOURCE_BYTES: usize = codemode_jslex::DEFAULT_MAX_SOURCE_BYTES;
 
 /// Default [`TransformOptions::max_nesting_depth`].
 ///
@@ -278,7 +277,7 @@ fn check_size(source: &str, options: &TransformOptions) -> Result<(), TsError> {
 /// The nesting bound of `source`, as a [`TsError::NestingTooDeep`] at the
 /// user's position.
 fn check_nesting(source: &str, limit: usize) -> Result<(), TsError> {
-    nesting::check_nesting(source, limit).map_err(|offset| {
+    codemode_jslex::check_nesting(source, limit).map_err(|offset| {
         let position = LineColumn::of_offset(source, offset);
         TsError::NestingTooDeep {
             limit,

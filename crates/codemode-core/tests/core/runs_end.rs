@@ -310,6 +310,45 @@ async fn a_terminated_journaled_run_writes_its_end_and_no_replay_restarts_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terminate_ends_a_journaled_run_a_wait_of_this_process_is_replaying() {
+    let (store, dir) = sqlite_store().await;
+    let mut config = short_legs();
+    config["maxWaitMs"] = json!(600_000);
+    let host = host_with(config.clone(), Some(Arc::clone(&store)));
+    let first = host
+        .exec("text('started'); await tools.signal({}); return 1")
+        .await;
+    assert_eq!(first["status"], "waiting", "{first:#}");
+    let run_id = first["runId"].clone();
+    // The process is lost: only the journal is left.
+    host.code_mode.shutdown();
+    let restarted = host_with(config, Some(Arc::clone(&store)));
+    let replaying = tokio::spawn({
+        let session = restarted.session.clone();
+        let run_id = run_id.clone();
+        async move { session.wait(&json!({ "runId": run_id })).await.to_json() }
+    });
+    // The replay made the read-only call again, live, and its `wait` idles on it.
+    tokio::time::timeout(
+        FAILURE_BOUND,
+        restarted.signals.signalled.lock().await.recv(),
+    )
+    .await
+    .expect("the replayed call started");
+    assert_terminated(&restarted.terminate(&run_id).await);
+    let replayed = tokio::time::timeout(FAILURE_BOUND, replaying)
+        .await
+        .expect("the replaying wait ended")
+        .unwrap();
+    assert_terminated(&replayed);
+    assert_eq!(restarted.cancelled_call().await, "call_1/1");
+    // Its end is written: nothing is left to replay.
+    assert_eq!(store.count(0).await.unwrap(), 0);
+    assert_unknown(&restarted.wait(json!({ "runId": run_id })).await);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_terminated_run_is_never_recovered() {
     let store = MemoryRecoveryStore::new();
     let input = json!({ "code": "await tools.never({}); return 1", "restartSafe": true });

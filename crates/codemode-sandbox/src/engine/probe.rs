@@ -38,6 +38,12 @@ pub(crate) fn check_engine() -> Result<(), RunError> {
         .map_err(RunError::RuntimeUnavailable)
 }
 
+/// Probes the engine, if no thread did yet (the verdict is kept): for a thread that warms the
+/// process up.
+pub(crate) fn warm_up() {
+    let _ = check_engine();
+}
+
 /// Runs [`PROBE`]: the engine is the metered one when it reached the handler.
 fn probe() -> Result<(), String> {
     match handler_calls(PROBE)? {

@@ -256,6 +256,9 @@ fn warm_up() {
             handle: None,
         }));
     }
+    // The parts of the bootstrap a VM loads on first use compile on a thread of their own,
+    // which the system-call filter would not let start later.
+    crate::bytecode::finish_compiling();
 }
 
 fn serve_on_vm_thread(started: bool, misbehaviour: Option<Misbehaviour>) -> ExitCode {

@@ -2,11 +2,12 @@
 //! estimate, and forks where the lexing is ambiguous.
 
 use super::frames::FrameStack;
-use super::lex::{
-    character_at, is_operator_byte, is_unicode_line_break, regex_end, skip_number, skip_word,
-    starts_with, starts_word,
-};
+use super::lex::{is_operator_byte, skip_word, starts_word};
 use super::{After, CONTINUATION_WORDS, Frame, HEADER_WORDS, Opener, PREFIX_WORDS, Slash, Step};
+use crate::scan::{
+    TemplateText, block_comment_end, char_at as character_at, line_comment_end, number_end,
+    regex_end, starts_with, string_end, template_text_end,
+};
 
 /// One way of lexing the text, with its estimate.
 #[derive(Clone)]
@@ -85,7 +86,7 @@ impl Reading {
                 _ => return self.slash(bytes, limit),
             },
             b'\'' | b'"' => {
-                self.skip_string(bytes, byte);
+                self.skip_string(bytes);
                 self.finish_token(After::operand());
             }
             b'`' => {
@@ -291,7 +292,7 @@ impl Reading {
     fn word(&mut self, bytes: &[u8], limit: usize) -> Result<(), usize> {
         let start = self.position;
         self.position = if bytes.get(start).is_some_and(u8::is_ascii_digit) {
-            skip_number(bytes, start)
+            number_end(bytes, start)
         } else {
             skip_word(bytes, start)
         };
@@ -458,76 +459,38 @@ impl Reading {
 
     /// To the end of the line (`\n`, `\r`, U+2028 or U+2029, as swc).
     pub(super) fn skip_line_comment(&mut self, bytes: &[u8]) {
-        while let Some(&byte) = bytes.get(self.position) {
-            if matches!(byte, b'\n' | b'\r') || is_unicode_line_break(bytes, self.position) {
-                return;
-            }
-            self.position += 1;
-        }
+        self.position = line_comment_end(bytes, self.position);
     }
 
     fn skip_block_comment(&mut self, bytes: &[u8]) {
-        self.position += 2;
-        while let Some(&byte) = bytes.get(self.position) {
-            if byte == b'*' && bytes.get(self.position + 1) == Some(&b'/') {
-                self.position += 2;
-                return;
-            }
-            if matches!(byte, b'\n' | b'\r') || is_unicode_line_break(bytes, self.position) {
-                self.line_break = true;
-            }
-            self.position += 1;
-        }
+        let (end, newline) = block_comment_end(bytes, self.position);
+        self.line_break |= newline;
+        self.position = end.unwrap_or(bytes.len());
     }
 
     /// A quoted string; ends at the closing quote or at an unescaped line
     /// break (swc reports the unterminated string and goes on from there).
-    fn skip_string(&mut self, bytes: &[u8], quote: u8) {
-        self.position += 1;
-        while let Some(&byte) = bytes.get(self.position) {
-            self.position += 1;
-            match byte {
-                b'\\' => {
-                    if bytes.get(self.position) == Some(&b'\r')
-                        && bytes.get(self.position + 1) == Some(&b'\n')
-                    {
-                        self.position += 1;
-                    }
-                    self.position += 1;
-                }
-                b'\n' | b'\r' => {
-                    self.position -= 1;
-                    return;
-                }
-                _ if byte == quote => return,
-                _ => {}
-            }
-        }
+    fn skip_string(&mut self, bytes: &[u8]) {
+        self.position = string_end(bytes, self.position).unwrap_or_else(|at| at);
     }
 
     /// Inside a template literal (after the opening backtick or after the `}`
     /// of a substitution): up to the closing backtick, or into a `${`.
     fn scan_template(&mut self, bytes: &[u8], limit: usize) -> Result<(), usize> {
-        while let Some(&byte) = bytes.get(self.position) {
-            match byte {
-                b'\\' => self.position += 2,
-                b'`' => {
-                    self.position += 1;
-                    self.finish_token(After::operand());
-                    return Ok(());
-                }
-                b'$' if bytes.get(self.position + 1) == Some(&b'{') => {
-                    let start = self.position;
-                    self.position += 2;
-                    self.extend(1, start, limit)?;
-                    self.push(Opener::Substitution, false, start, limit)?;
-                    self.finish_token(After::expression_expected());
-                    return Ok(());
-                }
-                _ => self.position += 1,
+        match template_text_end(bytes, self.position) {
+            TemplateText::End(end) => {
+                self.position = end;
+                self.finish_token(After::operand());
             }
+            TemplateText::Substitution(start) => {
+                self.position = start + 2;
+                self.extend(1, start, limit)?;
+                self.push(Opener::Substitution, false, start, limit)?;
+                self.finish_token(After::expression_expected());
+            }
+            // Unterminated: the end of the text.
+            TemplateText::Unterminated => self.position = bytes.len(),
         }
-        // Unterminated: the end of the text.
         Ok(())
     }
 }

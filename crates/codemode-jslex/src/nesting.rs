@@ -1,4 +1,5 @@
-//! A single-pass upper bound of how deeply swc recurses over a cell.
+//! A single-pass upper bound of how deeply a recursive-descent parser recurses over a program
+//! (written for swc, the TypeScript transform's parser, and the rules below are swc's).
 //!
 //! swc's parser, the fast-strip transform and the code generator recurse once
 //! per level of syntax nesting, and a Rust stack overflow aborts the process,
@@ -76,8 +77,7 @@ mod tests;
 
 use reading::Reading;
 
-/// Most readings of one text followed at once before it is refused.
-pub(crate) const MAX_READINGS: usize = 16;
+use crate::MAX_READINGS;
 
 /// Words that take an operand or a statement: each one nests what follows
 /// (so it counts), and a line break after it does not end the statement.
@@ -287,10 +287,22 @@ enum Step {
     Done,
 }
 
-/// Estimate the nesting depth of `source` over all its readings;
-/// `Err(byte offset)` where the estimate first exceeds `limit` (or where the
-/// text has more than [`MAX_READINGS`] readings at once).
-pub(crate) fn check_nesting(source: &str, limit: usize) -> Result<(), usize> {
+/// Estimates the nesting depth of the JavaScript or TypeScript `source` over all its readings:
+/// an upper bound of how deeply a parser, a transform or a code generator recurses over it.
+///
+/// # Errors
+/// The byte offset where the estimate first exceeds `limit`, or where the text has more than
+/// [`MAX_READINGS`] readings at once.
+///
+/// # Example
+/// ```
+/// use codemode_jslex::check_nesting;
+///
+/// assert!(check_nesting("if (a) { return f(b[0]); }", 40).is_ok());
+/// // Each `(` adds two: one to the enclosing chain, one level of its own.
+/// assert_eq!(check_nesting(&"(".repeat(100), 40), Err(20));
+/// ```
+pub fn check_nesting(source: &str, limit: usize) -> Result<(), usize> {
     let bytes = source.as_bytes();
     let mut current = Reading::new();
     // The other readings; `current` is always one furthest behind.

@@ -1,10 +1,10 @@
-//! The JavaScript tokenizer behind the checks run on a program before it is compiled:
-//! [`check_module_access`](crate::check_module_access) and [`check_body`].
+//! Reading a program the way QuickJS reads the body of the sandbox's async function: where its
+//! brackets open and close, where `import` and `require(` appear in code, and how many names it
+//! holds, over every way its `/` can be read.
 //!
-//! The sandbox compiles a program with `new AsyncFunction(program)`; QuickJS then evaluates the
-//! text `(async function anonymous(\n) {\n` + program + `\n})`. Two things must hold of that text,
-//! and this module checks them with a tokenizer (no parser), in time linear in the program's
-//! length:
+//! The sandbox compiles a program as the body of `(async function anonymous(\n) {\n` + program +
+//! `\n})`. Two things must hold of that text, and [`Verdict`] has what is needed to check them in
+//! time linear in the program's length:
 //!
 //! - no `import` / `import()` / `import.meta` / `require(` in code (strings, comments, regular
 //!   expressions and template text do not count);
@@ -71,27 +71,22 @@
 //! anywhere, `-->` at the start of a line), escapes in strings, templates and regular
 //! expressions, `\u` escapes in identifiers (`\u0069mport` is `import`), `?.` versus `? .5`.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use crate::RunError;
+use crate::MAX_READINGS;
 
 mod context;
 mod reading;
 mod scan;
 
+pub use context::Slash;
+use context::SlashLog;
 use reading::Reading;
 
 /// The deepest bracket nesting a checked program may have; deeper programs are refused with
-/// [`RunError::Syntax`]. QuickJS's own parser gives up far earlier under the default stack limit.
+/// as too deep ([`Verdict::limit`]). QuickJS's own parser gives up far earlier under the default stack limit.
 pub const MAX_NESTING: usize = 10_000;
-
-/// How many readings of one program the checks follow at once at most (see the module docs:
-/// each `/` whose meaning depends on whether `await`, `yield` or `of` is a keyword forks the
-/// scan, and readings that reach the same state merge again). A program needing more, or whose
-/// readings together scan more than 4 times its length (plus 64 KiB), is refused with
-/// [`RunError::Syntax`].
-pub const MAX_READINGS: usize = 16;
 
 /// The scanning work allowed for all readings of a program, in multiples of its length; with
 /// `WORK_SLACK` it keeps the checks linear in the program's length.
@@ -100,110 +95,52 @@ const WORK_FACTOR: usize = 4;
 /// Bytes of scanning work allowed on top of `WORK_FACTOR` times the program's length.
 const WORK_SLACK: usize = 1 << 16;
 
-/// Refuses a program that could close the async function it is compiled into.
-///
-/// The sandbox compiles a program as the body of `(async function anonymous(\n) {\n` + program +
-/// `\n})`. This check refuses:
-/// - a `)`, `]` or `}` that closes no opener of the program (it would close the wrapper, and the
-///   code after it would run while the program is compiled), or closes an opener of another kind
-///   (`(]`, a syntax error anyway);
-/// - a program ending inside a template literal or a block comment, or containing an
-///   unterminated string or regular expression literal (these could swallow the wrapper's end);
-/// - a program nesting brackets deeper than [`MAX_NESTING`], or too ambiguous to tokenize within
-///   [`MAX_READINGS`] readings.
-///
-/// It is not a parser: brackets left open at the end are left for QuickJS to report, and any
-/// other syntax error too. It runs in time linear in the program's length, without recursion.
-///
-/// # Errors
-/// [`RunError::Syntax`] with a message such as ``SyntaxError: unexpected `}` closes the code mode
-/// function body (line 1, column 1)``.
+/// What the readings of one program found.
 ///
 /// # Example
 /// ```
-/// use codemode_sandbox::{RunError, check_body};
+/// use codemode_jslex::Verdict;
 ///
-/// assert!(check_body("const o = { a: [1, 2] }; return `${o.a.map((x) => x / 2)}`;").is_ok());
-/// let error = check_body("}); while (true) {} (async function () {").unwrap_err();
+/// let verdict = Verdict::of("const x = await import('fs');");
+/// assert_eq!(verdict.module_access, Some(16));
+/// let verdict = Verdict::of("}); evil(); (async function () {");
 /// assert_eq!(
-///     error,
-///     RunError::Syntax(
-///         "SyntaxError: unexpected `}` closes the code mode function body (line 1, column 1)".into()
-///     )
+///     verdict.escape.map(|refusal| refusal.message("}")),
+///     Some("unexpected `}` closes the code mode function body (line 1, column 1)".to_owned())
 /// );
 /// ```
-pub fn check_body(program: &str) -> Result<(), RunError> {
-    let verdict = Verdict::of(program);
-    verdict.limits(program)?;
-    verdict.body(program)
-}
-
-/// [`check_module_access`](crate::check_module_access) and [`check_body`] in one pass over the
-/// program, and the bound on its names ([`MAX_PROGRAM_NAMES`]): what the sandbox runs before it
-/// compiles a program.
-///
-/// # Errors
-/// [`RunError::ModuleAccess`] first, then the [`RunError::Syntax`] errors of [`check_body`], then
-/// [`RunError::ProgramTooComplex`].
-///
-/// # Example
-/// ```
-/// use codemode_sandbox::{RunError, check_program};
-///
-/// assert!(check_program("return [1, 2].map((x) => x / 2);").is_ok());
-/// assert_eq!(check_program("a++ / import('fs') / 1"), Err(RunError::ModuleAccess));
-/// assert!(matches!(check_program("})(); (async function () {"), Err(RunError::Syntax(_))));
-/// ```
-pub fn check_program(program: &str) -> Result<(), RunError> {
-    let verdict = Verdict::of(program);
-    verdict.limits(program)?;
-    verdict.module_access()?;
-    verdict.body(program)?;
-    if verdict.names > MAX_PROGRAM_NAMES {
-        return Err(RunError::ProgramTooComplex {
-            names: verdict.names,
-            limit: MAX_PROGRAM_NAMES,
-        });
-    }
-    Ok(())
-}
-
-/// Whether any reading of `program` contains module access; the errors of the readings' limits
-/// (too deep, too ambiguous) come first, since then the program was not fully checked.
-pub(crate) fn check_module_access_only(program: &str) -> Result<(), RunError> {
-    let verdict = Verdict::of(program);
-    verdict.limits(program)?;
-    verdict.module_access()
-}
-
-/// Most names (declarations and references, keywords included) a program may hold.
-///
-/// QuickJS resolves each name by walking the declarations of its scopes, and checks each new
-/// declaration against the others of its scope, so compiling costs up to the square of the
-/// number of names, and the compiler cannot be interrupted. 20,000 names (far more than any cell
-/// written to orchestrate tools) compile in well under the deadline grace; a program of 80,000
-/// `let` lines took seconds.
-pub const MAX_PROGRAM_NAMES: usize = 20_000;
-
-/// What the readings of one program found.
-struct Verdict {
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Verdict {
     /// Names counted over all readings (an over-count where readings fork).
-    names: usize,
-    /// The first `import` / `require(` in code, over all readings.
-    module_access: Option<usize>,
+    pub names: usize,
+    /// The first `import` / `require(` in code, over all readings (a byte offset).
+    pub module_access: Option<usize>,
     /// The first bracket that closes what the program did not open, over all readings.
-    escape: Option<Refusal>,
+    pub escape: Option<Refusal>,
     /// A lexical error, kept only when every reading has one (QuickJS then cannot parse it).
-    invalid: Option<Refusal>,
-    /// A limit that stopped the checks: too deep or too many readings.
-    limit: Option<Refusal>,
+    pub invalid: Option<Refusal>,
+    /// A limit that stopped the readings: too deep, too many readings or too much work. When
+    /// set, the other findings are incomplete.
+    pub limit: Option<Refusal>,
 }
 
 impl Verdict {
-    fn of(program: &str) -> Self {
+    /// Reads `program` every way it can be read.
+    #[must_use]
+    pub fn of(program: &str) -> Self {
+        Self::read(program, None)
+    }
+
+    fn read(program: &str, slashes: Option<SlashLog>) -> Self {
         let ids = Rc::new(Cell::new(1));
         let names = Rc::new(Cell::new(0));
-        let mut live = vec![Reading::new(program, Rc::clone(&ids), Rc::clone(&names))];
+        let mut live = vec![Reading::new(
+            program,
+            Rc::clone(&ids),
+            Rc::clone(&names),
+            slashes,
+        )];
         let mut finished = Vec::new();
         let mut verdict = Verdict {
             names: 0,
@@ -287,44 +224,59 @@ impl Verdict {
         verdict
     }
 
-    fn limits(&self, program: &str) -> Result<(), RunError> {
-        match &self.limit {
-            Some(refusal) => Err(refusal.to_error(program)),
-            None => Ok(()),
-        }
-    }
-
-    fn module_access(&self) -> Result<(), RunError> {
-        match self.module_access {
-            Some(_) => Err(RunError::ModuleAccess),
-            None => Ok(()),
-        }
-    }
-
-    fn body(&self, program: &str) -> Result<(), RunError> {
-        match self.escape.as_ref().or(self.invalid.as_ref()) {
-            Some(refusal) => Err(refusal.to_error(program)),
-            None => Ok(()),
-        }
+    /// The refusal of a program whose brackets or literals could let it out of the function
+    /// it is compiled into: an escaping bracket first, then an error of every reading.
+    #[must_use]
+    pub fn body(&self) -> Option<&Refusal> {
+        self.escape.as_ref().or(self.invalid.as_ref())
     }
 }
 
-/// Why a program is refused, and where (a byte offset into the program).
-#[derive(Clone, Debug)]
-struct Refusal {
-    at: usize,
-    reason: Reason,
+/// Where each reading of `program` met a `/` token (not a comment) and how it read it, by offset
+/// (each offset once), with the [`Verdict`]: what a fuzzer compares with a parser's choices. A
+/// [`Slash::Either`] means the readings forked there.
+#[doc(hidden)]
+#[must_use]
+pub fn slash_readings(program: &str) -> (Verdict, Vec<(usize, Slash)>) {
+    let log = Rc::new(RefCell::new(Vec::new()));
+    let verdict = Verdict::read(program, Some(Rc::clone(&log)));
+    let mut slashes = log.take();
+    slashes.sort_by_key(|&(at, _)| at);
+    slashes.dedup_by(|later, earlier| {
+        if later.0 != earlier.0 {
+            return false;
+        }
+        if later.1 != earlier.1 {
+            earlier.1 = Slash::Either;
+        }
+        true
+    });
+    (verdict, slashes)
 }
 
-#[derive(Clone, Debug)]
-enum Reason {
+/// Why a program is refused, and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// A byte offset into the program.
+    pub at: usize,
+    /// What is wrong there.
+    pub reason: Reason,
+}
+
+/// What is wrong with a program, for [`Refusal`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reason {
     /// A closing bracket with no opener: it would close the wrapper function.
     Unopened(char),
     /// A closing bracket of another kind than the innermost open one (opened at `open_at`):
     /// the reading is invalid (QuickJS cannot parse it that way).
     Mismatched {
+        /// The closing bracket.
         close: char,
+        /// The innermost open bracket (`$` for a template substitution's `${`).
         open: char,
+        /// Where that bracket opened (a byte offset).
         open_at: usize,
     },
     /// A literal or comment that does not end.
@@ -336,7 +288,10 @@ enum Reason {
 }
 
 impl Refusal {
-    fn to_error(&self, program: &str) -> RunError {
+    /// The refusal in words, with its 1-based line and column in `program`, such as
+    /// ``unexpected `}` closes the code mode function body (line 1, column 1)``.
+    #[must_use]
+    pub fn message(&self, program: &str) -> String {
         let (line, column) = line_column(program, self.at);
         let text = match &self.reason {
             Reason::Unopened(close) => {
@@ -356,9 +311,7 @@ impl Refusal {
             Reason::TooDeep => format!("brackets nest deeper than {MAX_NESTING} levels"),
             Reason::TooAmbiguous => "too many ways to read the `/` after `await`, `yield` or `of`; the program cannot be checked".to_owned(),
         };
-        RunError::Syntax(format!(
-            "SyntaxError: {text} (line {line}, column {column})"
-        ))
+        format!("{text} (line {line}, column {column})")
     }
 }
 

@@ -3,12 +3,17 @@
 
 /// What a `/` means at some point.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(super) enum Slash {
+pub enum Slash {
+    /// The start of a regular expression literal.
     Regex,
+    /// A division (`/` or `/=`).
     Division,
     /// Unknown to a tokenizer: read both ways.
     Either,
 }
+
+/// Where each `/` token was read how (shared by the readings of one program).
+pub(super) type SlashLog = std::rc::Rc<std::cell::RefCell<Vec<(usize, Slash)>>>;
 
 /// What a `{` opens at some point, when no pending function or class decides it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

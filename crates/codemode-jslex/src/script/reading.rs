@@ -6,10 +6,11 @@ use std::rc::Rc;
 
 use super::context::{
     AWAIT_NEW_LINE, AWAIT_SAME_LINE, BraceGuess, BraceKind, Context, Level, OPERAND, Open,
-    ParenKind, Position, Prev, STATEMENT, Slash, Tag, VALUE,
+    ParenKind, Position, Prev, STATEMENT, Slash, SlashLog, Tag, VALUE,
 };
-use super::scan::{Scan, is_digit, is_identifier_start};
+use super::scan::Scan;
 use super::{MAX_NESTING, Reason, Refusal};
+use crate::scan::is_identifier_start;
 
 /// One way of reading the program, token by token.
 #[derive(Clone)]
@@ -18,7 +19,8 @@ pub(super) struct Reading<'a> {
     ids: Rc<Cell<u64>>,
     /// Names (identifiers other than property names after `.`) seen by all readings together.
     names: Rc<Cell<usize>>,
-    text: &'a str,
+    /// Where each `/` token was read how, when asked for ([`super::slash_readings`]).
+    slashes: Option<SlashLog>,
     pub(super) bytes: &'a [u8],
     pub(super) pos: usize,
     pub(super) prev: Prev,
@@ -60,11 +62,16 @@ const STATEMENT_KEYWORDS: &[&str] = &[
 ];
 
 impl<'a> Reading<'a> {
-    pub(super) fn new(text: &'a str, ids: Rc<Cell<u64>>, names: Rc<Cell<usize>>) -> Self {
+    pub(super) fn new(
+        text: &'a str,
+        ids: Rc<Cell<u64>>,
+        names: Rc<Cell<usize>>,
+        slashes: Option<SlashLog>,
+    ) -> Self {
         Reading {
             ids,
             names,
-            text,
+            slashes,
             bytes: text.as_bytes(),
             pos: 0,
             prev: Prev::plain(STATEMENT),
@@ -93,10 +100,6 @@ impl<'a> Reading<'a> {
         self.bytes
             .get(self.pos..)
             .is_some_and(|rest| rest.starts_with(prefix))
-    }
-
-    pub(super) fn char_at(&self, pos: usize) -> Option<char> {
-        self.text.get(pos..).and_then(|rest| rest.chars().next())
     }
 
     fn top(&self) -> Level {
@@ -203,7 +206,8 @@ impl<'a> Reading<'a> {
             self.found_module_access(at);
         }
         if let Some(at) = self.require_at.take() {
-            let optional_call = self.starts_with(b"?.") && !self.peek(2).is_some_and(is_digit);
+            let optional_call =
+                self.starts_with(b"?.") && !self.peek(2).is_some_and(|b| b.is_ascii_digit());
             if byte == b'(' || byte == b'`' || optional_call {
                 self.found_module_access(at);
             }
@@ -216,7 +220,7 @@ impl<'a> Reading<'a> {
         match byte {
             b'/' => return self.slash(context, forks),
             b'\'' | b'"' => {
-                let scan = self.skip_string(byte);
+                let scan = self.skip_string();
                 self.prev = Prev::plain(VALUE);
                 return scan;
             }
@@ -265,7 +269,9 @@ impl<'a> Reading<'a> {
                 if self.starts_with(b"??") {
                     self.pos += if self.peek(2) == Some(b'=') { 3 } else { 2 };
                     self.prev = Prev::plain(OPERAND);
-                } else if self.peek(1) == Some(b'.') && !self.peek(2).is_some_and(is_digit) {
+                } else if self.peek(1) == Some(b'.')
+                    && !self.peek(2).is_some_and(|b| b.is_ascii_digit())
+                {
                     self.pos += 2;
                     self.prev = Prev::tagged(Tag::Dot, VALUE);
                 } else {
@@ -282,7 +288,7 @@ impl<'a> Reading<'a> {
                 if self.starts_with(b"...") {
                     self.pos += 3;
                     self.prev = Prev::plain(OPERAND);
-                } else if self.peek(1).is_some_and(is_digit) {
+                } else if self.peek(1).is_some_and(|b| b.is_ascii_digit()) {
                     self.skip_number();
                     self.prev = Prev::plain(VALUE);
                 } else {
@@ -334,6 +340,9 @@ impl<'a> Reading<'a> {
     /// A `/`: division, or a regular expression literal, or both (a fork).
     fn slash(&mut self, context: Context, forks: &mut Vec<Reading<'a>>) -> Scan {
         let start = self.pos;
+        if let Some(log) = &self.slashes {
+            log.borrow_mut().push((start, context.slash));
+        }
         match context.slash {
             Slash::Regex => {
                 let scan = self.skip_regex();
