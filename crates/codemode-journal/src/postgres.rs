@@ -17,7 +17,7 @@ use crate::store::epoch_after_claim;
 use crate::stored::{decode_events, decode_readings, decode_receipts};
 use crate::{
     Batch, Claim, Event, Journal, JournalError, JournalStore, MAX_JOURNALED_RUNS, Reading, Receipt,
-    ReceiptKey, ReceiptState, RunRecord, Scope,
+    RunRecord, Scope,
 };
 
 /// Connections of the pool.
