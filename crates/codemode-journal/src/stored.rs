@@ -62,3 +62,36 @@ pub(crate) fn decode_readings(json: &str) -> Option<Vec<Reading>> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_rows_read_back_as_written_or_not_at_all() {
+        // Found by the fuzz target `journal_rows`: a stored answer's double came back one unit
+        // in the last place off before serde_json's `float_roundtrip`.
+        let value = serde_json::json!([-2.474782374934037e143, 9.184467440737095e19]);
+        let state = ReceiptState::Ok(value);
+        let payload = state.payload();
+        assert_eq!(
+            ReceiptState::from_stored(state.name(), payload.as_deref()),
+            Some(state)
+        );
+        let readings = decode_readings(r#"[[0, 1, "Infinity"], [1, 2, "-0"], [2, 3, "NaN"]]"#)
+            .expect("Postgres's spellings of doubles");
+        assert_eq!(readings[0].value, f64::INFINITY);
+        assert!(readings[1].value.is_sign_negative() && readings[2].value.is_nan());
+        for damaged in ["", "[", "[[1]]", r#"[["m", 0, "c", "h", 0, "ok", "{"]]"#] {
+            assert!(decode_receipts(damaged).is_none(), "{damaged}");
+        }
+        // A kind that is no `u32` is no reading.
+        assert!(decode_readings(r#"[[-1, 0, "1"]]"#).is_none());
+        assert!(decode_readings(r#"[[0, 0, "one"]]"#).is_none());
+        assert_eq!(
+            decode_events(r#"[[0, "timer", null, -5]]"#),
+            Some(vec![(0, Event::Timer(0))])
+        );
+        assert_eq!(decode_events(r#"[[0, "settled", null, 1]]"#), None);
+    }
+}
