@@ -37,11 +37,16 @@ impl Json {
         match self {
             Json::Null => Value::Null,
             Json::Bool(flag) => Value::Bool(flag),
-            Json::Number(number) => serde_json::Number::from_f64(number).map_or(Value::Null, Value::Number),
+            Json::Number(number) => {
+                serde_json::Number::from_f64(number).map_or(Value::Null, Value::Number)
+            }
             Json::Text(text) => Value::String(text),
             Json::Array(items) => Value::Array(items.into_iter().map(Json::into_value).collect()),
             Json::Object(entries) => Value::Object(
-                entries.into_iter().map(|(key, value)| (key, value.into_value())).collect(),
+                entries
+                    .into_iter()
+                    .map(|(key, value)| (key, value.into_value()))
+                    .collect(),
             ),
         }
     }
@@ -57,13 +62,27 @@ struct Case {
 }
 
 const FRAGMENTS: &[&str] = &[
-    "await tool(1);", "tool({a: [1, 2]}).catch(e => text(e.message));", "json(await tool('x'));",
-    "text(String(await tool()));", "await Promise.all([tool(1), tool(2), tool(3)]);",
-    "await yield_control();", "for (let i = 0; i < 100; i++) tool(i);", "return await tool(0);",
-    "try { await tool(null) } catch (e) { json(e) }", "const o = {}; o.o = o; json(o);",
-    "return {f() {}, n: 1n, s: Symbol('s')};", "throw new Error('x\\ud800');", "throw null;",
-    "while (true) {}", "'a'.repeat(1e6).indexOf('a'.repeat(5e4) + 'b');", "return 1;",
-    "}); (async function() {", "/*", "`${", "import('x');", "new Function('return 1')();",
+    "await tool(1);",
+    "tool({a: [1, 2]}).catch(e => text(e.message));",
+    "json(await tool('x'));",
+    "text(String(await tool()));",
+    "await Promise.all([tool(1), tool(2), tool(3)]);",
+    "await yield_control();",
+    "for (let i = 0; i < 100; i++) tool(i);",
+    "return await tool(0);",
+    "try { await tool(null) } catch (e) { json(e) }",
+    "const o = {}; o.o = o; json(o);",
+    "return {f() {}, n: 1n, s: Symbol('s')};",
+    "throw new Error('x\\ud800');",
+    "throw null;",
+    "while (true) {}",
+    "'a'.repeat(1e6).indexOf('a'.repeat(5e4) + 'b');",
+    "return 1;",
+    "}); (async function() {",
+    "/*",
+    "`${",
+    "import('x');",
+    "new Function('return 1')();",
 ];
 
 /// The host answers each call with the next answer, or never once they run out.
@@ -72,7 +91,11 @@ struct Host(Mutex<VecDeque<Answer>>);
 #[async_trait::async_trait]
 impl BridgeHost for Host {
     async fn call(&self, _request: BridgeRequest) -> Result<Value, String> {
-        let answer = self.0.lock().map(|mut answers| answers.pop_front()).unwrap_or(None);
+        let answer = self
+            .0
+            .lock()
+            .map(|mut answers| answers.pop_front())
+            .unwrap_or(None);
         match answer {
             Some(Answer::Value(json)) => Ok(json.into_value()),
             Some(Answer::Error(message)) => Err(message),
@@ -93,10 +116,15 @@ fuzz_target!(|case: Case| {
     let mut setup = GuestSetup::default();
     setup.callables.push((
         vec!["tool".into()],
-        Callable::Bridge { method: "tool".into(), bound_args: vec![] },
+        Callable::Bridge {
+            method: "tool".into(),
+            bound_args: vec![],
+        },
     ));
     let timeout = Duration::from_millis(100);
-    let limits = Limits::default().with_timeout(timeout).with_memory_bytes(16 << 20);
+    let limits = Limits::default()
+        .with_timeout(timeout)
+        .with_memory_bytes(16 << 20);
     let host = Arc::new(Host(Mutex::new(case.answers.into())));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -31,9 +31,13 @@
 //! - `cargo xtask test262 [--full] [--extended] [FILTER...]`: the pinned test262 subset on
 //!   codemode-sandbox and on upstream rquickjs, with the same wrapper; fails on a regression
 //!   `tests/test262/deviations.txt` does not list (`test262.rs`).
-//! - `cargo xtask fuzz [SECONDS]`: the fuzz target at the security boundary (`fuzz/`), for
-//!   SECONDS (default 60) with cargo-fuzz; `ci` runs it for 60 s when cargo-fuzz is installed and
-//!   says why it skips it otherwise.
+//! - `cargo xtask fuzz [SECONDS] [TARGET...]`: the fuzz targets at the boundaries (`fuzz/`),
+//!   each for SECONDS (default 60) with cargo-fuzz, one after the other (all of them when none
+//!   is named): `run` (one guest program against arbitrary tool answers), `worker_frame` (the
+//!   worker protocol's frame decoder), `ts_nesting` (the TypeScript transform behind its nesting
+//!   bound), `json_codec` (the bridge's JSON both ways, deep values refused) and `journal_rows`
+//!   (the journal's decoders of stored rows). `ci` runs each for 20 s when cargo-fuzz is
+//!   installed and says why it skips them otherwise.
 #![forbid(unsafe_code)]
 #![allow(
     clippy::print_stdout,
@@ -72,8 +76,21 @@ const BENCHES: &[(&str, &str)] = &[
 /// ships.
 const BENCH_FEATURES: &[(&str, &str)] = &[("codemode-core", "otel")];
 
-/// How long `cargo xtask fuzz` (and the CI run) fuzzes by default.
+/// How long `cargo xtask fuzz` fuzzes each target by default.
 const FUZZ_SECONDS: u64 = 60;
+
+/// How long `cargo xtask ci` fuzzes each target (about two minutes in all, builds aside).
+const CI_FUZZ_SECONDS: u64 = 20;
+
+/// The fuzz targets (`fuzz/fuzz_targets/<name>.rs`, seeds in `fuzz/corpus/<name>/`).
+const FUZZ_TARGETS: &[&str] = &[
+    "run",
+    "worker_frame",
+    "ts_nesting",
+    "json_codec",
+    "journal_rows",
+    "jslex",
+];
 
 /// Features a package's tests turn on beyond its defaults: codemode-core's tests cover its
 /// TypeScript path, while its default build (no TypeScript) is what the outside host runs.
@@ -124,11 +141,23 @@ fn main() -> Result<()> {
                     .parse()
                     .with_context(|| format!("fuzz takes a number of seconds, not `{text}`"))?,
             };
-            fuzz(&root, seconds)
+            let named: Vec<&str> = args.iter().skip(2).map(String::as_str).collect();
+            if let Some(unknown) = named.iter().find(|name| !FUZZ_TARGETS.contains(name)) {
+                bail!(
+                    "no fuzz target `{unknown}`; the targets are {}",
+                    FUZZ_TARGETS.join(", ")
+                );
+            }
+            let targets = if named.is_empty() {
+                FUZZ_TARGETS
+            } else {
+                &named[..]
+            };
+            fuzz(&root, seconds, targets)
         }
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|test [--slow] [PACKAGE...] [-- ARGS]|e2e|bench|npm|fuzz [SECONDS]|\
+                "usage: cargo xtask <ci|test [--slow] [PACKAGE...] [-- ARGS]|e2e|bench|npm|fuzz [SECONDS] [TARGET...]|\
                  test262 [--full] [--extended] [FILTER...]>"
             );
             std::process::exit(2);
@@ -343,7 +372,7 @@ fn ci(root: &Path) -> Result<()> {
     test262::test262(root, &["--full".into(), "--extended".into()], true)?;
     package(root)?;
     match cargo_fuzz_missing() {
-        None => fuzz(root, FUZZ_SECONDS)?,
+        None => fuzz(root, CI_FUZZ_SECONDS, FUZZ_TARGETS)?,
         Some(reason) => eprintln!("skipping the fuzz run: {reason}"),
     }
     // The closing line CI reads: every test of every package, summed.
@@ -498,24 +527,31 @@ fn cargo_fuzz_missing() -> Option<String> {
     }
 }
 
-/// Runs the `run` fuzz target for `seconds`. `--sanitizer none` keeps it on the stable
-/// toolchain; the target's own assertions (a step, on time, no panic) are what it checks.
-fn fuzz(root: &Path, seconds: u64) -> Result<()> {
+/// Runs each of `targets` for `seconds`, one after the other (the build is shared).
+/// `--sanitizer none` keeps them on the stable toolchain; the targets' own assertions (and a
+/// panic, a stack overflow or a libFuzzer timeout) are what they check. Stops at the first
+/// target that fails.
+fn fuzz(root: &Path, seconds: u64, targets: &[&str]) -> Result<()> {
     if let Some(reason) = cargo_fuzz_missing() {
         bail!("{reason}");
     }
-    // New inputs go to an ignored folder; the committed seeds are read only.
-    let corpus = root.join("fuzz/target/corpus/run");
-    std::fs::create_dir_all(&corpus)?;
-    run(cargo()
-        .current_dir(root.join("fuzz"))
-        .args(["fuzz", "run", "--sanitizer", "none", "run"])
-        .arg(&corpus)
-        .arg(root.join("fuzz/corpus/run"))
-        .arg("--")
-        .arg(format!("-max_total_time={seconds}"))
-        .arg("-rss_limit_mb=4096")
-        .arg("-timeout=30"))
+    for target in targets {
+        eprintln!("fuzzing `{target}` for {seconds} s");
+        // New inputs go to an ignored folder; the committed seeds are read only.
+        let corpus = root.join("fuzz/target/corpus").join(target);
+        std::fs::create_dir_all(&corpus)?;
+        run(cargo()
+            .current_dir(root.join("fuzz"))
+            .args(["fuzz", "run", "--sanitizer", "none", target])
+            .arg(&corpus)
+            .arg(root.join("fuzz/corpus").join(target))
+            .arg("--")
+            .arg(format!("-max_total_time={seconds}"))
+            .arg("-rss_limit_mb=4096")
+            .arg("-timeout=30"))
+        .with_context(|| format!("fuzz target `{target}`"))?;
+    }
+    Ok(())
 }
 
 /// Test counts summed over `cargo test` runs.

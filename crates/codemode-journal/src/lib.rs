@@ -24,6 +24,8 @@
 #![forbid(unsafe_code)]
 
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -35,6 +37,7 @@ mod sqlite;
 #[cfg(feature = "sqlite")]
 mod sqlite_jobs;
 mod store;
+mod stored;
 
 pub use error::{JournalError, redact_address};
 pub use memory::MemoryJournal;

@@ -14,9 +14,10 @@ use sqlx::{Arguments, Connection, PgPool, Postgres, Row};
 use crate::error::scrub;
 use crate::schema::{MIGRATIONS, RUN_TABLES, as_i64, as_u64, migration_number};
 use crate::store::epoch_after_claim;
+use crate::stored::{decode_events, decode_readings, decode_receipts};
 use crate::{
     Batch, Claim, Event, Journal, JournalError, JournalStore, MAX_JOURNALED_RUNS, Reading, Receipt,
-    ReceiptKey, ReceiptState, RunRecord, Scope,
+    RunRecord, Scope,
 };
 
 /// Connections of the pool.
@@ -413,59 +414,6 @@ fn record_of(row: &PgRow) -> Result<(RunRecord, u64, u64, u64), sqlx::Error> {
         as_u64(row.try_get("delivered")?),
         as_u64(row.try_get("bytes")?),
     ))
-}
-
-/// A receipt as `load` aggregates it: method, ordinal, catalog id, input hash, side-effecting
-/// (0 or 1), state, payload.
-type StoredReceipt = (String, i64, String, String, i64, String, Option<String>);
-
-/// Receipts from their aggregated JSON; `None` for a row no version wrote.
-fn decode_receipts(json: &str) -> Option<Vec<Receipt>> {
-    let stored: Vec<StoredReceipt> = serde_json::from_str(json).ok()?;
-    stored
-        .into_iter()
-        .map(
-            |(method, ordinal, catalog_id, input_hash, side_effecting, state, payload)| {
-                Some(Receipt {
-                    key: ReceiptKey {
-                        method,
-                        ordinal: as_u64(ordinal),
-                    },
-                    catalog_id,
-                    input_hash,
-                    side_effecting: side_effecting != 0,
-                    state: ReceiptState::from_stored(&state, payload.as_deref())?,
-                })
-            },
-        )
-        .collect()
-}
-
-/// Events (sequence number, kind, method, number) from their aggregated JSON.
-fn decode_events(json: &str) -> Option<Vec<(u64, Event)>> {
-    let stored: Vec<(i64, String, Option<String>, i64)> = serde_json::from_str(json).ok()?;
-    stored
-        .into_iter()
-        .map(|(seq, kind, method, number)| {
-            let event = Event::from_stored(&kind, method.as_deref(), as_u64(number))?;
-            Some((as_u64(seq), event))
-        })
-        .collect()
-}
-
-/// Readings (kind, ordinal, value as text) from their aggregated JSON.
-fn decode_readings(json: &str) -> Option<Vec<Reading>> {
-    let stored: Vec<(i64, i64, String)> = serde_json::from_str(json).ok()?;
-    stored
-        .into_iter()
-        .map(|(kind, ordinal, value)| {
-            Some(Reading {
-                kind: u32::try_from(kind).ok()?,
-                ordinal: as_u64(ordinal),
-                value: value.parse().ok()?,
-            })
-        })
-        .collect()
 }
 
 #[async_trait]

@@ -43,7 +43,4 @@ pub(crate) fn as_i64(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
-/// A `BIGINT` as the journal's unsigned number (a negative one is 0).
-pub(crate) fn as_u64(value: i64) -> u64 {
-    u64::try_from(value).unwrap_or(0)
-}
+pub(crate) use crate::stored::as_u64;

@@ -60,10 +60,52 @@ pub(crate) fn syntax_message(text: &str, stack: &str, program_lines: usize) -> S
     }
 }
 
-/// Parses JSON made by the guest's `JSON.stringify` (serde_json's nesting limit applies).
+/// Parses JSON made by the guest's `JSON.stringify`, refusing text nested deeper than
+/// [`MAX_JSON_DEPTH`] (checked by a linear pass first), the bound host values are held to:
+/// serde_json's own fixed limit would stop one level short of it.
 pub(crate) fn parse_bridge_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
-    serde_json::from_str(text)
+    if nests_deeper_than(text.as_bytes(), MAX_JSON_DEPTH) {
+        return Err(format!(
+            "cannot cross the code mode bridge: JSON nested deeper than {MAX_JSON_DEPTH} levels"
+        ));
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    deserializer.disable_recursion_limit();
+    T::deserialize(&mut deserializer)
+        .and_then(|value| deserializer.end().map(|()| value))
         .map_err(|error| format!("cannot cross the code mode bridge: {error}"))
+}
+
+/// Whether JSON text nests arrays and objects deeper than `max` (one linear pass; strings and
+/// their escapes are skipped). Text that is not JSON is left to the parser.
+pub(crate) fn nests_deeper_than(text: &[u8], max: usize) -> bool {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &byte in text {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if byte == b'\\' {
+                escaped = true;
+            } else if byte == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// JSON text of a host value, refusing values nested deeper than [`MAX_JSON_DEPTH`] (checked
@@ -222,6 +264,31 @@ mod tests {
             huge = Value::Array(vec![huge]);
         }
         assert!(encode_host_value(huge).is_err());
+    }
+
+    #[test]
+    fn guest_json_crosses_at_the_host_bound_and_numbers_keep_their_bits() {
+        let nested = |levels: usize| "[".repeat(levels) + &"]".repeat(levels);
+        // The same bound both ways: what a host may send, the guest may send back.
+        let value: Value = parse_bridge_json(&nested(MAX_JSON_DEPTH)).unwrap();
+        assert!(encode_host_value(value).is_ok());
+        let refused = parse_bridge_json::<Value>(&nested(MAX_JSON_DEPTH + 1)).unwrap_err();
+        assert!(
+            refused.contains("nested deeper than 128 levels"),
+            "{refused}"
+        );
+        assert!(parse_bridge_json::<Value>(&nested(1_000_000)).is_err());
+        // Found by the fuzz target `json_codec`: the default parse was one unit off here.
+        for text in [
+            "91844674407370955161",
+            "9.184467440737095e19",
+            "-2.474782374934037e143",
+        ] {
+            let value: Value = parse_bridge_json(text).unwrap();
+            let again: Value =
+                parse_bridge_json(&encode_host_value(value.clone()).unwrap()).unwrap();
+            assert_eq!(value, again, "{text}");
+        }
     }
 
     #[test]

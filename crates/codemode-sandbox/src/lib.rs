@@ -38,6 +38,9 @@ mod vm_pool;
 mod vm_threads;
 mod worker;
 
+#[doc(hidden)]
+pub mod fuzzing;
+
 /// Re-exported so implementors of [`BridgeHost`] need no direct dependency on `async-trait`.
 pub use async_trait::async_trait;
 pub use bridge::{BridgeHost, BridgeRequest, PendingCall, RequestId};

@@ -39,6 +39,8 @@
 mod cell;
 mod declarations;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod pool;
 mod position;
 mod transpile;

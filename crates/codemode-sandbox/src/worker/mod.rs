@@ -16,7 +16,7 @@
 
 mod host_side;
 mod lockdown;
-mod protocol;
+pub(crate) mod protocol;
 mod worker_side;
 
 use std::ffi::OsString;

@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::codec::nests_deeper_than;
 use crate::install::{PlanWire, PlanWireRef};
 use crate::{BridgeRequest, Limits, MAX_JSON_DEPTH, OutputItem, PendingCall, RunError, Truncation};
 
@@ -277,38 +278,6 @@ pub(crate) fn read_frame<R: Read, T: DeserializeOwned>(
 
 /// Deepest nesting of a frame: a bridge value at [`MAX_JSON_DEPTH`] inside a message.
 const MAX_FRAME_DEPTH: usize = MAX_JSON_DEPTH + 8;
-
-/// Whether JSON text nests arrays and objects deeper than `max` (one linear pass; strings and
-/// their escapes are skipped). Text that is not JSON is left to the parser.
-fn nests_deeper_than(text: &[u8], max: usize) -> bool {
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for &byte in text {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if byte == b'\\' {
-                escaped = true;
-            } else if byte == b'"' {
-                in_string = false;
-            }
-            continue;
-        }
-        match byte {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > max {
-                    return true;
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    false
-}
 
 #[cfg(test)]
 mod tests {
