@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use arbitrary::Arbitrary;
 use codemode_sandbox::{
-    BridgeHost, BridgeRequest, Callable, DEADLINE_GRACE, GuestSetup, Limits, Run, Step,
+    BridgeHost, BridgeRequest, Callable, DEADLINE_GRACE, GuestSetup, Limits, Placement, Run, Step,
 };
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
@@ -122,16 +122,14 @@ fuzz_target!(|case: Case| {
         },
     ));
     let timeout = Duration::from_millis(100);
-    let limits = Limits::default()
-        .with_timeout(timeout)
-        .with_memory_bytes(16 << 20);
+    let limits = Limits::default().with_memory_bytes(16 << 20);
     let host = Arc::new(Host(Mutex::new(case.answers.into())));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a runtime");
     runtime.block_on(async {
-        let Ok(mut run) = Run::start(&program, setup, limits, host) else {
+        let Ok(mut run) = Run::start(&program, setup, &limits, &Placement::Thread, host) else {
             return;
         };
         for _ in 0..if case.yields { 3 } else { 1 } {
