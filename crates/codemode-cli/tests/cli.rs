@@ -144,15 +144,18 @@ const WAITING_CONFIG: &str =
 #[test]
 fn waiting_then_wait_until_completed() {
     let config = TempConfig::new("waiting", WAITING_CONFIG);
+    // Legs last 1 s and follow each other, so they end near 1, 2, 3 s: the answer at 2.5 s
+    // comes half a leg from either edge. (At a whole number of seconds it would race the end of
+    // a leg, and a guest resumed just before its leg's deadline can run past it.)
     let program =
-        "text('start'); const r = await tools.sleep({ ms: 4000 }); text('resumed'); return r";
+        "text('start'); const r = await tools.sleep({ ms: 2500 }); text('resumed'); return r";
     let results = check(&["run", "--config", config.path(), "-"], Some(program), 0);
     assert!(results.len() >= 2, "{results:?}");
     assert_eq!(results[0]["status"], "waiting");
     assert_eq!(results[0]["reason"], "pending_tools");
     let last = results.last().unwrap();
     assert_eq!(last["status"], "completed");
-    assert_eq!(last["value"], json!({ "slept": 4000 }));
+    assert_eq!(last["value"], json!({ "slept": 2500 }));
     assert_eq!(
         last["output"],
         json!([{ "type": "text", "text": "resumed" }])
