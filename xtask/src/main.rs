@@ -499,7 +499,7 @@ const FORBIDDEN_IN_A_TOOL_CRATE: &[&str] = &[
 ];
 
 /// `cargo package --workspace`: every publishable crate packs, and builds from its package
-/// alone (the engine crates included, with their sources and licences).
+/// alone (the engine crates and the tokenizer included, with their sources and licences).
 fn package(root: &Path) -> Result<()> {
     run(cargo().current_dir(root).args([
         "package",
@@ -514,6 +514,8 @@ fn package(root: &Path) -> Result<()> {
         "codemode-quickjs-sys",
         "-p",
         "codemode-quickjs",
+        "-p",
+        "codemode-jslex",
         "-p",
         "codemode-sandbox",
     ]))
