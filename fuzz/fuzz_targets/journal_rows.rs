@@ -8,45 +8,19 @@
 
 use arbitrary::Arbitrary;
 use codemode_journal::fuzzing::{decode_events, decode_readings, decode_receipts};
-use codemode_journal::{Event, Reading, Receipt, ReceiptKey, ReceiptState};
+use codemode_journal::{
+    Event, MAX_PAYLOAD_DEPTH, Reading, Receipt, ReceiptKey, ReceiptState,
+};
 use codemode_sandbox::json_nests_deeper_than;
 use libfuzzer_sys::fuzz_target;
-use serde_json::{Number, Value, json};
+use serde_json::{Value, json};
 
-/// The deepest answer a receipt's payload reads back: serde_json's fixed recursion limit
-/// (127 levels) applies to it. A deeper answer (the bridge lets 128 through, and a receipt
-/// records an answer whatever its depth) makes the journal read as corrupt; not covered here.
-const PAYLOAD_DEPTH: usize = 127;
+mod json;
 
-#[derive(Arbitrary, Debug)]
-enum Json {
-    Null,
-    Bool(bool),
-    Int(i64),
-    Float(f64),
-    Text(String),
-    Array(Vec<Json>),
-    Object(Vec<(String, Json)>),
-}
+use json::Json;
 
-impl Json {
-    fn into_value(self) -> Value {
-        match self {
-            Json::Null => Value::Null,
-            Json::Bool(flag) => Value::Bool(flag),
-            Json::Int(number) => Value::from(number),
-            Json::Float(number) => Number::from_f64(number).map_or(Value::Null, Value::Number),
-            Json::Text(text) => Value::String(text),
-            Json::Array(items) => Value::Array(items.into_iter().map(Json::into_value).collect()),
-            Json::Object(entries) => Value::Object(
-                entries
-                    .into_iter()
-                    .map(|(key, value)| (key, value.into_value()))
-                    .collect(),
-            ),
-        }
-    }
-}
+/// The deepest answer a receipt's payload reads back (the bridge lets 128 levels through).
+const PAYLOAD_DEPTH: usize = MAX_PAYLOAD_DEPTH;
 
 #[derive(Arbitrary, Debug)]
 enum State {

@@ -13,43 +13,17 @@ use codemode_sandbox::{
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
+mod json;
+
+// Tool answers nest as deep as the fuzzer likes: the bridge must refuse what is too deep.
+use json::Json;
+
 /// A tool answer: a JSON value, an error, or never.
 #[derive(Arbitrary, Debug)]
 enum Answer {
     Value(Json),
     Error(String),
     Never,
-}
-
-/// Arbitrary JSON, nested as deep as the fuzzer likes (the bridge must refuse what is too deep).
-#[derive(Arbitrary, Debug)]
-enum Json {
-    Null,
-    Bool(bool),
-    Number(f64),
-    Text(String),
-    Array(Vec<Json>),
-    Object(Vec<(String, Json)>),
-}
-
-impl Json {
-    fn into_value(self) -> Value {
-        match self {
-            Json::Null => Value::Null,
-            Json::Bool(flag) => Value::Bool(flag),
-            Json::Number(number) => {
-                serde_json::Number::from_f64(number).map_or(Value::Null, Value::Number)
-            }
-            Json::Text(text) => Value::String(text),
-            Json::Array(items) => Value::Array(items.into_iter().map(Json::into_value).collect()),
-            Json::Object(entries) => Value::Object(
-                entries
-                    .into_iter()
-                    .map(|(key, value)| (key, value.into_value()))
-                    .collect(),
-            ),
-        }
-    }
 }
 
 #[derive(Arbitrary, Debug)]

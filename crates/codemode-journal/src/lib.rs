@@ -44,8 +44,8 @@ pub use memory::MemoryJournal;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresJournal;
 pub use record::{
-    Batch, Claim, Event, Journal, Reading, Receipt, ReceiptKey, ReceiptState, RunRecord, Scope,
-    input_hash,
+    Batch, Claim, Event, Journal, MAX_PAYLOAD_DEPTH, Reading, Receipt, ReceiptKey, ReceiptState,
+    RunRecord, Scope, input_hash,
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteJournal;

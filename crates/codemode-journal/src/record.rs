@@ -6,6 +6,53 @@ use std::fmt;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+/// Deepest nesting of a stored answer that reads back: above the 128 levels a value may have to
+/// cross the sandbox's bridge (serde_json's own fixed limit stops one level short of those), and
+/// shallow enough for a recursive parse on any thread's stack. A deeper payload is a corrupt row.
+pub const MAX_PAYLOAD_DEPTH: usize = 256;
+
+/// A stored answer's JSON, its nesting checked by a linear pass before the recursive parse.
+fn parse_payload(text: &str) -> Option<Value> {
+    if nests_deeper_than(text.as_bytes(), MAX_PAYLOAD_DEPTH) {
+        return None;
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    deserializer.disable_recursion_limit();
+    let value = serde::Deserialize::deserialize(&mut deserializer).ok()?;
+    deserializer.end().ok()?;
+    Some(value)
+}
+
+/// Whether JSON text nests arrays and objects deeper than `max` (one linear pass; strings and
+/// their escapes are skipped). The sandbox reads bridge JSON with a check of its own: the journal
+/// knows nothing of the sandbox.
+fn nests_deeper_than(text: &[u8], max: usize) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &byte in text {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
 /// Who may resume a journaled run: the same rule as a parked run. A field that is `Some` in the
 /// journal must be matched exactly by the caller.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -99,7 +146,7 @@ impl ReceiptState {
         Some(match name {
             "started" => ReceiptState::Started,
             "unknown" => ReceiptState::Unknown,
-            "ok" => ReceiptState::Ok(serde_json::from_str(payload?).ok()?),
+            "ok" => ReceiptState::Ok(parse_payload(payload?)?),
             "error" => ReceiptState::Error(payload?.to_owned()),
             _ => return None,
         })
@@ -267,4 +314,43 @@ pub enum Claim {
     Busy,
     /// No such journal (never written, finished, expired or deleted).
     Missing,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nested(levels: usize) -> String {
+        format!("{}1{}", "[".repeat(levels), "]".repeat(levels))
+    }
+
+    #[test]
+    fn an_answer_nested_as_deep_as_the_bridge_allows_reads_back() {
+        for levels in [127, 128, 200, MAX_PAYLOAD_DEPTH] {
+            let mut value = Value::from(1);
+            for _ in 0..levels {
+                value = Value::Array(vec![value]);
+            }
+            let state = ReceiptState::Ok(value);
+            let stored = state.payload().unwrap();
+            assert_eq!(
+                ReceiptState::from_stored("ok", Some(&stored)),
+                Some(state),
+                "{levels} levels"
+            );
+        }
+    }
+
+    #[test]
+    fn a_payload_nested_deeper_is_a_corrupt_row_not_a_stack_overflow() {
+        for text in [nested(MAX_PAYLOAD_DEPTH + 1), nested(1_000_000)] {
+            assert_eq!(ReceiptState::from_stored("ok", Some(&text)), None);
+        }
+        // Brackets inside strings do not count, escaped quotes do not end them.
+        let text = format!("[\"\\\"{}\"]", "[".repeat(10_000));
+        assert!(matches!(
+            ReceiptState::from_stored("ok", Some(&text)),
+            Some(ReceiptState::Ok(_))
+        ));
+    }
 }
