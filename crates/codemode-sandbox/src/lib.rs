@@ -57,7 +57,7 @@ pub use limits::{
 };
 pub use module_access::check_module_access;
 pub use placement::Placement;
-pub use run::{DEADLINE_GRACE, Run, Step, Truncation, WaitReason};
+pub use run::{DEADLINE_GRACE, Run, SETTLE_MARGIN, Step, Truncation, WaitReason};
 pub use setup::{Callable, GuestPath, GuestSetup, JsonText};
 pub use stats::{SandboxStats, stats};
 pub use store::{MAX_SUSPENDED_RUNS, Resumption, RunId, RunScope, SnapshotStore};

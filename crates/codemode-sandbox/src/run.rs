@@ -27,6 +27,13 @@ use crate::{
 /// reports `timeout` anyway (the VM is then dropped on its own thread when the call returns).
 pub const DEADLINE_GRACE: Duration = Duration::from_millis(500);
 
+/// An idle leg woken (by a host answer or a timer) this close to its deadline, or within a
+/// twentieth of the leg when that is less, parks, and what woke it settles in the next leg.
+/// Settling would race the deadline: a guest stopped at its deadline fails with `timeout`, where
+/// one awaiting host work parks, and which of the two a late answer meets must not depend on how
+/// fast the machine is.
+pub const SETTLE_MARGIN: Duration = Duration::from_millis(50);
+
 /// How a final value too big for the output budget was cut to fit: arrays keep their first
 /// items, objects their first keys, long strings their beginning, each with a marker saying what
 /// was dropped; the result is still valid JSON.
@@ -309,6 +316,7 @@ impl Run {
             );
         };
         tokio::pin!(sleep);
+        let margin = SETTLE_MARGIN.min(deadline.saturating_duration_since(Instant::now()) / 20);
         // The one way the leg's deadline reaches the VM: the engine and its interrupt handler
         // read it from the run's flags (a worker's step frame carries it to the worker's flags).
         self.flags.set_deadline(deadline);
@@ -394,10 +402,10 @@ impl Run {
             while let Some(joined) = self.tasks.try_join_next_with_id() {
                 self.collect(joined);
             }
-            // Woken at or after the deadline (a timer or an answer the runtime delivered late):
-            // the leg is over, and what arrived is settled in the next one. Stepping now would
-            // end the leg with a timeout instead of parking it.
-            if Instant::now() >= deadline {
+            // Woken at, after or just before the deadline (see [`SETTLE_MARGIN`]): the leg is
+            // over, and what arrived is settled in the next one. Stepping now would risk ending
+            // the leg with a timeout instead of parking it.
+            if deadline.saturating_duration_since(Instant::now()) <= margin {
                 return self.suspend(WaitReason::PendingTools, output);
             }
         }
