@@ -244,6 +244,17 @@ pub(crate) async fn run_with(program: &str, limits: TestLimits, host: Arc<TestHo
     }
 }
 
+/// A run suspended on `host.never(7)`, its request 1 (cancelled, through `host`, once the run is
+/// dropped): what the tests of parking and expiry park.
+pub(crate) async fn suspended_on_never(host: &Arc<TestHost>) -> Run {
+    let mut run = limits()
+        .start("return await host.never(7)", setup(), Arc::clone(host) as _)
+        .unwrap();
+    let step = run.drive(Instant::now() + Duration::from_millis(500)).await;
+    assert!(matches!(step, Step::Suspended { .. }), "{}", render(&step));
+    run
+}
+
 /// A compact, comparable rendering of a step.
 pub(crate) fn render(step: &Step) -> String {
     let output = |output: &[OutputItem]| {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::support::{TestHost, limits, render, runtime, setup};
+use crate::support::{TestHost, limits, render, runtime, setup, suspended_on_never};
 use codemode_sandbox::{
     MAX_SUSPENDED_RUNS, ManualClock, Run, RunScope, SnapshotStore, Step, StoreError, WaitReason,
 };
@@ -324,15 +324,7 @@ fn expiry_is_eager_and_cancels_host_work_in_a_quiet_host() {
     let (host, mut cancelled) = TestHost::new();
     runtime().block_on(async {
         let store: SnapshotStore = SnapshotStore::new();
-        let mut run = limits()
-            .start(
-                "return await host.never(7)",
-                setup(),
-                Arc::clone(&host) as _,
-            )
-            .unwrap();
-        let step = run.drive(Instant::now() + Duration::from_millis(500)).await;
-        assert!(matches!(step, Step::Suspended { .. }), "{}", render(&step));
+        let run = suspended_on_never(&host).await;
         store
             .park(
                 run,
@@ -359,15 +351,7 @@ fn a_manual_clock_decides_expiry() {
         let clock = ManualClock::new();
         let store: SnapshotStore = SnapshotStore::new().with_manual_clock(clock.clone());
         assert_eq!(store.now(), clock.now());
-        let mut run = limits()
-            .start(
-                "return await host.never(7)",
-                setup(),
-                Arc::clone(&host) as _,
-            )
-            .unwrap();
-        let step = run.drive(Instant::now() + Duration::from_millis(500)).await;
-        assert!(matches!(step, Step::Suspended { .. }), "{}", render(&step));
+        let run = suspended_on_never(&host).await;
         let ttl = Duration::from_secs(900);
         let id = store
             .park(run, RunScope::default(), (), ttl, 10 << 20)
