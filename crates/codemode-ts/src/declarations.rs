@@ -10,7 +10,7 @@ use crate::position::LineColumn;
 /// Parses `source` as a TypeScript declaration file (`.d.ts` mode, as a module) and returns the
 /// number of top-level statements. Any diagnostic, fatal or recovered, is an error with the
 /// line and column of `source`. The size and nesting guards of [`crate::TransformOptions`]
-/// apply first, and the parser runs on a transform pool thread (like [`crate::transform`]), so
+/// apply first, and the parser runs on a transform thread (like [`crate::transform`]), so
 /// hostile text cannot overflow the parser's stack, nor the caller's.
 ///
 /// ```
@@ -23,13 +23,13 @@ pub fn check_declaration_file(source: &str) -> Result<usize, TsError> {
     let options = crate::TransformOptions::default();
     crate::check_size(source, &options)?;
     let source = source.to_owned();
-    crate::pool::transform_pool().run_blocking(move || {
+    crate::threads::transform_threads().run_blocking(move || {
         crate::check_nesting(&source, options.max_nesting_depth)?;
         parse_declaration_file(&source, &options)
     })
 }
 
-/// [`check_declaration_file`] on the current thread (a pool thread), after the guards.
+/// [`check_declaration_file`] on the current thread (a transform thread), after the guards.
 fn parse_declaration_file(
     source: &str,
     options: &crate::TransformOptions,

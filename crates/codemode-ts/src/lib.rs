@@ -15,8 +15,8 @@
 //! stack overflow (which would abort the process).
 //!
 //! What runs is apart from where it runs: the parser and transform run on a
-//! small pool of long-lived threads with large stacks (see
-//! [`transform_pool_size`]), never on the caller's stack. [`transform`] and
+//! few long-lived threads with large stacks (see
+//! [`transform_thread_count`]), never on the caller's stack. [`transform`] and
 //! [`transform_with`] block their caller until the result is back;
 //! [`transform_async`] is the same for async callers and never blocks their
 //! thread.
@@ -41,8 +41,8 @@ mod declarations;
 mod error;
 #[doc(hidden)]
 pub mod fuzzing;
-mod pool;
 mod position;
+mod threads;
 mod transpile;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -62,14 +62,14 @@ pub const DEFAULT_MAX_SOURCE_BYTES: usize = codemode_jslex::DEFAULT_MAX_SOURCE_B
 pub const DEFAULT_MAX_NESTING_DEPTH: usize = 512;
 
 /// Default [`TransformOptions::stack_size`], and the stack of every transform
-/// pool thread: 64 MiB of address space (pages are only committed when
+/// transform thread: 64 MiB of address space (pages are only committed when
 /// touched). Measured: an unoptimized build survives 4,000 levels of every
 /// construct the nesting estimate counts on this stack, an optimized one far
 /// more, so the default limit of 512 leaves a wide margin.
 pub const DEFAULT_STACK_SIZE: usize = 64 * 1024 * 1024;
 
-/// Queue slots of the transform pool per pool thread: transforms waiting for
-/// a thread, on top of the ones running (see [`transform_pool_size`]).
+/// Queue slots of the transform threads per thread: transforms waiting for
+/// a thread, on top of the ones running (see [`transform_thread_count`]).
 pub const TRANSFORM_QUEUE_SLOTS_PER_THREAD: usize = 4;
 
 /// Limits of one transform. `Default` gives the documented defaults.
@@ -112,7 +112,7 @@ pub struct TransformOptions {
     /// a proportionally larger [`stack_size`](Self::stack_size).
     pub max_nesting_depth: usize,
     /// Stack size, in bytes, the parser and transform need. Up to
-    /// [`DEFAULT_STACK_SIZE`] they run on the transform pool, whose threads
+    /// [`DEFAULT_STACK_SIZE`] they run on the transform threads, whose threads
     /// have that stack; a larger request runs on a thread of its own, started
     /// for the call (named `ts-large-stack`). The caller's own stack (e.g. a
     /// 2 MiB async worker) is never used for parsing.
@@ -156,7 +156,7 @@ pub fn transform_count() -> u64 {
 /// Import declarations other than type-only ones, and `export`, are errors:
 /// a cell is a function body, not a module.
 ///
-/// The work runs on a transform pool thread (see [`transform_pool_size`]);
+/// The work runs on a transform thread (see [`transform_thread_count`]);
 /// this call blocks its thread until the result is back, first waiting for a
 /// free queue slot if the queue is full. On an async runtime, use
 /// [`transform_async`] instead.
@@ -190,9 +190,9 @@ pub fn transform_with(source: &str, options: &TransformOptions) -> Result<String
     let stack_size = options.stack_size;
     let work = move || transform_on_this_thread(&source, &options);
     if stack_size <= DEFAULT_STACK_SIZE {
-        pool::transform_pool().run_blocking(work)
+        threads::transform_threads().run_blocking(work)
     } else {
-        pool::run_on_own_thread_blocking(stack_size, work)
+        threads::run_on_own_thread_blocking(stack_size, work)
     }
 }
 
@@ -200,7 +200,7 @@ pub fn transform_with(source: &str, options: &TransformOptions) -> Result<String
 /// never blocked, neither by the transform nor by back-pressure.
 ///
 /// The returned future is pending while the transform queue is full (it is
-/// woken when a slot frees up) and while a pool thread transforms the cell;
+/// woken when a slot frees up) and while a transform thread transforms the cell;
 /// nothing is dropped. Dropping the future abandons the result, not the work
 /// already queued. The future is runtime-agnostic (no tokio needed).
 ///
@@ -229,41 +229,41 @@ pub async fn transform_async(source: String, options: TransformOptions) -> Resul
     let stack_size = options.stack_size;
     let work = move || transform_on_this_thread(&source, &options);
     if stack_size <= DEFAULT_STACK_SIZE {
-        pool::transform_pool().run_async(work).await
+        threads::transform_threads().run_async(work).await
     } else {
-        pool::run_on_own_thread(stack_size, work).await
+        threads::run_on_own_thread(stack_size, work).await
     }
 }
 
-/// Threads of the transform pool: the number of cores
+/// Threads of the transform threads: the number of cores
 /// ([`std::thread::available_parallelism`]), at least two.
 ///
-/// The pool threads are named `codemode-ts-0`, `codemode-ts-1`, …, have
+/// The transform threads are named `codemode-ts-0`, `codemode-ts-1`, …, have
 /// [`DEFAULT_STACK_SIZE`] of stack each, are started one at a time (the first
 /// by the first transform, another only when a transform finds every started
 /// thread busy), and live as long as the process. A panic inside swc is
-/// caught on the pool thread and reported as [`TsError::Internal`]; the thread
+/// caught on the transform thread and reported as [`TsError::Internal`]; the thread
 /// lives on.
 ///
 /// Transforms wait in a queue of [`TRANSFORM_QUEUE_SLOTS_PER_THREAD`] `×`
-/// the pool size. When it is full, a
+/// the thread count. When it is full, a
 /// new transform waits for a free slot: [`transform`] and [`transform_with`]
 /// block their thread, the future of [`transform_async`] stays pending until
-/// a pool thread takes a queued job. Nothing is dropped and nothing fails
-/// because the pool is busy.
+/// a transform thread takes a queued job. Nothing is dropped and nothing fails
+/// because the threads are busy.
 ///
 /// ```
-/// assert!(codemode_ts::transform_pool_size() >= 2);
+/// assert!(codemode_ts::transform_thread_count() >= 2);
 /// ```
-pub fn transform_pool_size() -> usize {
-    pool::pool_size()
+pub fn transform_thread_count() -> usize {
+    threads::thread_count()
 }
 
-/// Pool threads started so far in this process (never more than
-/// [`transform_pool_size`]). For tests.
+/// Transform threads started so far in this process (never more than
+/// [`transform_thread_count`]). For tests.
 #[doc(hidden)]
 pub fn transform_threads_started() -> usize {
-    pool::transform_pool().threads_started()
+    threads::transform_threads().threads_started()
 }
 
 fn check_size(source: &str, options: &TransformOptions) -> Result<(), TsError> {
@@ -289,7 +289,7 @@ fn check_nesting(source: &str, limit: usize) -> Result<(), TsError> {
     })
 }
 
-/// The whole transform, on the current thread (a pool thread).
+/// The whole transform, on the current thread (a transform thread).
 fn transform_on_this_thread(source: &str, options: &TransformOptions) -> Result<String, TsError> {
     check_nesting(source, options.max_nesting_depth)?;
     CellWrapper::for_source(source).transform(source, options.max_nesting_depth)

@@ -1,12 +1,12 @@
-//! Where transforms run: a small pool of long-lived threads with big stacks,
+//! Where transforms run: a few long-lived threads with big stacks,
 //! fed through a bounded queue.
 //!
 //! swc recurses over the syntax tree, so it needs far more stack than an
 //! async worker (2 MiB) has; starting a thread per cell costs a `clone` and a
-//! 64 MiB mapping each time. So a process has one [`TransformPool`] (started
+//! 64 MiB mapping each time. So a process has one [`TransformThreads`] (started
 //! lazily by the first transform), whose threads, named `codemode-ts-N`, live
 //! as long as the process. Each job catches its own panic and reports it as a
-//! [`TsError::Internal`], so a panic in swc never kills a pool thread.
+//! [`TsError::Internal`], so a panic in swc never kills a transform thread.
 //!
 //! The queue holds at most `capacity` jobs besides the ones running. A
 //! synchronous caller waits (blocking its thread) for a free slot; an async
@@ -22,15 +22,15 @@ use std::task::{Context, Poll, Waker};
 
 use crate::TsError;
 
-/// Work for a pool thread. It never panics (see [`job`]).
+/// Work for a transform thread. It never panics (see [`job`]).
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
-/// The process-wide pool of transform threads.
-pub(crate) fn transform_pool() -> &'static Arc<TransformPool> {
-    static POOL: OnceLock<Arc<TransformPool>> = OnceLock::new();
+/// The transform threads of the process.
+pub(crate) fn transform_threads() -> &'static Arc<TransformThreads> {
+    static POOL: OnceLock<Arc<TransformThreads>> = OnceLock::new();
     POOL.get_or_init(|| {
-        let threads = pool_size();
-        TransformPool::new(
+        let threads = thread_count();
+        TransformThreads::new(
             "codemode-ts",
             threads,
             threads * crate::TRANSFORM_QUEUE_SLOTS_PER_THREAD,
@@ -39,15 +39,15 @@ pub(crate) fn transform_pool() -> &'static Arc<TransformPool> {
     })
 }
 
-/// Threads of the process-wide pool: the number of cores, at least two.
-pub(crate) fn pool_size() -> usize {
+/// Transform threads of the process: the number of cores, at least two.
+pub(crate) fn thread_count() -> usize {
     std::thread::available_parallelism()
         .map_or(2, std::num::NonZeroUsize::get)
         .max(2)
 }
 
 /// A fixed number of long-lived threads and a bounded queue.
-pub(crate) struct TransformPool {
+pub(crate) struct TransformThreads {
     /// Thread names are `{name}-{index}`.
     name: &'static str,
     threads: usize,
@@ -64,22 +64,22 @@ pub(crate) struct TransformPool {
 
 struct Queue {
     jobs: VecDeque<Job>,
-    /// Pool threads waiting for a job.
+    /// Threads waiting for a job.
     idle: usize,
-    /// Pool threads started.
+    /// Threads started.
     started: usize,
     /// Async submitters waiting for a free slot.
     waiting: Vec<Waker>,
 }
 
-impl TransformPool {
+impl TransformThreads {
     pub(crate) fn new(
         name: &'static str,
         threads: usize,
         capacity: usize,
         stack_size: usize,
-    ) -> Arc<TransformPool> {
-        Arc::new(TransformPool {
+    ) -> Arc<TransformThreads> {
+        Arc::new(TransformThreads {
             name,
             threads: threads.max(1),
             capacity: capacity.max(1),
@@ -96,7 +96,7 @@ impl TransformPool {
         })
     }
 
-    /// Threads this pool has started so far.
+    /// Threads started so far.
     pub(crate) fn threads_started(&self) -> usize {
         self.started.load(Ordering::SeqCst)
     }
@@ -105,7 +105,7 @@ impl TransformPool {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Run `work` on a pool thread; block this thread until it is done
+    /// Run `work` on a transform thread; block this thread until it is done
     /// (first, if the queue is full, until there is a free slot).
     pub(crate) fn run_blocking<T: Send + 'static>(
         self: &Arc<Self>,
@@ -125,7 +125,7 @@ impl TransformPool {
         reply.wait()
     }
 
-    /// Run `work` on a pool thread without blocking the caller: the future
+    /// Run `work` on a transform thread without blocking the caller: the future
     /// is pending while the queue is full and while the job runs.
     pub(crate) async fn run_async<T: Send + 'static>(
         self: &Arc<Self>,
@@ -169,7 +169,7 @@ impl TransformPool {
         Ok(())
     }
 
-    /// A pool thread's life: take a job, run it, forever.
+    /// A transform thread's life: take a job, run it, forever.
     fn work(&self) {
         loop {
             let (job, waiting) = {
@@ -199,11 +199,11 @@ impl TransformPool {
 
 /// Name of the one-off threads of [`run_on_own_thread_blocking`] and
 /// [`run_on_own_thread`] (deliberately not `codemode-ts-N`: they are not
-/// pool threads).
+/// transform threads).
 const OWN_THREAD_NAME: &str = "ts-large-stack";
 
 /// Run `work` on a new thread of `stack_size` bytes, for a caller that asked
-/// for more stack than the pool threads have; block until it is done.
+/// for more stack than the transform threads have; block until it is done.
 pub(crate) fn run_on_own_thread_blocking<T: Send + 'static>(
     stack_size: usize,
     work: impl FnOnce() -> Result<T, TsError> + Send + 'static,
@@ -352,7 +352,7 @@ impl<T> Drop for ReplySender<T> {
 
 /// Waiting for a free slot in the queue, then queueing the job.
 struct Submission {
-    pool: Arc<TransformPool>,
+    pool: Arc<TransformThreads>,
     job: Option<Job>,
 }
 
@@ -388,7 +388,7 @@ mod tests {
     use std::sync::{Arc, Mutex, PoisonError};
     use std::task::{Context, Poll, Wake, Waker};
 
-    use super::TransformPool;
+    use super::TransformThreads;
     use crate::TsError;
 
     /// A waker that counts its wake-ups.
@@ -400,8 +400,8 @@ mod tests {
         }
     }
 
-    fn small_pool() -> Arc<TransformPool> {
-        TransformPool::new("codemode-ts-test", 1, 1, 1024 * 1024)
+    fn small_pool() -> Arc<TransformThreads> {
+        TransformThreads::new("codemode-ts-test", 1, 1, 1024 * 1024)
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
 use codemode_ts::{
-    TransformOptions, TsError, transform, transform_async, transform_count, transform_pool_size,
+    TransformOptions, TsError, transform, transform_async, transform_count, transform_thread_count,
     transform_threads_started, transform_with,
 };
 use proptest::prelude::*;
@@ -404,9 +404,9 @@ fn concurrent_transforms_share_a_bounded_pool() {
     // Other tests of this binary transform in parallel: still never more
     // threads than the pool has.
     assert!(transform_threads_started() >= 1);
-    assert!(transform_threads_started() <= transform_pool_size());
+    assert!(transform_threads_started() <= transform_thread_count());
     #[cfg(target_os = "linux")]
-    assert!(pool_threads_alive() <= transform_pool_size());
+    assert!(pool_threads_alive() <= transform_thread_count());
 }
 
 /// swc 47 trips over one of its own assertions on this input (found by
@@ -415,7 +415,7 @@ fn concurrent_transforms_share_a_bounded_pool() {
 #[test]
 fn a_panic_inside_swc_is_an_error_and_the_pool_lives_on() {
     let tripping = "enum ${ ${ / as ; / import type";
-    for _ in 0..2 * transform_pool_size() {
+    for _ in 0..2 * transform_thread_count() {
         let result = transform(tripping);
         assert!(
             matches!(
@@ -429,7 +429,7 @@ fn a_panic_inside_swc_is_an_error_and_the_pool_lives_on() {
             Ok("return 1;".to_owned())
         );
     }
-    assert!(transform_threads_started() <= transform_pool_size());
+    assert!(transform_threads_started() <= transform_thread_count());
 }
 
 #[test]
