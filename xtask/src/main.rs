@@ -53,6 +53,7 @@ use anyhow::{Context, Result, bail};
 mod otel;
 mod patches;
 mod postgres;
+mod sched;
 mod test262;
 mod variants;
 
@@ -762,7 +763,8 @@ struct Row {
 /// `cargo xtask bench [PACKAGE] [-- FILTER...]`: every benchmark, or one package's with divan's
 /// name filters (then without the host-memory rows and the engine patches' rows);
 /// `cargo xtask bench patches`: only what each speed patch of the engine gains;
-/// `cargo xtask bench otel`: only what OpenTelemetry compiled in and off costs.
+/// `cargo xtask bench otel`: only what OpenTelemetry compiled in and off costs;
+/// `cargo xtask bench sched`: only what each scheduling mechanism of the VM threads gains.
 fn bench(root: &Path, args: &[String]) -> Result<()> {
     let split = args.iter().position(|arg| arg == "--");
     let (named, filters) = match split {
@@ -775,6 +777,9 @@ fn bench(root: &Path, args: &[String]) -> Result<()> {
     }
     if only.is_some_and(|only| only == "otel") {
         return otel::bench_otel(root);
+    }
+    if only.is_some_and(|only| only == "sched") {
+        return sched::bench_sched(root);
     }
     // The journal benchmarks measure Postgres on loopback too when there is one.
     let (postgres_url, _postgres) = test_postgres(root, false)?;

@@ -26,6 +26,11 @@ fn main() {
         otel_child(mode.to_str() == Some("on"));
         return;
     }
+    // `cargo xtask bench sched` reads one report of a process of its own per variant.
+    if std::env::var_os(BESIDE_CPU_BOUND_ONLY).is_some() {
+        report_trivial_exec_beside_cpu_bound_cells();
+        return;
+    }
     // `cargo xtask bench otel` times divan's rows of two builds in turns, without the reports.
     if std::env::var_os("CODEMODE_BENCH_ROWS_ONLY").is_none() {
         report_first_exec_in_a_new_process();
@@ -225,6 +230,9 @@ fn report_warm_exec_with_otel() {
         }
     }
 }
+
+/// Set to print only [`report_trivial_exec_beside_cpu_bound_cells`]'s row.
+const BESIDE_CPU_BOUND_ONLY: &str = "CODEMODE_BENCH_BESIDE_CPU_BOUND_ONLY";
 
 /// p50 / p99 of `exec("return 1")` on a 2-worker runtime while two other cells spin until their
 /// deadline (printed, not timed by divan: divan reports no percentiles).

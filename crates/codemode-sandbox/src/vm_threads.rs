@@ -143,7 +143,7 @@ impl StepQueue {
     }
 }
 
-struct Pool {
+struct VmThreads {
     queue: StepQueue,
     /// Permits = threads + queued steps; a step holds one from submission to completion.
     slots: Arc<Semaphore>,
@@ -156,6 +156,49 @@ struct Pool {
     /// Steps submitted whose step function has not returned yet (what a VM leaves to tear down
     /// after answering is not counted).
     computing: AtomicUsize,
+    mechanisms: Mechanisms,
+}
+
+/// The mechanisms of the VM threads that exist only for speed. Each is on in production; `cargo
+/// xtask bench sched` turns them off in turns (through [`PLAIN_SCHEDULING_VAR`]) to measure what
+/// each gains against the plain alternative, a queue whose every submission wakes a sleeping
+/// thread through its condvar (ARCHITECTURE.md keeps the figures).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Mechanisms {
+    /// After a step, one thread looks for the next step for [`SPIN_BEFORE_SLEEP`] before it
+    /// sleeps, and a submission wakes nobody while it looks.
+    looking: bool,
+    /// A caller looks for its step's answer for [`CALLER_SPIN`] ([`BUILD_SPIN`] for a VM
+    /// build) before its task parks.
+    caller_spin: bool,
+    /// A thread takes the looking role before it drops a brief leftover (a small VM), not after.
+    brief_teardown: bool,
+    /// A long step lowers its thread's priority by [`LONG_STEP_NICE`] while long steps fill the
+    /// cores and another step waits.
+    demotion: bool,
+}
+
+/// Names the mechanisms a benchmark turns off, comma-separated (`looking`, `caller-spin`,
+/// `brief-teardown`, `demotion`, or `all`). Read once, when the first step is submitted; meant
+/// for `cargo xtask bench sched` only, never for a deployment.
+const PLAIN_SCHEDULING_VAR: &str = "CODEMODE_PLAIN_SCHEDULING";
+
+impl Mechanisms {
+    /// Every mechanism on, except those `plain` names (see [`PLAIN_SCHEDULING_VAR`]).
+    fn all_except(plain: &str) -> Self {
+        let off = |name: &str| {
+            plain
+                .split(',')
+                .map(str::trim)
+                .any(|word| word == name || word == "all")
+        };
+        Self {
+            looking: !off("looking"),
+            caller_spin: !off("caller-spin"),
+            brief_teardown: !off("brief-teardown"),
+            demotion: !off("demotion"),
+        }
+    }
 }
 
 /// VM threads of this process: four per available core, at least 4 and at most 64.
@@ -169,15 +212,15 @@ pub fn thread_count() -> usize {
 
 /// VM threads started so far (they start lazily, one per concurrently running step).
 pub fn threads_started() -> usize {
-    pool().started.load(Ordering::SeqCst)
+    vm_threads().started.load(Ordering::SeqCst)
 }
 
-fn pool() -> &'static Pool {
-    static POOL: OnceLock<Pool> = OnceLock::new();
+fn vm_threads() -> &'static VmThreads {
+    static POOL: OnceLock<VmThreads> = OnceLock::new();
     POOL.get_or_init(|| {
         let threads = thread_count();
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        Pool {
+        VmThreads {
             queue: StepQueue {
                 jobs: Mutex::new(VecDeque::new()),
                 ready: Condvar::new(),
@@ -189,6 +232,9 @@ fn pool() -> &'static Pool {
             cores,
             long_steps: AtomicUsize::new(0),
             computing: AtomicUsize::new(0),
+            mechanisms: Mechanisms::all_except(
+                &std::env::var(PLAIN_SCHEDULING_VAR).unwrap_or_default(),
+            ),
         }
     })
 }
@@ -256,7 +302,7 @@ where
     F: FnOnce() -> (T, Leftover) + Send + 'static,
     T: Send + 'static,
 {
-    let pool = pool();
+    let pool = vm_threads();
     let permit = Arc::clone(&pool.slots)
         .acquire_owned()
         .await
@@ -269,8 +315,11 @@ where
     // The caller's span (a run's leg) is the VM thread's while the step runs, so that what the
     // step starts (a VM build, host calls polled in place) is traced under it.
     let span = tracing::Span::current();
+    let caller_spin = pool.mechanisms.caller_spin;
     let job: Job = Box::new(move || -> Rest {
-        job_cpu.store(current_cpu(), Ordering::Relaxed);
+        if caller_spin {
+            job_cpu.store(current_cpu(), Ordering::Relaxed);
+        }
         let outcome = {
             let _entered = span.enter();
             catch_unwind(AssertUnwindSafe(step))
@@ -304,6 +353,7 @@ where
     // steps that want every core would slow them down. And never on the core the step runs on
     // (the scheduler placed both threads there): the spin would take half the step's time.
     let spin = match expected {
+        _ if !caller_spin => std::time::Duration::ZERO,
         Expected::VmBuild if pool.computing.load(Ordering::SeqCst) < pool.cores => BUILD_SPIN,
         Expected::Brief | Expected::VmBuild => CALLER_SPIN,
     };
@@ -331,14 +381,14 @@ where
 }
 
 /// Steps submitted and not yet finished (running or waiting for a thread).
-fn busy_steps(pool: &Pool) -> usize {
+fn busy_steps(pool: &VmThreads) -> usize {
     pool.threads + MAX_QUEUED_STEPS - pool.slots.available_permits()
 }
 
 /// Starts one more VM thread while fewer are running than steps have been submitted, up to the
 /// bound. Threads exit only when demoted (see [`leave_if_demoted`]); an idle one blocks on the
 /// job queue.
-fn ensure_thread(pool: &'static Pool) {
+fn ensure_thread(pool: &'static VmThreads) {
     if DEMOTED.get() {
         // A host future polled in place on a demoted VM thread: a thread started here would
         // inherit the lowered priority. The next caller starts it.
@@ -357,7 +407,7 @@ fn ensure_thread(pool: &'static Pool) {
                 let spawned = std::thread::Builder::new()
                     .name(format!("codemode-vm-{started}"))
                     .stack_size(VM_THREAD_STACK_BYTES)
-                    .spawn(move || serve_steps(&pool.queue));
+                    .spawn(move || serve_steps(&pool.queue, pool.mechanisms));
                 if spawned.is_err() {
                     pool.started.fetch_sub(1, Ordering::SeqCst);
                     tracing::warn!(target: "codemode_sandbox", "could not start a VM thread");
@@ -391,7 +441,7 @@ thread_local! {
     static STEP_BEGAN: Cell<Option<std::time::Instant>> = const { Cell::new(None) };
     /// Whether this VM thread lowered its own priority (it exits after its step).
     static DEMOTED: Cell<bool> = const { Cell::new(false) };
-    /// Whether the current step is counted in `Pool::long_steps`.
+    /// Whether the current step is counted in `VmThreads::long_steps`.
     static COUNTED_LONG: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -407,7 +457,10 @@ pub(crate) fn note_guest_progress(now: std::time::Instant) {
     if DEMOTED.get() || now.saturating_duration_since(began) < LONG_STEP {
         return;
     }
-    let pool = pool();
+    let pool = vm_threads();
+    if !pool.mechanisms.demotion {
+        return;
+    }
     if !COUNTED_LONG.replace(true) {
         pool.long_steps.fetch_add(1, Ordering::SeqCst);
     }
@@ -468,10 +521,10 @@ fn current_cpu() -> usize {
 /// microseconds) instead of waking a sleeping thread, which on a virtual machine costs as much
 /// and competes for the same cores. A long teardown never holds the role, so another session's
 /// step never waits for it.
-fn serve_steps(queue: &StepQueue) {
+fn serve_steps(queue: &StepQueue, mechanisms: Mechanisms) {
     let mut looking = false;
     while !DEMOTED.get() {
-        if !looking {
+        if !looking && mechanisms.looking {
             looking = queue.start_looking();
         }
         let job = if looking {
@@ -488,9 +541,9 @@ fn serve_steps(queue: &StepQueue) {
         let rest = job();
         STEP_BEGAN.set(None);
         if COUNTED_LONG.replace(false) {
-            pool().long_steps.fetch_sub(1, Ordering::SeqCst);
+            vm_threads().long_steps.fetch_sub(1, Ordering::SeqCst);
         }
-        if rest.brief && !DEMOTED.get() {
+        if rest.brief && mechanisms.looking && mechanisms.brief_teardown && !DEMOTED.get() {
             looking = queue.start_looking();
         }
         let value = rest.value;
@@ -507,7 +560,7 @@ fn serve_steps(queue: &StepQueue) {
 /// inherits its creator's priority.
 fn leave_if_demoted() {
     if DEMOTED.get() {
-        pool().started.fetch_sub(1, Ordering::SeqCst);
+        vm_threads().started.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -559,7 +612,7 @@ mod tests {
             // once long (other tests' steps can only add to the counts).
             let (release, released) = crossbeam_channel::bounded::<()>(0);
             let (counted, long) = crossbeam_channel::unbounded::<()>();
-            let cores = pool().cores;
+            let cores = vm_threads().cores;
             let others: Vec<_> = (0..cores)
                 .map(|_| {
                     let released = released.clone();
@@ -609,6 +662,35 @@ mod tests {
         assert!(!should_demote(1, 3, 2), "one long step among short ones");
         assert!(!should_demote(2, 2, 2), "nobody waits for a core");
         assert!(!should_demote(1, 1, 2), "alone");
+    }
+
+    #[test]
+    fn a_benchmark_turns_mechanisms_off_by_name() {
+        let all_on = Mechanisms {
+            looking: true,
+            caller_spin: true,
+            brief_teardown: true,
+            demotion: true,
+        };
+        assert_eq!(Mechanisms::all_except(""), all_on);
+        assert_eq!(Mechanisms::all_except("unknown"), all_on);
+        assert_eq!(
+            Mechanisms::all_except("caller-spin, demotion"),
+            Mechanisms {
+                caller_spin: false,
+                demotion: false,
+                ..all_on
+            }
+        );
+        assert_eq!(
+            Mechanisms::all_except("all"),
+            Mechanisms {
+                looking: false,
+                caller_spin: false,
+                brief_teardown: false,
+                demotion: false,
+            }
+        );
     }
 
     #[test]
