@@ -48,7 +48,7 @@ pub struct PendingCall {
 /// A panicking call rejects the guest promise with "code mode host call failed".
 ///
 /// ```
-/// use codemode_sandbox::{BridgeHost, BridgeRequest};
+/// use codemode_engine::{BridgeHost, BridgeRequest};
 ///
 /// struct Echo;
 ///
