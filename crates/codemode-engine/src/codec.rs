@@ -221,7 +221,7 @@ pub(crate) fn output_item_bytes(is_json: bool, payload_bytes: usize) -> usize {
     envelope.saturating_add(payload_bytes)
 }
 
-/// Wire bytes of an output item (see [`output_item_bytes`]).
+/// Wire bytes of an output item (see `output_item_bytes`).
 pub fn output_bytes(output: &OutputItem) -> usize {
     match output {
         OutputItem::Text { text } => output_item_bytes(false, json_string_bytes(text)),

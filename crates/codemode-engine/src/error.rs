@@ -149,7 +149,7 @@ pub enum StoreError {
     /// Another caller is resuming this run right now.
     #[error("code mode run is already being resumed.")]
     AlreadyResuming,
-    /// The process-wide cap of parked runs ([`MAX_SUSPENDED_RUNS`](crate::MAX_SUSPENDED_RUNS)) is reached.
+    /// The process-wide cap of parked runs (`MAX_SUSPENDED_RUNS`, codemode-sandbox) is reached.
     #[error("too many suspended code mode runs.")]
     TooManySuspendedRuns,
     /// The run's measured size is over `max_snapshot_bytes` (the run is dropped).

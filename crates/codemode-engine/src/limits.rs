@@ -46,7 +46,7 @@ pub const MAX_GUEST_STACK_BYTES: usize = VM_THREAD_STACK_BYTES / 2;
 /// a native built-in; every host callback checks it as well, and built-ins whose native loops
 /// can run long are bounded before guest code runs (docs/builtins-audit.md lists each). One
 /// deadline covers building the VM, compiling the program and running it. A step that still
-/// has not returned at the deadline plus [`DEADLINE_GRACE`](crate::DEADLINE_GRACE) is abandoned:
+/// has not returned at the deadline plus `DEADLINE_GRACE` (codemode-sandbox) is abandoned:
 /// the leg fails with `timeout` at once and the VM is dropped on its own thread when the native
 /// call it is stuck in returns. A failure is reported as the memory limit exactly when QuickJS
 /// threw what it throws for a failed allocation (`null` or `InternalError: out of memory`) and
