@@ -33,7 +33,8 @@ pub fn serve_worker() -> ExitCode {
     serve(None)
 }
 
-/// Test-only misbehaviours of `codemode-test-worker` (this crate's tests). Not part of the API.
+/// Test-only misbehaviours of `codemode-test-worker` (codemode-sandbox's tests). Not part of the
+/// API.
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Misbehaviour {
@@ -76,7 +77,7 @@ impl Misbehaviour {
     }
 }
 
-/// The worker of this crate's tests, misbehaving at its first step. Not part of the API.
+/// The worker of codemode-sandbox's tests, misbehaving at its first step. Not part of the API.
 #[doc(hidden)]
 pub fn serve_misbehaving_worker(misbehaviour: Option<Misbehaviour>) -> ExitCode {
     serve(misbehaviour)
