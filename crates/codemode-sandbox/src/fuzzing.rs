@@ -1,8 +1,9 @@
 //! Entry points for the fuzz targets (`fuzz/`, `cargo xtask fuzz`); not part of the API.
 //!
-//! Hidden from the docs, with no stability promise: it only hands the crate's own decoders at
-//! the boundary (the worker protocol's frames, the bridge's JSON) to the fuzz crate, which
-//! cannot reach crate-private items. Nothing here changes what those decoders do.
+//! Hidden from the docs, with no stability promise: it only hands the decoders at the boundary
+//! (the worker protocol's frames, from codemode-worker; the bridge's JSON, from codemode-engine)
+//! to the fuzz crate, as this crate's host side uses them. Nothing here changes what those
+//! decoders do.
 
 use serde_json::Value;
 

@@ -9,59 +9,46 @@
 //! helper objects are frozen, and no limit breach may panic, hang or exhaust the host.
 //!
 //! It knows nothing about catalogs, tools, MCP or plugins: method names and values are opaque
-//! data given by the caller (`codemode-core`). It is the only crate that knows rquickjs; no
-//! rquickjs type appears in its API. Nothing is written to disk.
+//! data given by the caller (`codemode-core`). It does not know rquickjs either: the VM and its
+//! natives are `codemode-engine`'s (whose types this crate re-exports), and a worker process's
+//! side of the pipe is `codemode-worker`'s. What this crate holds is where and when steps run:
+//! the async run driver, the VM threads, the prebuilt VMs, the worker processes' host side, and
+//! the parked-run store. Nothing is written to disk.
 //!
 //! Feature flags: none. It needs a tokio runtime with timers to [`Run::drive`] a run; host calls
 //! are spawned on it. Guest code never runs on that runtime's threads: every VM runs its steps
 //! on a bounded pool of VM threads of this crate ([`thread_count`]).
 
-mod bridge;
-mod bytecode;
-mod checks;
 mod clock;
-mod codec;
-mod deferred;
-mod engine;
-mod error;
-mod heap;
-mod install;
-mod limits;
-mod module_access;
 mod placement;
 mod run;
-mod setup;
 mod stats;
 mod store;
-mod tape;
 mod vm_pool;
 mod vm_threads;
 mod worker;
 
+// The engine's internal modules, named here as they were when they lived in this crate.
+use codemode_engine::{codec, engine, install};
+
 #[doc(hidden)]
 pub mod fuzzing;
 
-/// Re-exported so implementors of [`BridgeHost`] need no direct dependency on `async-trait`.
-pub use async_trait::async_trait;
-pub use bridge::{BridgeHost, BridgeRequest, PendingCall, RequestId};
-pub use checks::{MAX_NESTING, MAX_PROGRAM_NAMES, MAX_READINGS, check_body, check_program};
 pub use clock::ManualClock;
-pub use codec::OutputItem;
-pub use codec::{MAX_ERROR_MESSAGE_BYTES, json_nests_deeper_than};
-pub use error::{ErrorCode, RunError, StoreError};
-pub use install::PreparedSetup;
-pub use limits::{
-    DEFAULT_MAX_CALL_ARGS_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PENDING_CALLS,
-    DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_SNAPSHOT_BYTES, DEFAULT_MAX_SOURCE_BYTES,
-    DEFAULT_MEMORY_BYTES, DEFAULT_STACK_BYTES, Limits, MAX_JSON_DEPTH,
+// The VM's types and limits, from the crate that holds the VM (codemode-engine).
+pub use codemode_engine::{
+    BridgeHost, BridgeRequest, Callable, DEFAULT_MAX_CALL_ARGS_BYTES, DEFAULT_MAX_OUTPUT_BYTES,
+    DEFAULT_MAX_PENDING_CALLS, DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_SNAPSHOT_BYTES,
+    DEFAULT_MAX_SOURCE_BYTES, DEFAULT_MEMORY_BYTES, DEFAULT_STACK_BYTES, ErrorCode, GuestPath,
+    GuestSetup, JsonText, Limits, MAX_ERROR_MESSAGE_BYTES, MAX_JSON_DEPTH, MAX_NESTING,
+    MAX_PROGRAM_NAMES, MAX_READINGS, OutputItem, PendingCall, PreparedSetup, ReadingKind,
+    RequestId, RunError, StoreError, Tape, Truncation, async_trait, check_body,
+    check_module_access, check_program, json_nests_deeper_than,
 };
-pub use module_access::check_module_access;
 pub use placement::Placement;
-pub use run::{DEADLINE_GRACE, Run, SETTLE_MARGIN, Step, Truncation, WaitReason};
-pub use setup::{Callable, GuestPath, GuestSetup, JsonText};
+pub use run::{DEADLINE_GRACE, Run, SETTLE_MARGIN, Step, WaitReason};
 pub use stats::{SandboxStats, stats};
 pub use store::{MAX_SUSPENDED_RUNS, Resumption, RunId, RunScope, SnapshotStore};
-pub use tape::{ReadingKind, Tape};
 pub use vm_pool::{MAX_POOLED_VMS, VmPool};
 pub use vm_threads::{MAX_QUEUED_STEPS, thread_count, threads_started};
 pub use worker::{

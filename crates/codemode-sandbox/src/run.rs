@@ -20,7 +20,8 @@ use crate::vm_pool::Refill;
 use crate::vm_threads::{Expected, Leftover, run_step_then_drop};
 use crate::worker::{WorkerPhase, WorkerStop, WorkerVm, step_in_worker};
 use crate::{
-    BridgeHost, Limits, OutputItem, PendingCall, Placement, RunError, WorkerPool, check_program,
+    BridgeHost, Limits, OutputItem, PendingCall, Placement, RunError, Truncation, WorkerPool,
+    check_program,
 };
 
 /// How long after its deadline a leg still waits for a VM step stuck in one native call before it
@@ -33,18 +34,6 @@ pub const DEADLINE_GRACE: Duration = Duration::from_millis(500);
 /// one awaiting host work parks, and which of the two a late answer meets must not depend on how
 /// fast the machine is.
 pub const SETTLE_MARGIN: Duration = Duration::from_millis(50);
-
-/// How a final value too big for the output budget was cut to fit: arrays keep their first
-/// items, objects their first keys, long strings their beginning, each with a marker saying what
-/// was dropped; the result is still valid JSON.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Truncation {
-    /// UTF-8 bytes of the value's JSON before it was cut.
-    pub original_bytes: usize,
-    /// UTF-8 bytes of the JSON that was kept.
-    pub kept_bytes: usize,
-}
 
 /// Why a leg ended with the run still alive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -235,6 +224,9 @@ impl Run {
             Placement::Process(pool) => Some((pool.clone(), Arc::default())),
             Placement::Thread | Placement::PrebuiltThreads(_) => None,
         };
+        // Every interrupt poll of guest code tells the VM threads of its progress (a long step's
+        // thread is demoted); set once per process, before any run's first step.
+        crate::engine::on_guest_progress(crate::vm_threads::note_guest_progress);
         let flags = prepared
             .as_ref()
             .map_or_else(|| Arc::new(Flags::new()), |vm| Arc::clone(vm.flags()));

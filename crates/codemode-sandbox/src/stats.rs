@@ -4,7 +4,6 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-static VM_BUILDS: AtomicU64 = AtomicU64::new(0);
 static WORKERS_STARTED: AtomicU64 = AtomicU64::new(0);
 static WORKERS_ENDED: AtomicU64 = AtomicU64::new(0);
 static WORKERS_REPLACED: AtomicU64 = AtomicU64::new(0);
@@ -36,15 +35,11 @@ pub struct SandboxStats {
 /// Reads the counters.
 pub fn stats() -> SandboxStats {
     SandboxStats {
-        vm_builds: VM_BUILDS.load(Ordering::Relaxed),
+        vm_builds: codemode_engine::vm_builds(),
         workers_started: WORKERS_STARTED.load(Ordering::Relaxed),
         workers_ended: WORKERS_ENDED.load(Ordering::Relaxed),
         workers_replaced: WORKERS_REPLACED.load(Ordering::Relaxed),
     }
-}
-
-pub(crate) fn vm_built() {
-    VM_BUILDS.fetch_add(1, Ordering::Relaxed);
 }
 
 pub(crate) fn worker_started() {

@@ -29,15 +29,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 
+use codemode_engine::VM_THREAD_STACK_BYTES;
 use tokio::sync::{Semaphore, oneshot};
-
-/// Stack of each VM thread. Guest recursion is bounded by [`Limits::stack_bytes`]
-/// (`crate::Limits`), far below this; the rest is for the host natives. Pages are committed
-/// only when touched.
-pub(crate) const VM_THREAD_STACK_BYTES: usize = 16 * 1024 * 1024;
-
-/// Largest guest stack accepted on a VM thread; a larger `Limits::stack_bytes` is lowered to it.
-pub(crate) const MAX_GUEST_STACK_BYTES: usize = VM_THREAD_STACK_BYTES / 2;
 
 /// How long a caller looks for its step's answer before its task parks (see
 /// [`run_step_then_drop`]).

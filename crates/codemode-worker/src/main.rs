@@ -6,9 +6,9 @@
 //!
 //! The host finds it through the pool's config, else `CODEMODE_WORKER`, else next to its own
 //! executable. The `codemode` command does not need it: it is its own worker (`codemode worker`).
-//! All of it is `codemode_sandbox::serve_worker`; this crate is only its binary.
+//! All of it is [`codemode_worker::serve_worker`]; this file is only its binary.
 #![forbid(unsafe_code)]
 
 fn main() -> std::process::ExitCode {
-    codemode_sandbox::serve_worker()
+    codemode_worker::serve_worker()
 }

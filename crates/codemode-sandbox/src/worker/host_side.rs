@@ -20,7 +20,6 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
-use super::lockdown::ADDRESS_SPACE_FLAG;
 use super::protocol::{
     BuildRef, Done, FrameError, HostMessage, MAX_HELLO_BYTES, PROTOCOL_VERSION, ProgressWire,
     WorkerMessage, instant_in, nanos, read_frame, write_frame,
@@ -34,6 +33,7 @@ use crate::{
     BridgeHost, DEADLINE_GRACE, Limits, MAX_JSON_DEPTH, PendingCall, ReadingKind, RequestId,
     RunError, Tape,
 };
+use codemode_worker::ADDRESS_SPACE_FLAG;
 
 mod exchange;
 

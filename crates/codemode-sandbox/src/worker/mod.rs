@@ -4,29 +4,28 @@
 //! The async driver (run.rs) sends a step to a VM thread of this process (vm_threads.rs), or,
 //! with [`Placement::Process`](crate::Placement::Process), to
 //! a worker process through its pipes (host_side.rs, on a VM thread as well, which waits for the
-//! worker's answer). The worker (worker_side.rs) runs the same engine on the same steps. The
+//! worker's answer). The worker (`codemode-worker`) runs the same engine on the same steps. The
 //! guest's host calls and local calls cross the pipe as requests the worker makes and the host
-//! answers, as the same JSON they are in-process (protocol.rs).
+//! answers, as the same JSON they are in-process (`codemode_worker::protocol`).
 //!
 //! What a worker process adds: an engine bug (memory corruption, a native call that never
 //! returns) is a bug in a process that holds nothing but one guest's VM. The host kills it at the
 //! deadline plus [`DEADLINE_GRACE`](crate::DEADLINE_GRACE) and replaces it; a worker that dies
 //! fails only its own run. On Linux the worker also drops every privilege it does not need
-//! (lockdown.rs).
+//! (`codemode-worker`'s lockdown.rs).
 
 mod host_side;
-mod lockdown;
-pub(crate) mod protocol;
-mod worker_side;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 pub use host_side::WorkerPool;
 pub(crate) use host_side::{WorkerPhase, WorkerStop, WorkerVm, step_in_worker};
-pub use worker_side::serve_worker;
+// The worker's side of the pipe, and the frames both sides exchange.
+pub(crate) use codemode_worker::protocol;
+pub use codemode_worker::serve_worker;
 #[doc(hidden)]
-pub use worker_side::{Misbehaviour, serve_misbehaving_worker};
+pub use codemode_worker::{Misbehaviour, serve_misbehaving_worker};
 
 use crate::MAX_SUSPENDED_RUNS;
 

@@ -4,7 +4,6 @@ mod bridge;
 mod deferred;
 mod invariants;
 mod lazy_roots;
-mod lexer;
 mod pool;
 mod run;
 mod stop;

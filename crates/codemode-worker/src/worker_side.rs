@@ -21,8 +21,8 @@ use super::protocol::{
 };
 use crate::engine::{Engine, Flags, Progress, StepInput, StepOutput};
 use crate::install::InstallPlan;
-use crate::vm_threads::VM_THREAD_STACK_BYTES;
 use crate::{BridgeHost, BridgeRequest, Limits, ReadingKind, RequestId, RunError, Tape};
+use codemode_engine::VM_THREAD_STACK_BYTES;
 
 /// The worker's `main`: serves steps on stdin and stdout until the host closes stdin. The
 /// `codemode-worker` binary is this function; the `codemode` command calls it for its hidden
@@ -33,7 +33,8 @@ pub fn serve_worker() -> ExitCode {
     serve(None)
 }
 
-/// Test-only misbehaviours of `codemode-test-worker` (this crate's tests). Not part of the API.
+/// Test-only misbehaviours of `codemode-test-worker` (codemode-sandbox's tests). Not part of the
+/// API.
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Misbehaviour {
@@ -76,7 +77,7 @@ impl Misbehaviour {
     }
 }
 
-/// The worker of this crate's tests, misbehaving at its first step. Not part of the API.
+/// The worker of codemode-sandbox's tests, misbehaving at its first step. Not part of the API.
 #[doc(hidden)]
 pub fn serve_misbehaving_worker(misbehaviour: Option<Misbehaviour>) -> ExitCode {
     serve(misbehaviour)
@@ -258,7 +259,7 @@ fn warm_up() {
     }
     // The parts of the bootstrap a VM loads on first use compile on a thread of their own,
     // which the system-call filter would not let start later.
-    crate::bytecode::finish_compiling();
+    codemode_engine::finish_compiling();
 }
 
 fn serve_on_vm_thread(started: bool, misbehaviour: Option<Misbehaviour>) -> ExitCode {

@@ -24,10 +24,18 @@ pub const DEFAULT_MAX_SOURCE_BYTES: usize = codemode_jslex::DEFAULT_MAX_SOURCE_B
 /// Deeper values are refused with a guest-visible error instead of risking the host's stack.
 pub const MAX_JSON_DEPTH: usize = 128;
 
+/// Stack of each VM thread (the sandbox's VM threads, a worker process's step thread). Guest
+/// recursion is bounded by [`Limits::stack_bytes`], far below this; the rest is for the host
+/// natives. Pages are committed only when touched.
+pub const VM_THREAD_STACK_BYTES: usize = 16 * 1024 * 1024;
+
+/// Largest guest stack accepted on a VM thread; a larger `Limits::stack_bytes` is lowered to it.
+pub const MAX_GUEST_STACK_BYTES: usize = VM_THREAD_STACK_BYTES / 2;
+
 /// The limits of one run, plain data (it crosses to a worker process as it is). Construct with
 /// [`Limits::default`] and override fields, or use the `with_*` builder methods. Time is not a
-/// limit here: each leg's deadline is the argument of [`Run::drive`](crate::Run::drive), and
-/// where the run executes is its [`Placement`](crate::Placement).
+/// limit here: each leg's deadline is the argument of `Run::drive` (codemode-sandbox), and
+/// where the run executes is its `Placement`.
 ///
 /// What the limits do *not* cover: host work done for bridge calls (its time and memory belong to
 /// the host), time spent while the run is parked, and the host memory of settled results beyond
@@ -38,7 +46,7 @@ pub const MAX_JSON_DEPTH: usize = 128;
 /// a native built-in; every host callback checks it as well, and built-ins whose native loops
 /// can run long are bounded before guest code runs (docs/builtins-audit.md lists each). One
 /// deadline covers building the VM, compiling the program and running it. A step that still
-/// has not returned at the deadline plus [`DEADLINE_GRACE`](crate::DEADLINE_GRACE) is abandoned:
+/// has not returned at the deadline plus `DEADLINE_GRACE` (codemode-sandbox) is abandoned:
 /// the leg fails with `timeout` at once and the VM is dropped on its own thread when the native
 /// call it is stuck in returns. A failure is reported as the memory limit exactly when QuickJS
 /// threw what it throws for a failed allocation (`null` or `InternalError: out of memory`) and
@@ -46,11 +54,11 @@ pub const MAX_JSON_DEPTH: usize = 128;
 /// error.
 ///
 /// ```
-/// use codemode_sandbox::Limits;
+/// use codemode_engine::Limits;
 ///
 /// let limits = Limits::default().with_memory_bytes(8 << 20);
 /// assert_eq!(limits.memory_bytes, 8 << 20);
-/// assert_eq!(limits.max_pending_calls, codemode_sandbox::DEFAULT_MAX_PENDING_CALLS);
+/// assert_eq!(limits.max_pending_calls, codemode_engine::DEFAULT_MAX_PENDING_CALLS);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
@@ -59,7 +67,7 @@ pub struct Limits {
     /// memory limit exceeded" unless the guest catches the error.
     pub memory_bytes: usize,
     /// Native stack budget for guest code. Deep recursion beyond it throws a catchable
-    /// `RangeError`. The thread that calls [`Run::drive`](crate::Run::drive) needs at least this
+    /// `RangeError`. The thread that calls `Run::drive` (codemode-sandbox) needs at least this
     /// much free stack plus about 256 KiB (tokio's 2 MiB worker stacks are ample).
     pub stack_bytes: usize,
     /// Budget for all output items plus the final value, counted as UTF-8 bytes of their JSON,
@@ -68,7 +76,7 @@ pub struct Limits {
     /// Bridge calls in flight at once; the next one rejects in the guest with
     /// "too many pending code mode tool calls".
     pub max_pending_calls: usize,
-    /// Size budget of a parked run (checked by the [`SnapshotStore`](crate::SnapshotStore)).
+    /// Size budget of a parked run (checked by the `SnapshotStore` (codemode-sandbox)).
     pub max_snapshot_bytes: usize,
     /// Further bridge calls that wait in a FIFO queue while `max_pending_calls` are in flight;
     /// the call after that rejects in the guest with "too many pending code mode tool calls".
@@ -77,7 +85,7 @@ pub struct Limits {
     /// before the host parses it. All started and queued calls of a run together hold at most
     /// [`Limits::max_in_flight_args_bytes`].
     pub max_call_args_bytes: usize,
-    /// Largest program accepted by [`Run::start`](crate::Run::start), in UTF-8 bytes.
+    /// Largest program accepted by `Run::start`, in UTF-8 bytes.
     pub max_source_bytes: usize,
 }
 

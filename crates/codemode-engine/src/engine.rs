@@ -33,7 +33,7 @@ mod flags;
 mod natives;
 mod probe;
 
-pub(crate) use flags::{Flags, count_stop_signal};
+pub use flags::{Flags, count_stop_signal, on_guest_progress};
 use natives::{Natives, bootstrap};
 
 use crate::codec::{encode_host_value, output_bytes, parse_bridge_json, syntax_message, truncate};
@@ -44,7 +44,8 @@ use crate::{
     Truncation,
 };
 
-pub(crate) const HOST_CALL_FAILED: &str = "code mode host call failed";
+/// The guest-visible message of a host call that failed or panicked, in place of its detail.
+pub const HOST_CALL_FAILED: &str = "code mode host call failed";
 const TOO_MANY_PENDING: &str = "too many pending code mode tool calls";
 const OUTPUT_LIMIT: &str = "code mode output limit exceeded";
 const TIMEOUT: &str = "code mode timeout exceeded";
@@ -57,7 +58,7 @@ const JOBS_PER_DEADLINE_CHECK: u32 = 256;
 const GC_THRESHOLD_BYTES: usize = 2 * 1024 * 1024;
 
 /// A host call's future, polled once in place and otherwise spawned by the caller's runtime.
-pub(crate) type HostFuture = Pin<Box<dyn Future<Output = Result<Value, String>> + Send>>;
+pub type HostFuture = Pin<Box<dyn Future<Output = Result<Value, String>> + Send>>;
 
 /// How the guest's main promise settled, reported by `hostFinish`.
 enum Finish {
@@ -123,18 +124,18 @@ struct Vm {
 }
 
 /// What the driver hands a step.
-pub(crate) struct StepInput {
+pub struct StepInput {
     /// Host answers that arrived since the last step, by request id.
-    pub(crate) settlements: Vec<(u64, Result<Value, String>)>,
+    pub settlements: Vec<(u64, Result<Value, String>)>,
     /// Settle every pending `yield_control()` first (a new leg after a yield).
-    pub(crate) resume_yields: bool,
+    pub resume_yields: bool,
     /// The caller's runtime, entered while host futures are polled in place (`None` in a worker
     /// process, whose host futures are round trips over its pipe).
-    pub(crate) handle: Option<tokio::runtime::Handle>,
+    pub handle: Option<tokio::runtime::Handle>,
 }
 
 /// Where a step left the run.
-pub(crate) enum Progress {
+pub enum Progress {
     /// The program returned and nothing it started is pending; the value may have been cut to
     /// fit the output budget.
     Completed(Value, Option<Truncation>),
@@ -147,18 +148,20 @@ pub(crate) enum Progress {
 }
 
 /// What a step gives back.
-pub(crate) struct StepOutput {
-    pub(crate) progress: Progress,
+pub struct StepOutput {
+    /// Where the step left the run.
+    pub progress: Progress,
     /// Host calls still pending after their first poll, for the driver to spawn.
-    pub(crate) spawn: Vec<(u64, HostFuture)>,
+    pub spawn: Vec<(u64, HostFuture)>,
     /// Output produced during the step.
-    pub(crate) output: Vec<OutputItem>,
+    pub output: Vec<OutputItem>,
     /// When the earliest pending timer is due (the driver wakes the run then).
-    pub(crate) next_timer: Option<Instant>,
+    pub next_timer: Option<Instant>,
 }
 
 impl StepOutput {
-    pub(crate) fn failed(error: RunError) -> Self {
+    /// A step that ended the run with `error`, and nothing else.
+    pub fn failed(error: RunError) -> Self {
         Self {
             progress: Progress::Failed(error),
             spawn: Vec::new(),
@@ -178,7 +181,7 @@ struct Caught {
 }
 
 /// One fresh VM with the guest setup installed and the program compiled, not yet begun.
-pub(crate) struct Engine {
+pub struct Engine {
     vm: Vm,
     state: Arc<Mutex<BridgeState>>,
     flags: Arc<Flags>,
@@ -198,7 +201,7 @@ pub(crate) struct Engine {
 /// A VM with the bootstrap loaded and no guest setup: a fresh runtime and context that no guest
 /// code has ever run in. [`Engine::build`] makes one for each run, or takes one a pool made
 /// ahead of time (vm_pool.rs).
-pub(crate) struct PreparedVm {
+pub struct PreparedVm {
     vm: Vm,
     state: Arc<Mutex<BridgeState>>,
     flags: Arc<Flags>,
@@ -208,7 +211,7 @@ pub(crate) struct PreparedVm {
 impl PreparedVm {
     /// Builds the runtime under `limits`, its context, and runs the bootstrap, under the flags'
     /// current deadline (none for a pool's VM: no guest code runs here).
-    pub(crate) fn build(limits: &Limits, flags: Arc<Flags>) -> Result<Self, RunError> {
+    pub fn build(limits: &Limits, flags: Arc<Flags>) -> Result<Self, RunError> {
         // Once per process: the engine check and the bootstrap's parts a VM loads on first use
         // run on a thread of their own while this one compiles the core. The verdict is read
         // below, before the VM is handed to any guest code.
@@ -236,11 +239,7 @@ impl PreparedVm {
         let runtime =
             Runtime::new_with_alloc(HeapAllocator::new(limits.memory_bytes, Arc::clone(&gauge)))
                 .map_err(unavailable)?;
-        runtime.set_max_stack_size(
-            limits
-                .stack_bytes
-                .min(crate::vm_threads::MAX_GUEST_STACK_BYTES),
-        );
+        runtime.set_max_stack_size(limits.stack_bytes.min(crate::MAX_GUEST_STACK_BYTES));
         // QuickJS's first collection comes at 256 KiB of heap, which the bootstrap alone passes:
         // every VM would walk its whole heap once before any guest code. The first collection
         // waits for `GC_THRESHOLD_BYTES` (or a quarter of the memory limit) instead; the limit
@@ -275,21 +274,21 @@ impl PreparedVm {
     }
 
     /// The flags the VM's interrupt handler and natives read: the run that takes it uses them.
-    pub(crate) fn flags(&self) -> &Arc<Flags> {
+    pub fn flags(&self) -> &Arc<Flags> {
         &self.flags
     }
 }
 
 impl Engine {
     /// The run's stop flags.
-    pub(crate) fn flags(&self) -> &Flags {
+    pub fn flags(&self) -> &Flags {
         &self.flags
     }
 
     /// Takes `prepared` (or builds a VM under the flags' current deadline), installs the guest
     /// setup and compiles `program` as the body of an async function. A prepared VM must have
     /// been built with these `flags` and `limits`.
-    pub(crate) fn build(
+    pub fn build(
         program: &str,
         plan: Arc<InstallPlan>,
         limits: Limits,
@@ -377,7 +376,7 @@ impl Engine {
 
     /// Advances the run as far as it goes without waiting for host work, until the deadline its
     /// flags hold (set by the driver once per leg).
-    pub(crate) fn step(&mut self, input: StepInput) -> StepOutput {
+    pub fn step(&mut self, input: StepInput) -> StepOutput {
         let StepInput {
             settlements,
             resume_yields,
@@ -579,13 +578,13 @@ impl Engine {
     }
 
     /// Bytes the VM's heap holds now (cheap: the allocator keeps the count).
-    pub(crate) fn heap_bytes(&self) -> usize {
+    pub fn heap_bytes(&self) -> usize {
         self.gauge.held_bytes()
     }
 
     /// Bytes the parked run holds: the VM's measured heap (`malloc_size`) plus what the host side
     /// buffers for it (output of the current leg, arguments of calls not settled yet).
-    pub(crate) fn memory_bytes(&self) -> usize {
+    pub fn memory_bytes(&self) -> usize {
         let heap = usize::try_from(self.vm.runtime.memory_usage().malloc_size).unwrap_or(0);
         let state = lock(&self.state);
         let output: usize = state.output.iter().map(output_bytes).sum();
@@ -593,7 +592,7 @@ impl Engine {
     }
 
     /// Calls not settled into the VM yet, started ones first, each group in request order.
-    pub(crate) fn pending_calls(&self) -> Vec<PendingCall> {
+    pub fn pending_calls(&self) -> Vec<PendingCall> {
         let state = lock(&self.state);
         let started = state.in_flight.iter().map(|(id, call)| PendingCall {
             id: RequestId(*id),
@@ -608,12 +607,13 @@ impl Engine {
         started.chain(queued).collect()
     }
 
-    pub(crate) fn output_bytes(&self) -> usize {
+    /// Output bytes the run has produced so far, as its output limit counts them.
+    pub fn output_bytes(&self) -> usize {
         lock(&self.state).output_bytes
     }
 
     /// Output produced but not handed out yet (kept when the driver gives up on a step).
-    pub(crate) fn take_output(&self) -> Vec<OutputItem> {
+    pub fn take_output(&self) -> Vec<OutputItem> {
         std::mem::take(&mut lock(&self.state).output)
     }
 

@@ -20,21 +20,21 @@ use crate::install::{PlanWire, PlanWireRef};
 use crate::{BridgeRequest, Limits, MAX_JSON_DEPTH, OutputItem, PendingCall, RunError, Truncation};
 
 /// Bumped on every incompatible change; a worker of another version is refused.
-pub(crate) const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Largest greeting the host reads from a fresh worker.
-pub(crate) const MAX_HELLO_BYTES: usize = 4096;
+pub const MAX_HELLO_BYTES: usize = 4096;
 
 /// Largest frame a worker reads from its host (the host is trusted; this only keeps a broken
 /// pipe from asking for an absurd allocation).
-pub(crate) const MAX_HOST_FRAME_BYTES: usize = 1 << 30;
+pub const MAX_HOST_FRAME_BYTES: usize = 1 << 30;
 
 /// A host answer to one bridge call, as it settles into the VM.
-pub(crate) type Settlement = (u64, Result<Value, String>);
+pub type Settlement = (u64, Result<Value, String>);
 
 /// Host to worker, as the host writes it.
 #[derive(Serialize)]
-pub(crate) enum HostMessage<'a> {
+pub enum HostMessage<'a> {
     /// Run one step; with `build`, first drop any VM and build a fresh one.
     Step {
         build: Option<BuildRef<'a>>,
@@ -62,17 +62,17 @@ pub(crate) enum HostMessage<'a> {
 
 /// What builds a VM, as the host writes it.
 #[derive(Serialize)]
-pub(crate) struct BuildRef<'a> {
-    pub(crate) program: &'a str,
-    pub(crate) plan: PlanWireRef<'a>,
-    pub(crate) limits: &'a Limits,
+pub struct BuildRef<'a> {
+    pub program: &'a str,
+    pub plan: PlanWireRef<'a>,
+    pub limits: &'a Limits,
     /// The run has a tape (tape.rs): the worker asks the host for its nondeterministic inputs.
-    pub(crate) tape: bool,
+    pub tape: bool,
 }
 
 /// Host to worker, as the worker reads it.
 #[derive(Deserialize)]
-pub(crate) enum HostRequest {
+pub enum HostRequest {
     Step {
         /// Boxed: the other requests are small.
         build: Option<Box<Build>>,
@@ -91,16 +91,16 @@ pub(crate) enum HostRequest {
 
 /// [`BuildRef`] as the worker reads it.
 #[derive(Deserialize)]
-pub(crate) struct Build {
-    pub(crate) program: String,
-    pub(crate) plan: PlanWire,
-    pub(crate) limits: Limits,
-    pub(crate) tape: bool,
+pub struct Build {
+    pub program: String,
+    pub plan: PlanWire,
+    pub limits: Limits,
+    pub tape: bool,
 }
 
 /// Worker to host.
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) enum WorkerMessage {
+pub enum WorkerMessage {
     /// The first frame of a worker: it is ready (and locked down where the platform allows).
     Hello { protocol: u32, locked_down: bool },
     /// The guest made a synchronous call (`Callable::Sync`); the host answers it at once.
@@ -126,22 +126,22 @@ pub(crate) enum WorkerMessage {
 
 /// The end of a step: the engine's `StepOutput` and what the host needs to know of the VM.
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Done {
-    pub(crate) progress: ProgressWire,
-    pub(crate) output: Vec<OutputItem>,
+pub struct Done {
+    pub progress: ProgressWire,
+    pub output: Vec<OutputItem>,
     /// Time from the end of the step until the earliest timer is due.
-    pub(crate) next_timer_nanos: Option<u64>,
+    pub next_timer_nanos: Option<u64>,
     /// Calls not settled into the VM yet (only while the run is alive).
-    pub(crate) pending: Vec<PendingCall>,
-    pub(crate) memory_bytes: u64,
-    pub(crate) output_bytes: u64,
+    pub pending: Vec<PendingCall>,
+    pub memory_bytes: u64,
+    pub output_bytes: u64,
     /// The worker process's peak resident memory so far (0 where unknown).
-    pub(crate) peak_rss_bytes: u64,
+    pub peak_rss_bytes: u64,
 }
 
 /// `engine::Progress` on the wire.
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) enum ProgressWire {
+pub enum ProgressWire {
     Completed {
         value: Value,
         truncated: Option<Truncation>,
@@ -154,7 +154,7 @@ pub(crate) enum ProgressWire {
 /// A [`RunError`] on the wire. Only the failures a step can produce cross; anything else
 /// becomes `Internal`.
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) enum FailureWire {
+pub enum FailureWire {
     Syntax(String),
     RuntimeUnavailable(String),
     Timeout,
@@ -186,7 +186,7 @@ impl From<RunError> for FailureWire {
 
 impl FailureWire {
     /// The error, with every message the worker wrote cut to the usual bound.
-    pub(crate) fn into_error(self) -> RunError {
+    pub fn into_error(self) -> RunError {
         use crate::codec::truncate;
         match self {
             Self::Syntax(message) => RunError::Syntax(truncate(message)),
@@ -204,12 +204,12 @@ impl FailureWire {
 }
 
 /// A duration as nanoseconds on the wire (saturating).
-pub(crate) fn nanos(duration: Duration) -> u64 {
+pub fn nanos(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// `now + nanos`, saturating at a far future instead of overflowing.
-pub(crate) fn instant_in(nanos: u64) -> Instant {
+pub fn instant_in(nanos: u64) -> Instant {
     let now = Instant::now();
     // A year is later than any deadline or timer this crate deals with.
     let capped = Duration::from_nanos(nanos).min(Duration::from_secs(365 * 24 * 3600));
@@ -218,7 +218,7 @@ pub(crate) fn instant_in(nanos: u64) -> Instant {
 
 /// Why no message could be read.
 #[derive(Debug)]
-pub(crate) enum FrameError {
+pub enum FrameError {
     /// The other side closed the pipe (or it broke).
     Closed,
     /// The announced length is over the reader's bound; nothing more was read.
@@ -228,7 +228,7 @@ pub(crate) enum FrameError {
 }
 
 /// Writes one message as one frame and flushes it.
-pub(crate) fn write_frame<W: Write>(
+pub fn write_frame<W: Write>(
     writer: &mut W,
     buffer: &mut Vec<u8>,
     message: &impl Serialize,
@@ -245,7 +245,7 @@ pub(crate) fn write_frame<W: Write>(
 
 /// Reads one frame of at most `limit` bytes into `buffer` and parses it. The length is checked
 /// before anything is allocated or read.
-pub(crate) fn read_frame<R: Read, T: DeserializeOwned>(
+pub fn read_frame<R: Read, T: DeserializeOwned>(
     reader: &mut R,
     buffer: &mut Vec<u8>,
     limit: usize,

@@ -106,7 +106,7 @@ impl RunError {
     /// `internal_error` of the run rather than a guest exception.
     ///
     /// ```
-    /// use codemode_sandbox::{ErrorCode, RunError};
+    /// use codemode_engine::{ErrorCode, RunError};
     /// assert_eq!(RunError::Timeout.code(), Some(ErrorCode::Timeout));
     /// assert_eq!(RunError::MemoryLimitExceeded.code(), Some(ErrorCode::InternalError));
     /// assert_eq!(RunError::Guest("Error: boom".into()).code(), None);
@@ -130,7 +130,7 @@ impl RunError {
     }
 }
 
-/// Why the [`SnapshotStore`](crate::SnapshotStore) refused to park or resume a run.
+/// Why the `SnapshotStore` (codemode-sandbox) refused to park or resume a run.
 ///
 /// Separate from [`RunError`] because every store failure has a §6 code and none of them is the
 /// guest's doing; the core reports both through the same failed-result shape.
@@ -149,7 +149,7 @@ pub enum StoreError {
     /// Another caller is resuming this run right now.
     #[error("code mode run is already being resumed.")]
     AlreadyResuming,
-    /// The process-wide cap of parked runs ([`MAX_SUSPENDED_RUNS`](crate::MAX_SUSPENDED_RUNS)) is reached.
+    /// The process-wide cap of parked runs (`MAX_SUSPENDED_RUNS`, codemode-sandbox) is reached.
     #[error("too many suspended code mode runs.")]
     TooManySuspendedRuns,
     /// The run's measured size is over `max_snapshot_bytes` (the run is dropped).
@@ -162,7 +162,7 @@ impl StoreError {
     /// a parked run), so it is `invalid_input` like every other refusal of the store.
     ///
     /// ```
-    /// use codemode_sandbox::{ErrorCode, StoreError};
+    /// use codemode_engine::{ErrorCode, StoreError};
     /// assert_eq!(StoreError::Unavailable.code(), ErrorCode::InvalidInput);
     /// assert_eq!(StoreError::SnapshotLimitExceeded.code(), ErrorCode::SnapshotLimitExceeded);
     /// ```

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use codemode_sandbox::{MAX_NESTING, RunError, check_body, check_module_access, check_program};
+use codemode_engine::{MAX_NESTING, RunError, check_body, check_module_access, check_program};
 use proptest::prelude::*;
 use rquickjs::{Context, Ctx, Function, Runtime, Value};
 

@@ -107,7 +107,7 @@ pub(crate) fn start_compiling_the_rest(first: fn()) {
 
 /// Waits until every part is compiled: for a process that can start no thread later (a worker
 /// process, before its system-call filter).
-pub(crate) fn finish_compiling() {
+pub fn finish_compiling() {
     start_compiling_the_rest(|| {});
     REST.wait();
 }

@@ -26,7 +26,7 @@ use crate::RunError;
 ///
 /// # Example
 /// ```
-/// use codemode_sandbox::check_module_access;
+/// use codemode_engine::check_module_access;
 ///
 /// assert!(check_module_access("const important = 'import x from \"y\"'; return important;").is_ok());
 /// let error = check_module_access("const fs = await import('fs');").unwrap_err();

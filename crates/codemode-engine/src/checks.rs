@@ -34,7 +34,7 @@ pub use codemode_jslex::{MAX_NESTING, MAX_READINGS};
 ///
 /// # Example
 /// ```
-/// use codemode_sandbox::{RunError, check_body};
+/// use codemode_engine::{RunError, check_body};
 ///
 /// assert!(check_body("const o = { a: [1, 2] }; return `${o.a.map((x) => x / 2)}`;").is_ok());
 /// let error = check_body("}); while (true) {} (async function () {").unwrap_err();
@@ -61,7 +61,7 @@ pub fn check_body(program: &str) -> Result<(), RunError> {
 ///
 /// # Example
 /// ```
-/// use codemode_sandbox::{RunError, check_program};
+/// use codemode_engine::{RunError, check_program};
 ///
 /// assert!(check_program("return [1, 2].map((x) => x / 2);").is_ok());
 /// assert_eq!(check_program("a++ / import('fs') / 1"), Err(RunError::ModuleAccess));

@@ -36,7 +36,7 @@ pub enum Callable {
 /// built once per session) through [`GuestSetup::json_values`].
 ///
 /// ```
-/// use codemode_sandbox::JsonText;
+/// use codemode_engine::JsonText;
 /// let text = JsonText::new(&serde_json::json!({"id": "openclaw:core:echo"}));
 /// assert_eq!(text.as_str(), r#"{"id":"openclaw:core:echo"}"#);
 /// ```
@@ -69,7 +69,7 @@ impl From<&Value> for JsonText {
 /// empty path or segment is ignored rather than trusted blindly.
 ///
 /// ```
-/// use codemode_sandbox::{Callable, GuestSetup};
+/// use codemode_engine::{Callable, GuestSetup};
 ///
 /// let mut setup = GuestSetup::default();
 /// setup.values.push((vec!["ALL_TOOLS".into()], serde_json::json!([{"id": "openclaw:core:echo"}])));

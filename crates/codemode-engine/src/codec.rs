@@ -14,7 +14,7 @@ pub const MAX_ERROR_MESSAGE_BYTES: usize = 4096;
 /// Serialized as `{"type":"text","text":..}` / `{"type":"json","value":..}`.
 ///
 /// ```
-/// use codemode_sandbox::OutputItem;
+/// use codemode_engine::OutputItem;
 /// let item = OutputItem::Text { text: "hi".into() };
 /// assert_eq!(serde_json::to_string(&item).unwrap(), r#"{"type":"text","text":"hi"}"#);
 /// ```
@@ -31,6 +31,18 @@ pub enum OutputItem {
         /// A JSON-compatible copy of the value.
         value: Value,
     },
+}
+
+/// How a final value too big for the output budget was cut to fit: arrays keep their first
+/// items, objects their first keys, long strings their beginning, each with a marker saying what
+/// was dropped; the result is still valid JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Truncation {
+    /// UTF-8 bytes of the value's JSON before it was cut.
+    pub original_bytes: usize,
+    /// UTF-8 bytes of the JSON that was kept.
+    pub kept_bytes: usize,
 }
 
 /// Lines the async-function wrapper adds before the program (`(async function anonymous(` and
@@ -63,7 +75,7 @@ pub(crate) fn syntax_message(text: &str, stack: &str, program_lines: usize) -> S
 /// Parses JSON made by the guest's `JSON.stringify`, refusing text nested deeper than
 /// [`MAX_JSON_DEPTH`] (checked by a linear pass first), the bound host values are held to:
 /// serde_json's own fixed limit would stop one level short of it.
-pub(crate) fn parse_bridge_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+pub fn parse_bridge_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
     if nests_deeper_than(text.as_bytes(), MAX_JSON_DEPTH) {
         return Err(format!(
             "cannot cross the code mode bridge: JSON nested deeper than {MAX_JSON_DEPTH} levels"
@@ -78,7 +90,7 @@ pub(crate) fn parse_bridge_json<T: serde::de::DeserializeOwned>(text: &str) -> R
 
 /// Whether JSON text nests arrays and objects deeper than `max` (one linear pass; strings and
 /// their escapes are skipped). Text that is not JSON is left to the parser.
-pub(crate) fn nests_deeper_than(text: &[u8], max: usize) -> bool {
+pub fn nests_deeper_than(text: &[u8], max: usize) -> bool {
     let mut depth = 0usize;
     let mut in_string = false;
     let mut escaped = false;
@@ -110,7 +122,7 @@ pub(crate) fn nests_deeper_than(text: &[u8], max: usize) -> bool {
 
 /// JSON text of a host value, refusing values nested deeper than [`MAX_JSON_DEPTH`] (checked
 /// without recursion; a too-deep value is also dropped without recursion).
-pub(crate) fn encode_host_value(value: Value) -> Result<String, String> {
+pub fn encode_host_value(value: Value) -> Result<String, String> {
     if exceeds_depth(&value, MAX_JSON_DEPTH) {
         dismantle(value);
         return Err(format!(
@@ -120,7 +132,8 @@ pub(crate) fn encode_host_value(value: Value) -> Result<String, String> {
     serde_json::to_string(&value).map_err(|error| error.to_string())
 }
 
-pub(crate) fn exceeds_depth(value: &Value, max: usize) -> bool {
+/// Whether `value` nests deeper than `max` levels (see [`json_nests_deeper_than`]).
+pub fn exceeds_depth(value: &Value, max: usize) -> bool {
     json_nests_deeper_than(value, max)
 }
 
@@ -130,7 +143,7 @@ pub(crate) fn exceeds_depth(value: &Value, max: usize) -> bool {
 /// with the width of the value.
 ///
 /// ```
-/// use codemode_sandbox::json_nests_deeper_than;
+/// use codemode_engine::json_nests_deeper_than;
 /// let value = serde_json::json!([[1], {"a": [2]}]);
 /// assert!(!json_nests_deeper_than(&value, 3));
 /// assert!(json_nests_deeper_than(&value, 2));
@@ -208,15 +221,16 @@ pub(crate) fn output_item_bytes(is_json: bool, payload_bytes: usize) -> usize {
     envelope.saturating_add(payload_bytes)
 }
 
-/// Wire bytes of an output item (see [`output_item_bytes`]).
-pub(crate) fn output_bytes(output: &OutputItem) -> usize {
+/// Wire bytes of an output item (see `output_item_bytes`).
+pub fn output_bytes(output: &OutputItem) -> usize {
     match output {
         OutputItem::Text { text } => output_item_bytes(false, json_string_bytes(text)),
         OutputItem::Json { value } => output_item_bytes(true, json_bytes(value)),
     }
 }
 
-pub(crate) fn truncate(mut message: String) -> String {
+/// `message` cut to [`MAX_ERROR_MESSAGE_BYTES`] at a char boundary.
+pub fn truncate(mut message: String) -> String {
     if message.len() > MAX_ERROR_MESSAGE_BYTES {
         let mut cut = MAX_ERROR_MESSAGE_BYTES;
         while !message.is_char_boundary(cut) {

@@ -36,8 +36,9 @@ pub(super) enum Fault {
     Bus,
 }
 
-/// The command-line flag carrying [`Settings::address_space_bytes`].
-pub(super) const ADDRESS_SPACE_FLAG: &str = "--address-space-bytes=";
+/// The command-line flag carrying a worker's `RLIMIT_AS` in bytes (`--address-space-bytes=N`),
+/// which its host adds after the worker command's own arguments.
+pub const ADDRESS_SPACE_FLAG: &str = "--address-space-bytes=";
 
 impl Settings {
     pub(super) fn from_args(args: impl Iterator<Item = std::ffi::OsString>) -> Self {
@@ -67,7 +68,7 @@ mod linux {
     use super::Settings;
 
     /// Closes inherited descriptors and sets the resource limits.
-    pub(in crate::worker) fn start_up(settings: Settings) -> Result<(), String> {
+    pub(crate) fn start_up(settings: Settings) -> Result<(), String> {
         close_inherited_descriptors();
         let limit = |resource, value: u64| {
             setrlimit(resource, value, value).map_err(|error| format!("{resource:?}: {error}"))
@@ -179,7 +180,7 @@ mod linux {
     }
 
     /// Installs the seccomp filter on every thread of the process. Called on the VM thread.
-    pub(in crate::worker) fn seccomp() -> Result<(), String> {
+    pub(crate) fn seccomp() -> Result<(), String> {
         prime_the_allocator();
         let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
         let rules: BTreeMap<i64, Vec<SeccompRule>> = allowed().into_iter().collect();
@@ -198,7 +199,7 @@ mod linux {
 
     /// Raises the fault's signal twice: the first reaches the runtime's handler, which restores
     /// the default action (the system calls a real fault makes), the second kills.
-    pub(in crate::worker) fn die_of_fault(fault: super::Fault) -> ! {
+    pub(crate) fn die_of_fault(fault: super::Fault) -> ! {
         use nix::sys::signal::{Signal, raise};
         let signal = match fault {
             super::Fault::Segmentation => Signal::SIGSEGV,
@@ -210,7 +211,7 @@ mod linux {
     }
 
     /// Peak resident memory of this process, in bytes.
-    pub(in crate::worker) fn peak_rss_bytes() -> u64 {
+    pub(crate) fn peak_rss_bytes() -> u64 {
         getrusage(UsageWho::RUSAGE_SELF)
             .ok()
             .and_then(|usage| u64::try_from(usage.max_rss()).ok())

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::{BridgeRequest, Callable, GuestPath, GuestSetup, JsonText, RequestId};
 
 /// A host callable by index: its method and bound arguments.
-pub(crate) type BridgeMethod = (String, Vec<Value>);
+pub type BridgeMethod = (String, Vec<Value>);
 
 /// A [`GuestSetup`] prepared for installation, made once and shared by every run started with
 /// it: a session prepares its setup once, and each run only clones an `Arc`.
@@ -24,7 +24,7 @@ pub(crate) type BridgeMethod = (String, Vec<Value>);
 /// of lazy roots stay on the host side until the VM asks for them.
 ///
 /// ```
-/// use codemode_sandbox::{Callable, GuestSetup, PreparedSetup};
+/// use codemode_engine::{Callable, GuestSetup, PreparedSetup};
 ///
 /// let mut setup = GuestSetup::default();
 /// setup.callables.push((
@@ -45,7 +45,8 @@ impl PreparedSetup {
         Self(Arc::new(InstallPlan::new(setup)))
     }
 
-    pub(crate) fn plan(&self) -> &Arc<InstallPlan> {
+    /// The install plan every run of this setup shares.
+    pub fn plan(&self) -> &Arc<InstallPlan> {
         &self.0
     }
 }
@@ -83,11 +84,13 @@ fn request((method, bound): &BridgeMethod, id: RequestId, args: Vec<Value>) -> B
 /// texts it and the lazy roots refer to by index (value texts and the plans of lazy roots), and
 /// the bridge and synchronous methods by index. Intermediate objects along paths are created and
 /// properties are defined (never assigned), so nothing on a prototype is consulted.
-pub(crate) struct InstallPlan {
+pub struct InstallPlan {
     plan: String,
     texts: Vec<Text>,
-    pub(crate) bridge: Vec<BridgeMethod>,
-    pub(crate) sync: Vec<BridgeMethod>,
+    /// The bridge methods (asynchronous host calls), by index.
+    pub bridge: Vec<BridgeMethod>,
+    /// The synchronous methods, by index.
+    pub sync: Vec<BridgeMethod>,
 }
 
 /// The JSON text of one installed value or lazy root plan: made here, or shared between setups.
@@ -179,7 +182,7 @@ impl InstallPlan {
     }
 
     /// The plan of an empty setup: what a prepared VM holds until a run claims it.
-    pub(crate) fn empty() -> Arc<Self> {
+    pub fn empty() -> Arc<Self> {
         static EMPTY: std::sync::OnceLock<Arc<InstallPlan>> = std::sync::OnceLock::new();
         Arc::clone(EMPTY.get_or_init(|| Arc::new(Self::new(GuestSetup::default()))))
     }
@@ -315,7 +318,7 @@ impl InstallPlan {
 
     /// The plan as it crosses to a worker process: all of it (plain data); synchronous calls
     /// are answered by the host through the pipe (worker/).
-    pub(crate) fn wire(&self) -> PlanWireRef<'_> {
+    pub fn wire(&self) -> PlanWireRef<'_> {
         PlanWireRef {
             plan: &self.plan,
             texts: self.texts.iter().map(Text::as_str).collect(),
@@ -325,7 +328,7 @@ impl InstallPlan {
     }
 
     /// The plan a worker process received.
-    pub(crate) fn from_wire(wire: PlanWire) -> Self {
+    pub fn from_wire(wire: PlanWire) -> Self {
         Self {
             plan: wire.plan,
             texts: wire.texts.into_iter().map(Text::Owned).collect(),
@@ -348,7 +351,7 @@ impl InstallPlan {
 
 /// [`InstallPlan::wire`], serialized by the host.
 #[derive(Serialize)]
-pub(crate) struct PlanWireRef<'a> {
+pub struct PlanWireRef<'a> {
     plan: &'a str,
     texts: Vec<&'a str>,
     bridge: &'a [BridgeMethod],
@@ -357,7 +360,7 @@ pub(crate) struct PlanWireRef<'a> {
 
 /// [`InstallPlan::wire`] as a worker process reads it.
 #[derive(Deserialize)]
-pub(crate) struct PlanWire {
+pub struct PlanWire {
     plan: String,
     texts: Vec<String>,
     bridge: Vec<BridgeMethod>,
