@@ -1,7 +1,8 @@
 //! The bootstrap's scripts (`Part`), compiled once per process to QuickJS bytecode: the core
 //! loads into each fresh VM as it is built (parsing and compiling its source took most of the
-//! cost of a fresh VM), the other parts on first use, from guest code (`hostPart`). The first VM
-//! compiles the core; the other parts compile meanwhile on a thread of their own.
+//! cost of a fresh VM), the other parts on first use, from guest code (`hostPart`). The core
+//! compiles on a thread the first VM starts while it builds its runtime and context, then the
+//! other parts on the same thread.
 //!
 //! One of the few places allowed unsafe code (the workspace lints `deny` it rather than `forbid`
 //! it; see the root `Cargo.toml`): QuickJS trusts bytecode blindly, so loading it is unsafe. The
@@ -59,17 +60,20 @@ impl Part {
         }
     }
 
-    /// The part's bytecode, compiled once per process: the core when the first VM loads it,
-    /// the other parts meanwhile on a thread of their own ([`start_compiling_the_rest`]), so a
-    /// first `exec` waits for the core alone. Never compiled on a guest's stack: a part asked
+    /// The part's bytecode, compiled once per process on a thread the first VM starts
+    /// ([`start_warming_up`]): the core while the VM builds its runtime and context (or when
+    /// the VM loads it, if that thread could not start), then the other parts, so a first
+    /// `exec` waits for the core alone. Never compiled on a guest's stack: a part asked
     /// for before its thread finished is waited for. `None` if compiling failed (it cannot for
     /// the shipped sources).
     fn bytecode(self) -> Option<&'static [u8]> {
         static CORE: OnceLock<Option<Vec<u8>>> = OnceLock::new();
         match self {
-            Part::Core => CORE.get_or_init(|| compile_alone(Part::Core)).as_deref(),
+            Part::Core => CORE
+                .get_or_init(|| compile_alone([Part::Core]).and_then(|[core]| core))
+                .as_deref(),
             Part::Globals | Part::Readings | Part::Cut => {
-                start_compiling_the_rest(|| {});
+                start_compiling_the_rest();
                 let rest = REST.wait().as_ref()?;
                 Some(rest[self as usize - 1].as_slice())
             }
@@ -80,35 +84,63 @@ impl Part {
 /// The parts but the core, in [`Part::ALL`]'s order.
 static REST: OnceLock<Option<[Vec<u8>; 3]>> = OnceLock::new();
 
-/// Starts, once per process, a thread that runs `first` (other once-per-process work its
-/// caller wants off its own path), then compiles the parts but the core; without a thread, on
-/// the calling thread. Later calls return at once.
-pub(crate) fn start_compiling_the_rest(first: fn()) {
-    static STARTED: std::sync::Once = std::sync::Once::new();
-    STARTED.call_once(|| {
-        let work = move || {
-            first();
-            REST.get_or_init(|| {
-                Some([
-                    compile_alone(Part::Globals)?,
-                    compile_alone(Part::Readings)?,
-                    compile_alone(Part::Cut)?,
-                ])
-            });
-        };
+/// Compiles the parts but the core, once per process (later and concurrent calls wait for the
+/// first).
+fn compile_the_rest() {
+    REST.get_or_init(|| {
+        let [globals, readings, cut] = compile_alone([Part::Globals, Part::Readings, Part::Cut])?;
+        Some([globals?, readings?, cut?])
+    });
+}
+
+/// Marks that the parts but the core are being compiled (or were): a caller that finds them
+/// started waits for [`REST`] rather than compiling them again. Entered with `call_once_force`:
+/// should compiling ever panic, the next caller starts it again.
+static REST_STARTED: std::sync::Once = std::sync::Once::new();
+
+/// Starts, once per process, a thread that compiles the parts but the core; without a thread,
+/// compiles them on the calling thread. A call while [`start_warming_up`]'s thread compiles them
+/// waits for it; later calls return at once.
+pub(crate) fn start_compiling_the_rest() {
+    REST_STARTED.call_once_force(|_| {
         let spawned = std::thread::Builder::new()
             .name("codemode-warm-up".into())
-            .spawn(work);
+            .spawn(compile_the_rest);
         if spawned.is_err() {
-            work();
+            compile_the_rest();
         }
+    });
+}
+
+/// Starts, once per process, warming the process up on two threads of its own: one runs `first`
+/// (other once-per-process work its caller wants off its own path), one compiles the core, then
+/// the other parts. The first VM builds its runtime and context meanwhile (compiling the core is
+/// most of what a process's first VM costs) and waits for the core only if it is not compiled
+/// yet. A thread that cannot start leaves its work to whoever needs it: the VM compiles the core
+/// when it loads it, and the first part asked for starts [`start_compiling_the_rest`].
+pub(crate) fn start_warming_up(first: fn()) {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        drop(
+            std::thread::Builder::new()
+                .name("codemode-warm-up".into())
+                .spawn(first),
+        );
+        drop(
+            std::thread::Builder::new()
+                .name("codemode-compile".into())
+                .spawn(|| {
+                    Part::Core.bytecode();
+                    REST_STARTED.call_once_force(|_| compile_the_rest());
+                }),
+        );
     });
 }
 
 /// Waits until every part is compiled: for a process that can start no thread later (a worker
 /// process, before its system-call filter).
 pub fn finish_compiling() {
-    start_compiling_the_rest(|| {});
+    start_compiling_the_rest();
     REST.wait();
 }
 
@@ -154,13 +186,25 @@ fn compile(ctx: &Ctx<'_>, part: Part) -> Option<Vec<u8>> {
     }
 }
 
-/// `part`'s bytecode, compiled in a runtime of its own.
-fn compile_alone(part: Part) -> Option<Vec<u8>> {
+/// The bytecode of each of `parts`, compiled in one runtime of their own (`None` if it could not
+/// be made; `None` for a part that did not compile). The context holds what the compiler needs
+/// and no more: the base objects (the compiler makes strings, arrays and errors), `eval` (the
+/// entry point `JS_Eval` compiles through) and the regular-expression compiler (for literals).
+/// The intrinsics a VM's guest sees (typed arrays, `Map`, `Promise`, `Date`, ...) would cost
+/// ~0.8M instructions to make and ~0.3M to free, a tenth of compiling the core, and the written
+/// bytecode does not depend on them: it names every property by its text.
+fn compile_alone<const N: usize>(parts: [Part; N]) -> Option<[Option<Vec<u8>>; N]> {
     let runtime = Runtime::new().ok()?;
-    let context = Context::full(&runtime).ok()?;
-    let mut bytes = context.with(|ctx| compile(&ctx, part))?;
-    skip_checksum(&mut bytes)?;
-    Some(bytes)
+    let context = Context::custom::<(
+        rquickjs::context::intrinsic::Eval,
+        rquickjs::context::intrinsic::RegExpCompiler,
+    )>(&runtime)
+    .ok()?;
+    Some(parts.map(|part| {
+        let mut bytes = context.with(|ctx| compile(&ctx, part))?;
+        skip_checksum(&mut bytes)?;
+        Some(bytes)
+    }))
 }
 
 /// Marks written bytecode as carrying no checksum. QuickJS's format starts with a version byte

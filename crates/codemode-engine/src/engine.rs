@@ -212,10 +212,11 @@ impl PreparedVm {
     /// Builds the runtime under `limits`, its context, and runs the bootstrap, under the flags'
     /// current deadline (none for a pool's VM: no guest code runs here).
     pub fn build(limits: &Limits, flags: Arc<Flags>) -> Result<Self, RunError> {
-        // Once per process: the engine check and the bootstrap's parts a VM loads on first use
-        // run on a thread of their own while this one compiles the core. The verdict is read
-        // below, before the VM is handed to any guest code.
-        crate::bytecode::start_compiling_the_rest(probe::warm_up);
+        // Once per process: the engine check runs on a thread of its own, and the bootstrap
+        // compiles on another (the core while this one builds the runtime and context, then
+        // the parts a VM loads on first use). The verdict is read below, before the VM is
+        // handed to any guest code.
+        crate::bytecode::start_warming_up(probe::warm_up);
         let state = Arc::new(Mutex::new(BridgeState {
             plan: InstallPlan::empty(),
             host: None,
