@@ -7,8 +7,8 @@
 //! executor runs it; every receipt is written settled after. Writes are group-committed: whoever
 //! flushes commits everything buffered so far. A settled receipt is not a commit of its own: it
 //! goes with the run's next commit (the next side effect's `started` receipt, or the park), or
-//! on its own once it has waited [`SETTLE_LINGER`] for one. A crash before that leaves the call
-//! `started`: its outcome is unknown to the replay, and the call is not run again.
+//! on its own once it has waited `SETTLE_LINGER` (2 ms) for one. A crash before that leaves the
+//! call `started`: its outcome is unknown to the replay, and the call is not run again.
 //! The run's row is created at its first side effect or when it parks, whichever comes first: a
 //! run that only reads and completes in its `exec` writes nothing.
 //!
@@ -548,7 +548,7 @@ impl RunJournal {
     }
 
     /// The settled receipt of a call that ran: committed with the run's next commit, or on its
-    /// own after [`SETTLE_LINGER`].
+    /// own after `SETTLE_LINGER`.
     pub fn after_call(
         self: &Arc<Self>,
         key: ReceiptKey,
