@@ -1,6 +1,6 @@
-//! Durable runs: the journal of one code-mode run as it records (a live run) or replays (a run resumed
-//! without its VM), and the sandbox [`Tape`] through which the run's nondeterministic inputs
-//! (clock, random, answer order, timers) are recorded and replayed.
+//! Durable runs: the journal of one code-mode run as it records (a live run) or replays (a run
+//! resumed without its VM), and the sandbox [`Tape`] through which the run's nondeterministic
+//! inputs (clock, random, answer order, timers) are recorded and replayed.
 //!
 //! Recording: every nested call gets a receipt keyed by (bridge method, ordinal of that
 //! method's call). A side-effecting call's receipt is written `started`, durably, before the
