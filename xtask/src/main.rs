@@ -482,6 +482,8 @@ const FORBIDDEN_IN_A_PLAIN_HOST: &[&str] = &[
 /// runtime (its `rt` and `rt-multi-thread` features).
 const FORBIDDEN_IN_A_TOOL_CRATE: &[&str] = &[
     "codemode-core",
+    "codemode-config",
+    "codemode-durable",
     "codemode-catalog",
     "codemode-sandbox",
     "codemode-engine",

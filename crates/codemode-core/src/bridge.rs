@@ -14,9 +14,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::durable::Before;
 use crate::result::PendingToolCall;
 use crate::state::{Counters, MCP_CALL, MCP_CAPABILITY, NAMESPACE_CALL, SessionState, TOOLS_CALL};
+use codemode_durable::Before;
 use codemode_host::{NestedCallEvent, NestedCallOutcome, ToolCallContext};
 
 /// Refusal of a side-effecting tool in a restart-safe run: such a run may only make read-only
@@ -50,8 +50,8 @@ pub(crate) struct RunHost {
     pub(crate) cancellation: CancellationToken,
     /// Calls in flight: bridge request id -> (nested call id, exact catalog id).
     pub(crate) in_flight: Mutex<HashMap<u64, (String, String, std::time::Instant)>>,
-    /// The run's journal, when the host keeps durable runs (durable.rs).
-    pub(crate) journal: Option<Arc<crate::durable::RunJournal>>,
+    /// The run's journal, when the host keeps durable runs (codemode-durable).
+    pub(crate) journal: Option<Arc<codemode_durable::RunJournal>>,
     /// How the run ends early: terminated, or past `maxRunSeconds` (run_life.rs).
     pub(crate) life: Arc<crate::run_life::RunLife>,
     /// The observer of the `exec` or `wait` driving the run now, if it has one (observe.rs).

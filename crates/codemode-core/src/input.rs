@@ -4,34 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The language of a code cell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Language {
-    /// Plain JavaScript: evaluated as is, never touches the TypeScript transform.
-    Javascript,
-    /// TypeScript: types stripped (and enums/namespaces transformed) before evaluation.
-    Typescript,
-}
-
-impl Language {
-    /// `"javascript"` or `"typescript"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Language::Javascript => "javascript",
-            Language::Typescript => "typescript",
-        }
-    }
-
-    /// Parses the exact wire name.
-    pub fn parse(name: &str) -> Option<Language> {
-        match name {
-            "javascript" => Some(Language::Javascript),
-            "typescript" => Some(Language::Typescript),
-            _ => None,
-        }
-    }
-}
+pub use codemode_config::Language;
 
 /// Why an `exec` or `wait` input was refused. `Display` gives the stable message of the failed
 /// result (code `invalid_input`), listed in `docs/reference.md`.

@@ -4,7 +4,8 @@
 //! The model sees two tools, `exec` and `wait` (plus the few direct-only tools); every other
 //! effective tool hides in a run-scoped catalog that guest JavaScript or TypeScript searches,
 //! describes and calls inside a QuickJS sandbox. This crate owns:
-//! - [`CodeModeConfig`]: `tools.codeMode` parsed, validated and clamped, or built in Rust;
+//! - [`CodeModeConfig`]: `tools.codeMode` parsed, validated and clamped, or built in Rust
+//!   (from `codemode-config`, which knows no sandbox; re-exported here at the same paths);
 //! - activation: [`CodeMode::activate`] turns a run's effective tools into the model-visible
 //!   surface (`exec`, `wait`, direct-only tools) and the hidden catalog;
 //! - [`CodeModeSession::exec`] / [`CodeModeSession::wait`], each answering `completed`,
@@ -33,17 +34,17 @@
 //!   Without it the spans are the same `tracing` spans and [`trace`] does nothing.
 //!
 //! No database is compiled in here: durable runs take any `JournalStore` of `codemode-journal`,
-//! whose `sqlite` and `postgres` features compile its stores.
+//! whose `sqlite` and `postgres` features compile its stores; `codemode-durable` records and
+//! replays a run's journal.
 #![forbid(unsafe_code)]
 
 mod activation;
 mod bridge;
 mod budget;
-mod config;
-mod durable;
 mod guest;
 mod guest_dts;
 mod input;
+mod limits;
 #[cfg(feature = "mcp")]
 mod mcp;
 pub mod observe;
@@ -62,12 +63,7 @@ pub mod trace;
 pub use budget::{
     FALLBACK_MAX_MEMORY_BYTES, MAX_CALLS_WAITING_FOR_MEMORY, default_max_memory_bytes,
 };
-/// How many suspended runs one [`CodeMode`] parks at once, for all its sessions together.
-pub use codemode_sandbox::MAX_SUSPENDED_RUNS;
-/// A clock a test moves by hand, for [`CodeModeBuilder::snapshot_clock`]: the snapshot TTL then
-/// passes when the test advances it, without sleeping.
-pub use codemode_sandbox::ManualClock;
-pub use config::{
+pub use codemode_config::{
     CodeModeConfig, CodeModeConfigBuilder, ConfigError, DEFAULT_MAX_OUTPUT_BYTES,
     DEFAULT_MAX_PENDING_TOOL_CALLS, DEFAULT_MAX_QUEUED_TOOL_CALLS, DEFAULT_MAX_RUN_SECONDS,
     DEFAULT_MAX_SAVED_RESULT_BYTES, DEFAULT_MAX_SAVED_RESULTS, DEFAULT_MAX_SEARCH_LIMIT,
@@ -75,6 +71,11 @@ pub use config::{
     DEFAULT_SEARCH_DEFAULT_LIMIT, DEFAULT_SNAPSHOT_TTL_SECONDS, DEFAULT_TIMEOUT_MS,
     DEFAULT_TOOL_CALL_TIMEOUT_MS, IsolationMode,
 };
+/// How many suspended runs one [`CodeMode`] parks at once, for all its sessions together.
+pub use codemode_sandbox::MAX_SUSPENDED_RUNS;
+/// A clock a test moves by hand, for [`CodeModeBuilder::snapshot_clock`]: the snapshot TTL then
+/// passes when the test advances it, without sleeping.
+pub use codemode_sandbox::ManualClock;
 // The host seams and their types, from `codemode-host` (also re-exported whole as `host`).
 /// `codemode-host`, the seam a host implements: [`ToolExecutor`], [`EventSink`],
 /// [`ToolDescriptor`](codemode_host::ToolDescriptor) and their small types. A crate that only
@@ -155,7 +156,7 @@ pub mod prelude {
 /// the guest error of a side-effecting call in a restart-safe run.
 pub mod messages {
     pub use crate::bridge::{RESTART_SAFE_TOOLS, tool_call_timed_out};
-    pub use crate::durable::{DIVERGED, OUTCOME_UNKNOWN};
+    pub use codemode_durable::{DIVERGED, OUTCOME_UNKNOWN};
     /// `exec` while code mode is disabled.
     pub const DISABLED: &str = "code mode is disabled.";
 }

@@ -273,7 +273,7 @@ pub(crate) fn nested_call_ended(catalog_id: &str, outcome: &NestedCallOutcome, t
     COUNTERS.nested_latency.observe(took);
 }
 
-/// Counts one journal commit (durable.rs).
+/// Counts one journal commit (codemode-durable).
 pub(crate) fn journal_committed(took: Duration) {
     COUNTERS.journal_commits.observe(took);
 }

@@ -1,5 +1,5 @@
 //! The legs of a `wait`, and resuming a journaled run: with its live VM when this process still
-//! holds it and nobody took the run over, else by replaying its journal (durable.rs).
+//! holds it and nobody took the run over, else by replaying its journal (codemode-durable).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,12 +10,12 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::bridge::RunHost;
-use crate::durable::{Durable, RunJournal, journal_admits};
 use crate::result::{CodeModeResult, ErrorCode};
 use crate::run_life::{RunLife, RunLives};
 use crate::session::Parked;
 use crate::state::Counters;
 use crate::{CodeModeSession, outcome};
+use codemode_durable::{Durable, RunJournal, journal_admits, now_ms};
 
 /// A step with `earlier` output in front of its own.
 fn with_output_before(earlier: Vec<crate::OutputItem>, step: Step) -> Step {
@@ -218,7 +218,7 @@ impl CodeModeSession {
         run_id: &str,
         hold: Duration,
     ) -> Result<u64, StoreError> {
-        let scope = match durable.store.scope(run_id, crate::durable::now_ms()).await {
+        let scope = match durable.store.scope(run_id, now_ms()).await {
             Ok(Some(scope)) => scope,
             Ok(None) => return Err(StoreError::Unavailable),
             Err(error) => {
@@ -244,7 +244,7 @@ impl CodeModeSession {
         span: tracing::Span,
     ) -> CodeModeResult {
         // Loaded again now that this host holds it: nobody writes to it any more.
-        let loaded = match durable.store.load(run_id, crate::durable::now_ms()).await {
+        let loaded = match durable.store.load(run_id, now_ms()).await {
             Ok(Some(journal)) => journal,
             _ => return self.wait_failure(run_id, StoreError::Unavailable),
         };
@@ -259,11 +259,7 @@ impl CodeModeSession {
         // counts its life from the start its journal keeps (from the replay for a journal an
         // older version wrote).
         let life = self.inner.lives.get(run_id).unwrap_or_else(|| {
-            RunLife::started_at(
-                record.started_at_ms,
-                crate::durable::now_ms(),
-                self.inner.config.max_run(),
-            )
+            RunLife::started_at(record.started_at_ms, now_ms(), self.inner.config.max_run())
         });
         let host = Arc::new(RunHost {
             session: Arc::clone(&self.inner),

@@ -19,12 +19,14 @@ use tracing::Instrument;
 
 use crate::bridge::RunHost;
 use crate::budget::MemoryBudget;
-use crate::durable::{Durable, Forget, RunJournal};
+use crate::limits::sandbox_limits;
 use crate::result::{CodeModeResult, ErrorCode, Telemetry};
 use crate::resume::journaled_step;
 use crate::state::{Counters, SessionState};
 use crate::surface::{self, ModelTool, PayloadError};
+use crate::trace::JOURNAL_HOOKS;
 use crate::{CodeModeConfig, ExecInput, InputError, IsolationMode, Language, WaitInput, outcome};
+use codemode_durable::{Durable, Forget, RunJournal, journal_scope, now_ms};
 use codemode_host::{EventSink, NoEvents, ToolExecutor};
 
 /// Capacity of the per-process cache of generated MCP declarations.
@@ -73,7 +75,7 @@ pub(crate) struct CodeModeState {
     pub(crate) namespaces: Arc<NamespaceRegistry>,
     pub(crate) store: SnapshotStore<Parked>,
     pub(crate) decl_cache: DeclCache,
-    /// Where runs are journaled, when they are (durable.rs).
+    /// Where runs are journaled, when they are (codemode-durable).
     pub(crate) durable: Option<Arc<Durable>>,
     /// The host memory budget every running call reserves its VM's limit against.
     pub(crate) budget: Arc<MemoryBudget>,
@@ -214,7 +216,7 @@ impl CodeModeBuilder {
             // VMs built ahead of time live in this process: a worker process builds its own.
             IsolationMode::Thread if self.prebuilt_vms > 0 => {
                 let pool = VmPool::new(self.prebuilt_vms);
-                pool.fill(&self.config.limits());
+                pool.fill(&sandbox_limits(&self.config));
                 Placement::PrebuiltThreads(pool)
             }
             IsolationMode::Thread => Placement::Thread,
@@ -232,7 +234,9 @@ impl CodeModeBuilder {
                     None => SnapshotStore::new(),
                 },
                 decl_cache: DeclCache::new(DECL_CACHE_CAPACITY),
-                durable: self.journal.map(|store| Arc::new(Durable::new(store))),
+                durable: self
+                    .journal
+                    .map(|store| Arc::new(Durable::new(store, JOURNAL_HOOKS))),
                 budget: MemoryBudget::new(
                     self.max_memory
                         .unwrap_or_else(crate::default_max_memory_bytes),
@@ -327,7 +331,7 @@ impl CodeMode {
     /// wants its first `exec`s warm before it serves. Returns at once without a pool.
     pub async fn fill_vm_pool(&self) {
         if let Placement::PrebuiltThreads(pool) = &self.shared.placement {
-            pool.fill_now(&self.shared.config.limits()).await;
+            pool.fill_now(&sandbox_limits(&self.shared.config)).await;
         }
     }
 
@@ -533,15 +537,15 @@ impl CodeModeSession {
                 Arc::clone(durable),
                 codemode_journal::RunRecord {
                     run_id: RunId::new().to_string(),
-                    scope: crate::durable::journal_scope(&self.scope()),
+                    scope: journal_scope(&self.scope()),
                     program: program.to_string(),
                     parent_call_id: call_id.to_owned(),
                     restart_safe: input.restart_safe,
                     ttl_ms,
-                    expires_at_ms: crate::durable::now_ms()
+                    expires_at_ms: now_ms()
                         .saturating_add(i64::try_from(ttl_ms).unwrap_or(i64::MAX)),
                     trace_context: trace.clone(),
-                    started_at_ms: Some(crate::durable::now_ms()),
+                    started_at_ms: Some(now_ms()),
                 },
             )
         });
@@ -765,7 +769,7 @@ impl CodeModeSession {
     /// Starts a run of the session's guest setup under its limits, where the code mode places
     /// its runs: the one start of `exec` and of a replayed `wait`.
     pub(crate) fn start_run(&self, program: &str, host: Arc<RunHost>) -> Result<Run, RunError> {
-        let (limits, placement) = (self.inner.config.limits(), &self.inner.placement);
+        let (limits, placement) = (sandbox_limits(&self.inner.config), &self.inner.placement);
         Run::start(program, self.inner.guest.clone(), &limits, placement, host)
     }
 

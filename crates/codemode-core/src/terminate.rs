@@ -10,10 +10,10 @@ use codemode_journal::Claim;
 use codemode_sandbox::{DEADLINE_GRACE, RunError, StoreError};
 
 use crate::CodeModeSession;
-use crate::durable::Durable;
 use crate::outcome;
 use crate::result::CodeModeResult;
 use crate::run_life::RunLife;
+use codemode_durable::Durable;
 
 impl CodeModeSession {
     /// Ends the run `run_id` of this session now (`wait` with `terminate: true`).

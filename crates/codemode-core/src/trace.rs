@@ -116,14 +116,16 @@ pub(crate) fn call_ended(
     result
 }
 
-/// The span of one write of a run's journal (`operation`: `create`, `append`, `release`).
-pub(crate) fn journal_commit_span(operation: &'static str, run_id: &str) -> Span {
-    tracing::debug_span!(target: "codemode", "journal_commit", operation, run_id)
-}
+/// What the journal of a durable run (`codemode-durable`) reports: each commit's latency to
+/// [`crate::observe::stats`], and the span of a commit scheduled for later from here.
+pub(crate) const JOURNAL_HOOKS: codemode_durable::JournalHooks = codemode_durable::JournalHooks {
+    committed: crate::observe::journal_committed,
+    linger_span: journal_linger_span,
+};
 
 /// The span of a journal commit scheduled for later (after a call settled): in the current
 /// span's trace, without holding the current span open while it lingers.
-pub(crate) fn journal_linger_span() -> Span {
+fn journal_linger_span() -> Span {
     let span = tracing::debug_span!(target: "codemode", parent: None, "journal_linger");
     if !span.is_disabled()
         && let Some(current) = traceparent(&Span::current())

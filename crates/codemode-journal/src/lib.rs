@@ -13,7 +13,7 @@
 //! must be protected like it. Passwords in Postgres addresses are redacted from every error and
 //! `Debug` output ([`redact_address`]).
 //!
-//! This crate knows nothing about QuickJS, catalogs or MCP: it stores what `codemode-core`
+//! This crate knows nothing about QuickJS, catalogs or MCP: it stores what `codemode-durable`
 //! hands it. It needs a tokio runtime (for Postgres, and for the SQLite store's
 //! blocking threads).
 //!

@@ -1,6 +1,5 @@
 //! Integration tests of codemode-core: one test binary, one module per area.
 
-mod config;
 mod durable;
 mod embedding;
 mod exec;

@@ -1,14 +1,14 @@
-//! Durable runs: the journal of one run as it records (a live run) or replays (a run resumed
-//! without its VM), and the sandbox [`Tape`] through which the run's nondeterministic inputs
-//! (clock, random, answer order, timers) are recorded and replayed.
+//! Durable runs: the journal of one code-mode run as it records (a live run) or replays (a run
+//! resumed without its VM), and the sandbox [`Tape`] through which the run's nondeterministic
+//! inputs (clock, random, answer order, timers) are recorded and replayed.
 //!
 //! Recording: every nested call gets a receipt keyed by (bridge method, ordinal of that
 //! method's call). A side-effecting call's receipt is written `started`, durably, before the
 //! executor runs it; every receipt is written settled after. Writes are group-committed: whoever
 //! flushes commits everything buffered so far. A settled receipt is not a commit of its own: it
 //! goes with the run's next commit (the next side effect's `started` receipt, or the park), or
-//! on its own once it has waited [`SETTLE_LINGER`] for one. A crash before that leaves the call
-//! `started`: its outcome is unknown to the replay, and the call is not run again.
+//! on its own once it has waited `SETTLE_LINGER` (2 ms) for one. A crash before that leaves the
+//! call `started`: its outcome is unknown to the replay, and the call is not run again.
 //! The run's row is created at its first side effect or when it parks, whichever comes first: a
 //! run that only reads and completes in its `exec` writes nothing.
 //!
@@ -18,6 +18,14 @@
 //! catchable "outcome unknown" error. A read-only one runs again. Once the recorded events run
 //! out the run goes on live. Anything that does not match fails the run:
 //! "code mode run diverged during replay: ...".
+//!
+//! This crate knows nothing of sessions, activation, catalogs, tool executors or the config: a
+//! nested call is a bridge method, a catalog id, an input and an answer. It speaks the sandbox's
+//! [`Tape`] and scope types and writes through `codemode-journal`'s [`JournalStore`]; only
+//! `codemode-core` uses it, which tells it through [`JournalHooks`] how to report a commit's
+//! latency and in which span a deferred commit runs, so that it needs no metrics or telemetry
+//! crate of its own. Its spans and events use the `codemode` target. No feature flags.
+#![forbid(unsafe_code)]
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -32,7 +40,7 @@ use codemode_journal::{
 use codemode_sandbox::{ReadingKind, RequestId, RunScope, StoreError, Tape};
 use serde_json::Value;
 use tokio::sync::Notify;
-use tracing::Instrument;
+use tracing::{Instrument, Span};
 
 /// What the guest sees for a side-effecting call that a crash interrupted: it may or may not
 /// have taken effect, and it is never run again.
@@ -50,7 +58,7 @@ const HOLD_MARGIN: Duration = Duration::from_secs(5);
 const SETTLE_LINGER: Duration = Duration::from_millis(2);
 
 /// Unix milliseconds now.
-pub(crate) fn now_ms() -> i64 {
+pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |elapsed| {
@@ -62,24 +70,39 @@ fn after(duration: Duration) -> i64 {
     now_ms().saturating_add(i64::try_from(duration.as_millis()).unwrap_or(i64::MAX))
 }
 
+/// What a journal reports to the host that uses it as it writes, so that this crate needs no
+/// metrics or telemetry crate of its own.
+#[derive(Debug, Clone, Copy)]
+pub struct JournalHooks {
+    /// Called with how long each commit of a batch took, whether it succeeded or not.
+    pub committed: fn(Duration),
+    /// The span of a commit scheduled for later (after a call settled), made where the call
+    /// settled: it should belong to the current span's trace without holding that span open.
+    pub linger_span: fn() -> Span,
+}
+
 /// The journal store of a `CodeMode` and the identity of this process among its hosts.
 #[derive(Debug)]
-pub(crate) struct Durable {
-    pub(crate) store: Arc<dyn JournalStore>,
+pub struct Durable {
+    /// Where every journal of this host's runs is kept.
+    pub store: Arc<dyn JournalStore>,
     /// `host_<uuid>`, fresh per process: a restarted process is another host.
-    pub(crate) host: String,
+    pub host: String,
+    hooks: JournalHooks,
 }
 
 impl Durable {
-    pub(crate) fn new(store: Arc<dyn JournalStore>) -> Self {
+    /// Journals in `store`, reported through `hooks`, under a fresh host identity.
+    pub fn new(store: Arc<dyn JournalStore>, hooks: JournalHooks) -> Self {
         Self {
             store,
             host: format!("host_{}", uuid_text()),
+            hooks,
         }
     }
 
     /// Takes a run for one `wait` that lasts at most `budget`.
-    pub(crate) async fn claim(&self, run_id: &str, budget: Duration) -> Result<Claim, StoreError> {
+    pub async fn claim(&self, run_id: &str, budget: Duration) -> Result<Claim, StoreError> {
         self.store
             .claim(run_id, &self.host, now_ms(), after(budget + HOLD_MARGIN))
             .await
@@ -90,7 +113,7 @@ impl Durable {
     }
 
     /// Deletes a run's journal in the background (cancel, session end).
-    pub(crate) fn forget(self: &Arc<Self>, what: Forget) {
+    pub fn forget(self: &Arc<Self>, what: Forget) {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -111,9 +134,13 @@ impl Durable {
 }
 
 /// What [`Durable::forget`] deletes.
-pub(crate) enum Forget {
+#[derive(Debug)]
+pub enum Forget {
+    /// The journal of this run id.
     Run(String),
+    /// Every journal of this session id.
     Session(String),
+    /// Every journal of this agent run id.
     AgentRun(String),
 }
 
@@ -125,7 +152,7 @@ fn uuid_text() -> String {
 }
 
 /// The journal scope of a sandbox scope, and back.
-pub(crate) fn journal_scope(scope: &RunScope) -> Scope {
+pub fn journal_scope(scope: &RunScope) -> Scope {
     Scope {
         agent_run_id: scope.agent_run_id.clone(),
         session_id: scope.session_id.clone(),
@@ -144,7 +171,7 @@ fn run_scope(scope: &Scope) -> RunScope {
 /// Whether `caller` may resume a journaled run of `scope`: every field must be the caller's.
 /// A parked run's scope admits anyone on a field it was parked without; a journal's row is
 /// data anyone who writes the store can edit, so there a missing (NULL) field fails closed.
-pub(crate) fn journal_admits(scope: &Scope, caller: &RunScope) -> Result<(), StoreError> {
+pub fn journal_admits(scope: &Scope, caller: &RunScope) -> Result<(), StoreError> {
     run_scope(scope).admits(caller)?;
     if scope.session_id != caller.session_id || scope.session_key != caller.session_key {
         return Err(StoreError::DifferentSession);
@@ -196,7 +223,7 @@ struct State {
 }
 
 /// The journal of one run, shared by its bridge host and its VM's tape.
-pub(crate) struct RunJournal {
+pub struct RunJournal {
     durable: Arc<Durable>,
     record: RunRecord,
     state: Mutex<State>,
@@ -214,7 +241,7 @@ impl std::fmt::Debug for RunJournal {
 }
 
 /// What a journaled call does.
-pub(crate) enum Before {
+pub enum Before {
     /// Answer the guest with this, without running the call.
     Answer(Result<Value, String>),
     /// Run it (its receipt key, and whether it is side-effecting).
@@ -233,12 +260,12 @@ impl RunJournal {
     }
 
     /// The journal of a new run (nothing written until its first side effect or park).
-    pub(crate) fn recording(durable: Arc<Durable>, record: RunRecord) -> Arc<Self> {
+    pub fn recording(durable: Arc<Durable>, record: RunRecord) -> Arc<Self> {
         Self::with_state(durable, record, fresh_state(1, false))
     }
 
     /// The journal of a run resumed without its VM, held under `epoch`.
-    pub(crate) fn for_replay(durable: Arc<Durable>, journal: Journal, epoch: u64) -> Arc<Self> {
+    pub fn for_replay(durable: Arc<Durable>, journal: Journal, epoch: u64) -> Arc<Self> {
         let mut state = fresh_state(epoch, true);
         state.next_seq = journal
             .events
@@ -267,23 +294,24 @@ impl RunJournal {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(crate) fn record(&self) -> &RunRecord {
+    /// The run's row as it was recorded.
+    pub fn record(&self) -> &RunRecord {
         &self.record
     }
 
     /// The journal's size in bytes (it counts against `maxSnapshotBytes`).
-    pub(crate) fn bytes(&self) -> usize {
+    pub fn bytes(&self) -> usize {
         usize::try_from(self.lock().bytes).unwrap_or(usize::MAX)
     }
 
-    /// Whether the run is still being replayed from its journal.
     /// Whether this journal is a replay's (its run started again from its journal), recorded
     /// events left or not.
-    pub(crate) fn is_replay(&self) -> bool {
+    pub fn is_replay(&self) -> bool {
         self.lock().replay.is_some()
     }
 
-    pub(crate) fn replaying(&self) -> bool {
+    /// Whether the run is still being replayed from its journal (recorded events are left).
+    pub fn replaying(&self) -> bool {
         self.lock()
             .replay
             .as_ref()
@@ -291,7 +319,7 @@ impl RunJournal {
     }
 
     /// Why the run must end, if it must.
-    pub(crate) fn aborted(&self) -> Option<String> {
+    pub fn aborted(&self) -> Option<String> {
         self.lock().aborted.clone()
     }
 
@@ -325,7 +353,7 @@ impl RunJournal {
 
     /// Output items of a leg as the client must see them: what a replay made again and the
     /// client already has is dropped.
-    pub(crate) fn deliverable<T>(&self, mut output: Vec<T>) -> Vec<T> {
+    pub fn deliverable<T>(&self, mut output: Vec<T>) -> Vec<T> {
         let mut state = self.lock();
         let skip = usize::try_from(state.skip_output)
             .unwrap_or(usize::MAX)
@@ -341,13 +369,13 @@ impl RunJournal {
     }
 
     /// A leg ended in a yield (`true`) or not.
-    pub(crate) fn leg_ended(&self, yielded: bool) {
+    pub fn leg_ended(&self, yielded: bool) {
         self.lock().yield_pending = yielded;
     }
 
     /// A new leg starts: a yield the last leg ended in is resumed now. In a replay, the journal
     /// must say so too. Returns whether the run may go on.
-    pub(crate) fn resuming(&self) -> Result<(), String> {
+    pub fn resuming(&self) -> Result<(), String> {
         let mut state = self.lock();
         if !std::mem::take(&mut state.yield_pending) {
             return Ok(());
@@ -380,7 +408,7 @@ impl RunJournal {
 
     /// A replay leg ended waiting on host work while recorded events were still due: the
     /// program is not making the calls its journal has.
-    pub(crate) fn stuck(&self) -> String {
+    pub fn stuck(&self) -> String {
         let mut state = self.lock();
         let head = state
             .replay
@@ -394,7 +422,7 @@ impl RunJournal {
     }
 
     /// Assigns a call its receipt key (program order) and decides what it does.
-    pub(crate) async fn before_call(
+    pub async fn before_call(
         &self,
         request: u64,
         method: &str,
@@ -520,8 +548,8 @@ impl RunJournal {
     }
 
     /// The settled receipt of a call that ran: committed with the run's next commit, or on its
-    /// own after [`SETTLE_LINGER`].
-    pub(crate) fn after_call(
+    /// own after `SETTLE_LINGER`.
+    pub fn after_call(
         self: &Arc<Self>,
         key: ReceiptKey,
         catalog_id: String,
@@ -557,7 +585,7 @@ impl RunJournal {
         let journal = Arc::clone(self);
         // Its commit belongs to the trace of the call that settled (the current span), without
         // holding that span open for the linger.
-        let span = crate::trace::journal_linger_span();
+        let span = (self.durable.hooks.linger_span)();
         handle.spawn(
             async move {
                 tokio::time::sleep(SETTLE_LINGER).await;
@@ -571,7 +599,7 @@ impl RunJournal {
     }
 
     /// Creates the run's row if it does not exist yet (held by this host, epoch 1).
-    pub(crate) async fn ensure_created(&self) -> Result<(), JournalError> {
+    pub async fn ensure_created(&self) -> Result<(), JournalError> {
         let _flushing = self.flush.lock().await;
         if self.lock().created {
             return Ok(());
@@ -585,10 +613,7 @@ impl RunJournal {
                 now,
                 self.record.expires_at_ms,
             )
-            .instrument(crate::trace::journal_commit_span(
-                "create",
-                &self.record.run_id,
-            ))
+            .instrument(journal_commit_span("create", &self.record.run_id))
             .await?;
         self.lock().created = true;
         Ok(())
@@ -596,7 +621,7 @@ impl RunJournal {
 
     /// Commits everything buffered so far (nothing while the row does not exist: the first
     /// side effect or the park creates it). Concurrent callers share one commit.
-    pub(crate) async fn flush(&self) -> Result<(), JournalError> {
+    pub async fn flush(&self) -> Result<(), JournalError> {
         let target = self.lock().appended;
         let _flushing = self.flush.lock().await;
         let (batch, upto, epoch) = {
@@ -619,12 +644,9 @@ impl RunJournal {
             .durable
             .store
             .append(&self.record.run_id, epoch, &batch)
-            .instrument(crate::trace::journal_commit_span(
-                "append",
-                &self.record.run_id,
-            ))
+            .instrument(journal_commit_span("append", &self.record.run_id))
             .await;
-        crate::observe::journal_committed(committing.elapsed());
+        (self.durable.hooks.committed)(committing.elapsed());
         match appended {
             Ok(()) => {
                 self.lock().committed = upto;
@@ -646,22 +668,19 @@ impl RunJournal {
     }
 
     /// The run parks: its row exists, everything is written, and it is released until `ttl`.
-    pub(crate) async fn park(&self, ttl: Duration) -> Result<(), JournalError> {
+    pub async fn park(&self, ttl: Duration) -> Result<(), JournalError> {
         self.ensure_created().await?;
         self.flush().await?;
         let epoch = self.lock().epoch;
         self.durable
             .store
             .release(&self.record.run_id, epoch, after(ttl))
-            .instrument(crate::trace::journal_commit_span(
-                "release",
-                &self.record.run_id,
-            ))
+            .instrument(journal_commit_span("release", &self.record.run_id))
             .await
     }
 
     /// The run ended: its journal is deleted.
-    pub(crate) async fn finish(&self) {
+    pub async fn finish(&self) {
         let (created, epoch) = {
             let mut state = self.lock();
             state.finished = true;
@@ -699,6 +718,11 @@ fn fresh_state(epoch: u64, created: bool) -> State {
         lingering: false,
         finished: false,
     }
+}
+
+/// The span of one write of a run's journal (`operation`: `create`, `append`, `release`).
+fn journal_commit_span(operation: &'static str, run_id: &str) -> Span {
+    tracing::debug_span!(target: "codemode", "journal_commit", operation, run_id)
 }
 
 fn short(hash: &str) -> &str {

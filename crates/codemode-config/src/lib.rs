@@ -1,32 +1,49 @@
-//! The one config contract: `tools.codeMode`, parsed from JSON ([`CodeModeConfig::from_json`])
-//! or built in Rust ([`CodeModeConfigBuilder`]), both through the same checks and clamps.
+//! The one config contract of code mode: `tools.codeMode`, parsed from JSON
+//! ([`CodeModeConfig::from_json`]) or built in Rust ([`CodeModeConfigBuilder`]), both through the
+//! same checks and clamps ([`CodeModeConfig::clamp_range`]), and its JSON Schema
+//! ([`CodeModeConfig::json_schema`], published as `docs/config.schema.json`).
+//!
+//! This crate knows nothing of running code: not the sandbox (QuickJS, its VM threads or worker
+//! processes), catalogs, tools, sessions or journals. It depends on no other crate of ours.
+//! `codemode-core` re-exports everything here at its root (`codemode_core::CodeModeConfig`) and
+//! turns a config into the sandbox's limits; it also checks, when it compiles, that the
+//! defaults here of the limits the sandbox enforces are the sandbox's own defaults.
+//! No feature flags.
+//!
+//! ```
+//! use codemode_config::{CodeModeConfig, Language};
+//! let config = CodeModeConfig::from_json(&serde_json::json!({ "enabled": true })).unwrap();
+//! assert!(config.is_enabled() && config.allows(Language::Typescript));
+//! ```
+#![forbid(unsafe_code)]
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::Language;
-
+mod language;
 mod schema;
 
-// The defaults of the limits the sandbox enforces are the sandbox's constants, converted once
-// here to the config's integer type (one source per default).
+pub use language::Language;
+
+// The defaults of the limits the sandbox enforces equal the sandbox's constants (64 MiB, 64 KiB,
+// 10 MiB, 16, 1024): codemode-core fails to compile if one of them drifts.
 
 /// Default `timeoutMs`: the wall-clock budget of one `exec` or `wait` call (10 s). Not a sandbox
 /// limit: it makes the deadline each leg is driven to.
 pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 /// Default `memoryLimitBytes` of the guest VM (64 MiB).
-pub const DEFAULT_MEMORY_LIMIT_BYTES: u64 = codemode_sandbox::DEFAULT_MEMORY_BYTES as u64;
+pub const DEFAULT_MEMORY_LIMIT_BYTES: u64 = 64 * MIB;
 /// Default `maxOutputBytes`: output items plus the final value, as UTF-8 JSON bytes.
-pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = codemode_sandbox::DEFAULT_MAX_OUTPUT_BYTES as u64;
+pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 65_536;
 /// Default `maxSnapshotBytes`: measured VM memory of a parked run (10 MiB).
-pub const DEFAULT_MAX_SNAPSHOT_BYTES: u64 = codemode_sandbox::DEFAULT_MAX_SNAPSHOT_BYTES as u64;
+pub const DEFAULT_MAX_SNAPSHOT_BYTES: u64 = 10 * MIB;
 /// Default `maxPendingToolCalls`: nested calls in flight at once per run.
-pub const DEFAULT_MAX_PENDING_TOOL_CALLS: u64 = codemode_sandbox::DEFAULT_MAX_PENDING_CALLS as u64;
+pub const DEFAULT_MAX_PENDING_TOOL_CALLS: u64 = 16;
 /// Default `maxQueuedToolCalls`: nested calls that wait, in FIFO order, while
 /// `maxPendingToolCalls` are in flight.
-pub const DEFAULT_MAX_QUEUED_TOOL_CALLS: u64 = codemode_sandbox::DEFAULT_MAX_QUEUED_CALLS as u64;
+pub const DEFAULT_MAX_QUEUED_TOOL_CALLS: u64 = 1024;
 /// Default `maxSavedResults`: entries of a session's `results` store.
 pub const DEFAULT_MAX_SAVED_RESULTS: u64 = 64;
 /// Default `maxSavedResultBytes`: JSON bytes of all entries of a session's `results` store.
@@ -209,7 +226,7 @@ pub enum ConfigError {
 ///
 /// ```
 /// use std::time::Duration;
-/// use codemode_core::CodeModeConfig;
+/// use codemode_config::CodeModeConfig;
 /// let config = CodeModeConfig::from_json(&serde_json::json!({ "enabled": true, "timeoutMs": 5 })).unwrap();
 /// assert!(config.is_enabled());
 /// assert_eq!(config.timeout_ms(), 100); // clamped into 100..=60000
@@ -263,7 +280,7 @@ pub struct CodeModeConfig {
 ///
 /// `"thread"` (the default) runs VMs on the sandbox's VM threads in this process, the fast path.
 /// `"process"` runs each VM in a worker process (`codemode-worker`, or `codemode worker`) of a
-/// pool the [`CodeMode`](crate::CodeMode) owns: an engine bug or a native call that never
+/// pool the host's `CodeMode` (codemode-core) owns: an engine bug or a native call that never
 /// returns is then contained in a process the host kills at the deadline plus the grace, and on
 /// Linux the worker runs under a system-call filter. docs/security.md says what each adds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -312,24 +329,12 @@ impl Default for CodeModeConfig {
 }
 
 impl CodeModeConfig {
-    /// The sandbox limits of every run under this config.
-    pub(crate) fn limits(&self) -> codemode_sandbox::Limits {
-        codemode_sandbox::Limits {
-            memory_bytes: self.memory_limit_bytes as usize,
-            max_output_bytes: self.max_output_bytes as usize,
-            max_pending_calls: self.max_pending_tool_calls as usize,
-            max_queued_calls: self.max_queued_tool_calls as usize,
-            max_snapshot_bytes: self.max_snapshot_bytes as usize,
-            ..codemode_sandbox::Limits::default()
-        }
-    }
-
     /// The range an integer field of `tools.codeMode` (its wire name, `timeoutMs`) is clamped
     /// into, or `None` for a name that is not one. `searchDefaultLimit` is clamped again to the
     /// config's `maxSearchLimit`.
     ///
     /// ```
-    /// use codemode_core::CodeModeConfig;
+    /// use codemode_config::CodeModeConfig;
     /// assert_eq!(CodeModeConfig::clamp_range("timeoutMs"), Some(100..=60_000));
     /// assert_eq!(CodeModeConfig::clamp_range("enabled"), None);
     /// ```
@@ -552,7 +557,7 @@ impl CodeModeConfig {
 ///
 /// ```
 /// use std::time::Duration;
-/// use codemode_core::{CodeModeConfig, ConfigError, Language};
+/// use codemode_config::{CodeModeConfig, ConfigError, Language};
 /// let config = CodeModeConfig::enabled()
 ///     .timeout(Duration::from_secs(120)) // clamped to 60 s
 ///     .max_pending_tool_calls(4)

@@ -13,7 +13,7 @@ impl RunJournal {
     /// a replay records a call a crash interrupted: a replay never runs it again and the guest
     /// gets "outcome unknown". A read-only one records the error the guest got, like any
     /// failure.
-    pub(crate) fn after_timeout(
+    pub fn after_timeout(
         self: &Arc<Self>,
         key: ReceiptKey,
         catalog_id: String,

@@ -1,6 +1,6 @@
-//! The `tools.codeMode` contract (SPEC §3).
+//! Integration tests of codemode-config: the `tools.codeMode` contract (SPEC §3).
 
-use codemode_core::{CodeModeConfig, ConfigError, Language};
+use codemode_config::{CodeModeConfig, ConfigError, Language};
 use serde_json::{Value, json};
 
 fn check(input: Value, expect: Result<&str, &str>) {
@@ -98,7 +98,7 @@ fn bad_values_are_errors_naming_the_field() {
 
 #[test]
 fn isolation_is_thread_unless_process_is_asked_for() {
-    use codemode_core::IsolationMode;
+    use codemode_config::IsolationMode;
     let parse = |value: Value| CodeModeConfig::from_json(&value).unwrap().isolation();
     assert_eq!(parse(json!(true)), IsolationMode::Thread);
     assert_eq!(
@@ -125,7 +125,7 @@ fn languages_subset() {
 
 /// `docs/config.schema.json` is exactly `CodeModeConfig::json_schema()` (pretty JSON, trailing
 /// newline), so the published schema cannot drift. `CODEMODE_UPDATE_SCHEMA=1 cargo test -p
-/// codemode-core --test core config` rewrites the file.
+/// codemode-config --test config` rewrites the file.
 #[test]
 fn json_schema_is_published_in_docs() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/config.schema.json");
@@ -136,7 +136,7 @@ fn json_schema_is_published_in_docs() {
     let published = std::fs::read_to_string(path).unwrap_or_default();
     assert!(
         published == expected,
-        "docs/config.schema.json is stale; run `CODEMODE_UPDATE_SCHEMA=1 cargo test -p codemode-core --test core config`"
+        "docs/config.schema.json is stale; run `CODEMODE_UPDATE_SCHEMA=1 cargo test -p codemode-config --test config`"
     );
 }
 
@@ -259,7 +259,7 @@ fn max_queued_tool_calls_accepts_zero_and_clamps() {
     );
     assert_eq!(
         CodeModeConfig::default().max_queued_tool_calls(),
-        codemode_core::DEFAULT_MAX_QUEUED_TOOL_CALLS
+        codemode_config::DEFAULT_MAX_QUEUED_TOOL_CALLS
     );
     assert_eq!(
         parse(json!(-1)).unwrap_err().to_string(),
@@ -272,7 +272,7 @@ fn max_queued_tool_calls_accepts_zero_and_clamps() {
 /// or the same error.
 #[test]
 fn the_builder_checks_and_clamps_like_json() {
-    use codemode_core::CodeModeConfigBuilder;
+    use codemode_config::CodeModeConfigBuilder;
     use std::time::Duration;
     type Set = fn(CodeModeConfigBuilder, u64) -> CodeModeConfigBuilder;
     let fields: [(&str, Set); 12] = [
