@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use arbitrary::Arbitrary;
 use codemode_sandbox::{
-    BridgeHost, BridgeRequest, Callable, DEADLINE_GRACE, GuestSetup, Limits, Placement, Run, Step,
+    BridgeHost, BridgeRequest, Callable, DEADLINE_GRACE, GuestSetup, Limits, Placement, Run, LegEnd,
 };
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
@@ -112,7 +112,7 @@ fuzz_target!(|case: Case| {
             // The result is never later than the deadline plus the grace (and some slack for a
             // loaded machine: this bounds lateness, it does not time the run).
             assert!(started.elapsed() < timeout + DEADLINE_GRACE + Duration::from_secs(2));
-            if !matches!(step, Step::Suspended { .. }) {
+            if !matches!(step, LegEnd::Suspended { .. }) {
                 break;
             }
         }

@@ -1,7 +1,7 @@
 //! Turns sandbox steps and errors into the `exec` / `wait` result shapes (completed, waiting,
 //! failed; see [`CodeModeResult`]).
 
-use codemode_sandbox::{RunError, Step, StoreError};
+use codemode_sandbox::{LegEnd, RunError, StoreError};
 
 use crate::result::{
     CodeModeResult, ErrorCode, OutputItem, PendingToolCall, Telemetry, WaitFailure, WaitReason,
@@ -78,9 +78,9 @@ pub(crate) fn waiting(
 }
 
 /// A step that ends the run: completed or failed.
-pub(crate) fn finished(step: Step, replay_safe: bool, telemetry: Telemetry) -> CodeModeResult {
+pub(crate) fn finished(step: LegEnd, replay_safe: bool, telemetry: Telemetry) -> CodeModeResult {
     match step {
-        Step::Completed {
+        LegEnd::Completed {
             value,
             output: items,
             truncated,
@@ -91,11 +91,11 @@ pub(crate) fn finished(step: Step, replay_safe: bool, telemetry: Telemetry) -> C
             replay_safe,
             telemetry,
         },
-        Step::Failed {
+        LegEnd::Failed {
             error,
             output: items,
         } => failed_run(error, items, telemetry),
-        Step::Suspended { output: items, .. } => CodeModeResult::Failed {
+        LegEnd::Suspended { output: items, .. } => CodeModeResult::Failed {
             error: "code mode run suspended unexpectedly.".into(),
             code: Some(ErrorCode::InternalError),
             reason: None,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codemode_journal::{Claim, JournalError};
-use codemode_sandbox::{DEADLINE_GRACE, Run, RunError, RunId, Step, StoreError, WaitReason};
+use codemode_sandbox::{DEADLINE_GRACE, LegEnd, Run, RunError, RunId, StoreError, WaitReason};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -18,7 +18,7 @@ use crate::{CodeModeSession, outcome};
 use codemode_durable::{Durable, RunJournal, journal_admits, now_ms};
 
 /// A step with `earlier` output in front of its own.
-fn with_output_before(earlier: Vec<crate::OutputItem>, step: Step) -> Step {
+fn with_output_before(earlier: Vec<crate::OutputItem>, step: LegEnd) -> LegEnd {
     if earlier.is_empty() {
         return step;
     }
@@ -31,10 +31,10 @@ fn with_output_before(earlier: Vec<crate::OutputItem>, step: Step) -> Step {
 
 /// A leg's step as the client must see it: a run the journal aborted fails, output a replay made
 /// again is dropped, and a yield is remembered for the next leg.
-pub(crate) fn journaled_step(journal: &RunJournal, step: Step) -> Step {
+pub(crate) fn journaled_step(journal: &RunJournal, step: LegEnd) -> LegEnd {
     let step = match (journal.aborted(), step) {
-        (Some(message), Step::Completed { output, .. } | Step::Suspended { output, .. }) => {
-            Step::Failed {
+        (Some(message), LegEnd::Completed { output, .. } | LegEnd::Suspended { output, .. }) => {
+            LegEnd::Failed {
                 error: RunError::Aborted(message),
                 output,
             }
@@ -43,7 +43,7 @@ pub(crate) fn journaled_step(journal: &RunJournal, step: Step) -> Step {
     };
     journal.leg_ended(matches!(
         step,
-        Step::Suspended {
+        LegEnd::Suspended {
             reason: WaitReason::Yield,
             ..
         }
@@ -72,14 +72,14 @@ impl CodeModeSession {
         life: &Arc<RunLife>,
         idle_budget: Duration,
         span: &tracing::Span,
-    ) -> Step {
+    ) -> LegEnd {
         let leg = self.inner.config.timeout().min(idle_budget);
         let started = Instant::now();
         let mut carried = Vec::new();
         let mut first_leg = true;
         loop {
             if let Some(error) = life.ended() {
-                return Step::Failed {
+                return LegEnd::Failed {
                     error,
                     output: carried,
                 };
@@ -87,7 +87,7 @@ impl CodeModeSession {
             if let Some(journal) = journal
                 && let Err(message) = journal.resuming()
             {
-                return Step::Failed {
+                return LegEnd::Failed {
                     error: RunError::Aborted(message),
                     output: carried,
                 };
@@ -109,10 +109,10 @@ impl CodeModeSession {
             let replaying = journal.is_some_and(|journal| journal.replaying());
             let aborted = journal.and_then(RunJournal::aborted);
             match step {
-                Step::Suspended { .. } | Step::Completed { .. } if aborted.is_some() => {
+                LegEnd::Suspended { .. } | LegEnd::Completed { .. } if aborted.is_some() => {
                     return step;
                 }
-                Step::Suspended {
+                LegEnd::Suspended {
                     reason: WaitReason::Yield,
                     output,
                     ..
@@ -122,18 +122,18 @@ impl CodeModeSession {
                     }
                     carried = output;
                 }
-                Step::Suspended {
+                LegEnd::Suspended {
                     reason: WaitReason::PendingTools,
                     output,
                     ..
                 } if replaying => {
                     let message = journal.map(RunJournal::stuck).unwrap_or_default();
-                    return Step::Failed {
+                    return LegEnd::Failed {
                         error: RunError::Aborted(message),
                         output,
                     };
                 }
-                Step::Suspended {
+                LegEnd::Suspended {
                     reason: WaitReason::PendingTools,
                     output,
                     ..
@@ -303,13 +303,13 @@ impl CodeModeSession {
         run: Run,
         parked: Parked,
         journal: &Arc<RunJournal>,
-        step: Step,
+        step: LegEnd,
     ) -> CodeModeResult {
         let telemetry = self.telemetry(&parked.host.counters);
         let restart_safe = parked.host.restart_safe;
         let run_id = journal.record().run_id.clone();
         match step {
-            Step::Suspended {
+            LegEnd::Suspended {
                 reason,
                 pending,
                 output,

@@ -10,7 +10,7 @@ use codemode_journal::JournalStore;
 use codemode_mcp_decls::{DeclCache, McpDecls};
 use codemode_namespaces::{HiddenNamespace, NamespaceRegistry};
 use codemode_sandbox::{
-    ManualClock, Placement, Run, RunError, RunId, RunScope, SnapshotStore, Step, StoreError,
+    LegEnd, ManualClock, Placement, Run, RunError, RunId, RunScope, SnapshotStore, StoreError,
     VmPool, WorkerPool, WorkerPoolConfig,
 };
 use serde_json::Value;
@@ -639,7 +639,7 @@ impl CodeModeSession {
         let restart_safe = host.restart_safe;
         let telemetry = self.telemetry(&host.counters);
         match step {
-            Step::Suspended {
+            LegEnd::Suspended {
                 reason,
                 pending,
                 output,
@@ -732,7 +732,7 @@ impl CodeModeSession {
         let telemetry = self.telemetry(&parked.host.counters);
         let restart_safe = parked.host.restart_safe;
         match step {
-            Step::Suspended {
+            LegEnd::Suspended {
                 reason,
                 pending,
                 output,

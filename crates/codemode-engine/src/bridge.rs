@@ -83,7 +83,7 @@ pub trait BridgeHost: Send + Sync + 'static {
     /// Sees the output items of a run as its VM produces them: after each engine step that
     /// produced some (the guest awaited host work or a timer, yielded, or ended), on the task
     /// that drives the run, before the leg's result. The same items are in the leg's
-    /// `Step` (codemode-sandbox) as always: this is only an early look (for progress reports), and
+    /// `LegEnd` (codemode-sandbox) as always: this is only an early look (for progress reports), and
     /// it must be quick. The default ignores them.
     fn on_output(&self, items: &[crate::OutputItem]) {
         let _ = items;

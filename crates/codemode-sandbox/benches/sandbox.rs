@@ -7,9 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codemode_sandbox::{
-    BridgeHost, BridgeRequest, Callable, GuestSetup, Limits, Placement, PreparedSetup, Run,
-    RunScope, SnapshotStore, Step, VmPool, WorkerCommand, WorkerPool, WorkerPoolConfig,
-    async_trait,
+    BridgeHost, BridgeRequest, Callable, GuestSetup, LegEnd, Limits, Placement, PreparedSetup, Run,
+    RunScope, SnapshotStore, VmPool, WorkerCommand, WorkerPool, WorkerPoolConfig, async_trait,
 };
 use serde_json::Value;
 
@@ -63,7 +62,7 @@ async fn complete(program: &str) -> Value {
     )
     .unwrap();
     match run.drive(deadline()).await {
-        Step::Completed { value, .. } => value,
+        LegEnd::Completed { value, .. } => value,
         other => panic!("unexpected {other:?}"),
     }
 }
@@ -111,7 +110,7 @@ fn pooled_vm_trivial_program(bencher: divan::Bencher<'_, '_>) {
                 )
                 .unwrap();
                 match run.drive(deadline()).await {
-                    Step::Completed { value, .. } => value,
+                    LegEnd::Completed { value, .. } => value,
                     other => panic!("unexpected {other:?}"),
                 }
             })
@@ -157,7 +156,7 @@ fn park_and_resume(bencher: divan::Bencher<'_, '_>) {
                 .unwrap();
                 assert!(matches!(
                     run.drive(deadline()).await,
-                    Step::Suspended { .. }
+                    LegEnd::Suspended { .. }
                 ));
                 run
             })
@@ -194,7 +193,7 @@ fn memory_of_a_parked_trivial_run() {
         .unwrap();
         assert!(matches!(
             run.drive(deadline()).await,
-            Step::Suspended { .. }
+            LegEnd::Suspended { .. }
         ));
         run.memory_bytes()
     });
@@ -289,7 +288,7 @@ async fn complete_with(program: &str, placement: &Placement) -> Value {
     let limits = Limits::default();
     let mut run = Run::start(program, setup(), &limits, placement, Arc::new(Echo)).unwrap();
     match run.drive(deadline()).await {
-        Step::Completed { value, .. } => value,
+        LegEnd::Completed { value, .. } => value,
         other => panic!("unexpected {other:?}"),
     }
 }

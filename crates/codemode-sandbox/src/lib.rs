@@ -46,7 +46,7 @@ pub use codemode_engine::{
     check_module_access, check_program, json_nests_deeper_than,
 };
 pub use placement::Placement;
-pub use run::{DEADLINE_GRACE, Run, SETTLE_MARGIN, Step, WaitReason};
+pub use run::{DEADLINE_GRACE, LegEnd, Run, SETTLE_MARGIN, WaitReason};
 pub use stats::{SandboxStats, stats};
 pub use store::{MAX_SUSPENDED_RUNS, Resumption, RunId, RunScope, SnapshotStore};
 pub use vm_pool::{MAX_POOLED_VMS, VmPool};
@@ -68,7 +68,7 @@ mod tests {
         fn send_sync<T: Send + Sync>() {}
         send::<super::Run>();
         send::<super::Resumption<()>>();
-        send::<super::Step>();
+        send::<super::LegEnd>();
         send_sync::<super::SnapshotStore<()>>();
         send_sync::<super::Limits>();
         send_sync::<super::GuestSetup>();

@@ -47,7 +47,7 @@ pub enum WaitReason {
 
 /// How one leg of a run ended.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Step {
+pub enum LegEnd {
     /// The program returned and nothing it started is still pending; `value` is its JSON
     /// adaptation (`undefined` becomes `null`).
     Completed {
@@ -93,31 +93,31 @@ enum Phase {
     Dead,
 }
 
-impl Step {
+impl LegEnd {
     /// The same step with its output replaced by `f(output)` (a host that must not deliver some
     /// of it twice, or adds earlier output in front).
     #[must_use]
-    pub fn map_output(self, f: impl FnOnce(Vec<OutputItem>) -> Vec<OutputItem>) -> Step {
+    pub fn map_output(self, f: impl FnOnce(Vec<OutputItem>) -> Vec<OutputItem>) -> LegEnd {
         match self {
-            Step::Completed {
+            LegEnd::Completed {
                 value,
                 output,
                 truncated,
-            } => Step::Completed {
+            } => LegEnd::Completed {
                 value,
                 output: f(output),
                 truncated,
             },
-            Step::Suspended {
+            LegEnd::Suspended {
                 reason,
                 pending,
                 output,
-            } => Step::Suspended {
+            } => LegEnd::Suspended {
                 reason,
                 pending,
                 output: f(output),
             },
-            Step::Failed { error, output } => Step::Failed {
+            LegEnd::Failed { error, output } => LegEnd::Failed {
                 error,
                 output: f(output),
             },
@@ -132,7 +132,7 @@ impl Step {
 /// ```
 /// use std::{sync::Arc, time::Instant};
 /// use codemode_sandbox::{
-///     BridgeHost, BridgeRequest, Callable, GuestSetup, Limits, Placement, Run, Step,
+///     BridgeHost, BridgeRequest, Callable, GuestSetup, Limits, Placement, Run, LegEnd,
 /// };
 ///
 /// struct Echo;
@@ -150,7 +150,7 @@ impl Step {
 /// let limits = Limits::default();
 /// let mut run = Run::start(program, setup, &limits, &Placement::Thread, Arc::new(Echo)).unwrap();
 /// match run.drive(Instant::now() + std::time::Duration::from_secs(10)).await {
-///     Step::Completed { value, output, .. } => {
+///     LegEnd::Completed { value, output, .. } => {
 ///         assert_eq!(value, 21);
 ///         assert_eq!(output, vec![codemode_sandbox::OutputItem::Text { text: "hi".into() }]);
 ///     }
@@ -193,7 +193,7 @@ impl Run {
     /// is built (or, under [`Placement::PrebuiltThreads`], taken from the pool when one built
     /// under `limits` is ready), the setup installed and the program compiled by the first
     /// [`Run::drive`], where `placement` says and under that leg's deadline, so a compile error
-    /// is reported by that `drive` as [`Step::Failed`] with [`RunError::Syntax`]. A VM taken from
+    /// is reported by that `drive` as [`LegEnd::Failed`] with [`RunError::Syntax`]. A VM taken from
     /// the pool never ran guest code and is never used by another run; the pool builds its
     /// replacement once the first `drive` has answered (or the run is dropped).
     ///
@@ -262,7 +262,7 @@ impl Run {
     /// further call fails with [`RunError::Finished`]. Dropping the future while a VM step is
     /// running ends the run (the step finishes on its thread and the VM is dropped there);
     /// dropping it while the run is idle awaiting host work leaves the run consistent.
-    pub async fn drive(&mut self, deadline: Instant) -> Step {
+    pub async fn drive(&mut self, deadline: Instant) -> LegEnd {
         self.drive_until(deadline, std::future::pending()).await
     }
 
@@ -276,7 +276,7 @@ impl Run {
         &mut self,
         deadline: Instant,
         stop: impl std::future::Future<Output = RunError>,
-    ) -> Step {
+    ) -> LegEnd {
         tokio::pin!(stop);
         let step = self.drive_leg(deadline, stop).await;
         self.refill = None;
@@ -287,9 +287,9 @@ impl Run {
         &mut self,
         deadline: Instant,
         mut stop: std::pin::Pin<&mut impl std::future::Future<Output = RunError>>,
-    ) -> Step {
+    ) -> LegEnd {
         if !self.is_alive() {
-            return Step::Failed {
+            return LegEnd::Failed {
                 error: RunError::Finished,
                 output: Vec::new(),
             };
@@ -360,7 +360,7 @@ impl Run {
             match answer.progress {
                 Progress::Completed(value, truncated) => {
                     self.release();
-                    return Step::Completed {
+                    return LegEnd::Completed {
                         value,
                         output,
                         truncated,
@@ -543,17 +543,17 @@ impl Run {
         self.ready.clear();
     }
 
-    fn fail(&mut self, error: RunError, mut output: Vec<OutputItem>) -> Step {
+    fn fail(&mut self, error: RunError, mut output: Vec<OutputItem>) -> LegEnd {
         tracing::debug!(target: "codemode_sandbox", %error, "code mode run failed");
         if let Phase::Built(engine) = &self.phase {
             output.extend(engine.take_output());
         }
         self.release();
-        Step::Failed { error, output }
+        LegEnd::Failed { error, output }
     }
 
-    fn suspend(&mut self, reason: WaitReason, output: Vec<OutputItem>) -> Step {
-        Step::Suspended {
+    fn suspend(&mut self, reason: WaitReason, output: Vec<OutputItem>) -> LegEnd {
+        LegEnd::Suspended {
             reason,
             pending: self.pending_calls(),
             output,

@@ -228,7 +228,7 @@ fn lock<E>(entries: &Mutex<Entries<E>>) -> MutexGuard<'_, Entries<E>> {
 ///
 /// ```
 /// use std::{sync::Arc, time::{Duration, Instant}};
-/// use codemode_sandbox::{BridgeHost, BridgeRequest, GuestSetup, Limits, Placement, Run, RunScope, SnapshotStore, Step};
+/// use codemode_sandbox::{BridgeHost, BridgeRequest, GuestSetup, Limits, Placement, Run, RunScope, SnapshotStore, LegEnd};
 ///
 /// struct NoHost;
 /// #[async_trait::async_trait]
@@ -243,13 +243,13 @@ fn lock<E>(entries: &Mutex<Entries<E>>) -> MutexGuard<'_, Entries<E>> {
 /// let limits = Limits::default();
 /// let mut run = Run::start(program, GuestSetup::default(), &limits, &Placement::Thread, Arc::new(NoHost)).unwrap();
 /// let deadline = || Instant::now() + Duration::from_secs(5);
-/// assert!(matches!(run.drive(deadline()).await, Step::Suspended { .. }));
+/// assert!(matches!(run.drive(deadline()).await, LegEnd::Suspended { .. }));
 ///
 /// let id = store.park(run, scope.clone(), "extra", Duration::from_secs(900), 10 << 20).unwrap();
 /// let mut resumption = store.resume(&id.to_string(), &scope).unwrap();
 /// assert_eq!(*resumption.extra(), "extra");
 /// match resumption.run_mut().drive(deadline()).await {
-///     Step::Completed { value, .. } => assert_eq!(value, "done"),
+///     LegEnd::Completed { value, .. } => assert_eq!(value, "done"),
 ///     other => panic!("unexpected {other:?}"),
 /// }
 /// resumption.finish();
@@ -651,7 +651,7 @@ impl<E: Send + 'static> Resumption<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{BridgeHost, BridgeRequest, GuestSetup, Limits, Placement, Step};
+    use crate::{BridgeHost, BridgeRequest, GuestSetup, LegEnd, Limits, Placement};
 
     struct NoHost;
 
@@ -681,7 +681,7 @@ mod tests {
             let deadline = || Instant::now() + Duration::from_secs(5);
             assert!(matches!(
                 run.drive(deadline()).await,
-                Step::Suspended { .. }
+                LegEnd::Suspended { .. }
             ));
             let store: SnapshotStore = SnapshotStore::new();
             let id = store
@@ -711,7 +711,7 @@ mod tests {
 
             assert!(matches!(
                 resumption.run_mut().drive(deadline()).await,
-                Step::Suspended { .. }
+                LegEnd::Suspended { .. }
             ));
             // Reparking starts a fresh TTL, here zero: the next resume finds it expired.
             resumption.repark().unwrap();

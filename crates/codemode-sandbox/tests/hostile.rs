@@ -21,8 +21,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codemode_sandbox::{
-    BridgeHost, BridgeRequest, DEADLINE_GRACE, GuestSetup, Limits, Placement, Run, RunError, Step,
-    WorkerCommand, WorkerPool, WorkerPoolConfig,
+    BridgeHost, BridgeRequest, DEADLINE_GRACE, GuestSetup, LegEnd, Limits, Placement, Run,
+    RunError, WorkerCommand, WorkerPool, WorkerPoolConfig,
 };
 use serde_json::Value;
 
@@ -45,7 +45,7 @@ fn memory_bytes() -> usize {
 }
 
 /// Runs `program` with the default limits and `timeout` through the public API, to its first step.
-fn run_cell(program: &str, timeout: Duration, placement: &Placement) -> Step {
+fn run_cell(program: &str, timeout: Duration, placement: &Placement) -> LegEnd {
     let limits = Limits::default().with_memory_bytes(memory_bytes());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -59,7 +59,7 @@ fn run_cell(program: &str, timeout: Duration, placement: &Placement) -> Step {
         Arc::new(NoHost),
     ) {
         Ok(mut run) => runtime.block_on(run.drive(Instant::now() + timeout)),
-        Err(error) => Step::Failed {
+        Err(error) => LegEnd::Failed {
             error,
             output: Vec::new(),
         },
@@ -663,11 +663,11 @@ for (const p of [0, 1398098, 1398101, 2796200, 4194301, 5592400, 7e6 - 6]) {
 return checks.map((ok, i) => ok ? 0 : i + 1).filter((i) => i);
 ";
 
-fn outcome(step: &Step) -> String {
+fn outcome(step: &LegEnd) -> String {
     match step {
-        Step::Completed { value, .. } => format!("completed {value}"),
-        Step::Failed { error, .. } => format!("failed {error:?}"),
-        Step::Suspended { reason, .. } => format!("suspended {reason:?}"),
+        LegEnd::Completed { value, .. } => format!("completed {value}"),
+        LegEnd::Failed { error, .. } => format!("failed {error:?}"),
+        LegEnd::Suspended { reason, .. } => format!("suspended {reason:?}"),
     }
 }
 
@@ -753,7 +753,7 @@ fn cells_stop_within_the_grace(
     let owned: Vec<(&str, &str)> = compiled.iter().map(|(n, p)| (*n, p.as_str())).collect();
     // Past the names bound, the program is refused before anything is built.
     match run_cell(&lets(80_000), TIMEOUT) {
-        Step::Failed {
+        LegEnd::Failed {
             error: RunError::ProgramTooComplex { .. },
             ..
         } => {}
@@ -782,7 +782,7 @@ fn cells_stop_within_the_grace(
         ));
         if !matches!(
             step,
-            Step::Failed {
+            LegEnd::Failed {
                 error: RunError::Timeout,
                 ..
             }

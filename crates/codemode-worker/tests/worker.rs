@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codemode_sandbox::{
-    BridgeHost, BridgeRequest, Callable, GuestSetup, Limits, Placement, Run, Step, WorkerCommand,
+    BridgeHost, BridgeRequest, Callable, GuestSetup, LegEnd, Limits, Placement, Run, WorkerCommand,
     WorkerPool, WorkerPoolConfig, async_trait,
 };
 use serde_json::{Value, json};
@@ -62,7 +62,7 @@ fn the_worker_binary_serves_runs() {
     for _ in 0..3 {
         let mut run = Run::start(program, setup(), &limits, &placement, Arc::new(Echo)).unwrap();
         let step = runtime.block_on(run.drive(Instant::now() + Duration::from_secs(10)));
-        let Step::Completed { value, output, .. } = step else {
+        let LegEnd::Completed { value, output, .. } = step else {
             panic!("unexpected {step:?}");
         };
         assert_eq!(value, json!(42));

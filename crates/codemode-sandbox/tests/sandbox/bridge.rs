@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::support::{TestHost, check, limits, render, run_with, runtime};
-use codemode_sandbox::{DEADLINE_GRACE, OutputItem, Step};
+use codemode_sandbox::{DEADLINE_GRACE, LegEnd, OutputItem};
 
 #[test]
 fn results_take_safe_json_fallbacks() {
@@ -225,7 +225,7 @@ fn thousands_of_unawaited_calls_queue_then_are_refused() {
             .unwrap();
         let step = run.drive(crate::support::deadline(&limits)).await;
         // The program yielded with what it started still pending: the run parks.
-        let Step::Suspended {
+        let LegEnd::Suspended {
             pending, output, ..
         } = step
         else {
@@ -267,7 +267,7 @@ fn the_queue_bound_refuses_the_call_after_it() {
                    return batch.map((r) => r.status === 'fulfilled' ? 1 : r.reason.message)";
     let limits = limits().with(|limits| limits.with_max_pending_calls(2).with_max_queued_calls(3));
     let step = runtime().block_on(run_with(program, limits, host));
-    let Step::Completed { value, .. } = step else {
+    let LegEnd::Completed { value, .. } = step else {
         panic!("unexpected {step:?}")
     };
     let refused = serde_json::json!("too many pending code mode tool calls");
@@ -297,7 +297,7 @@ fn drive_after_the_end_reports_finished() {
             .unwrap();
         assert!(matches!(
             run.drive(crate::support::deadline(&limits())).await,
-            Step::Completed { .. }
+            LegEnd::Completed { .. }
         ));
         assert!(!run.is_alive());
         assert_eq!(run.memory_bytes(), 0);
@@ -335,7 +335,7 @@ fn guest_globals_snapshot() {
         limits(),
         host,
     ));
-    let Step::Completed { value, .. } = step else {
+    let LegEnd::Completed { value, .. } = step else {
         panic!("{}", render(&step))
     };
     insta::assert_json_snapshot!("guest_globals", value);

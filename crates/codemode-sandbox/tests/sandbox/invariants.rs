@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::support::{TestHost, limits, setup};
-use codemode_sandbox::{OutputItem, Step};
+use codemode_sandbox::{LegEnd, OutputItem};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -74,7 +74,7 @@ proptest! {
             for _leg in 0..3 {
                 let step = run.drive(Instant::now() + limits.timeout).await;
                 let output = match &step {
-                    Step::Completed { output, .. } | Step::Suspended { output, .. } | Step::Failed { output, .. } => output,
+                    LegEnd::Completed { output, .. } | LegEnd::Suspended { output, .. } | LegEnd::Failed { output, .. } => output,
                 };
                 emitted += output.iter().map(|item| serde_json::to_string(&match item {
                     OutputItem::Text { text } => Value::String(text.clone()),
@@ -82,7 +82,7 @@ proptest! {
                 }).unwrap().len()).sum::<usize>();
                 prop_assert!(emitted <= limits.sandbox.max_output_bytes, "emitted {emitted} bytes");
                 match step {
-                    Step::Suspended { .. } => prop_assert!(run.is_alive()),
+                    LegEnd::Suspended { .. } => prop_assert!(run.is_alive()),
                     _ => {
                         prop_assert!(!run.is_alive());
                         break;

@@ -2,7 +2,7 @@
 //! roots installed before the program ran: the same cells give the same answers whether a root is
 //! lazy (the default for a frozen root without aliases) or eager (an alias forces it).
 
-use codemode_sandbox::{GuestSetup, PreparedSetup, Step};
+use codemode_sandbox::{GuestSetup, LegEnd, PreparedSetup};
 
 use crate::support::{TestHost, deadline, limits, render, runtime, setup};
 
@@ -25,7 +25,7 @@ fn run(program: &str, setup: impl Into<PreparedSetup>) -> String {
     let step = runtime().block_on(async {
         match limits.start(program, setup, host) {
             Ok(mut run) => run.drive(deadline(&limits)).await,
-            Err(error) => Step::Failed {
+            Err(error) => LegEnd::Failed {
                 error,
                 output: Vec::new(),
             },

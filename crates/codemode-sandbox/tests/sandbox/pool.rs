@@ -1,7 +1,7 @@
 //! VMs built ahead of time: a run takes one, uses it once, and the pool refills; no run ever
 //! sees another's state.
 
-use codemode_sandbox::{Placement, PreparedSetup, Step, VmPool};
+use codemode_sandbox::{LegEnd, Placement, PreparedSetup, VmPool};
 
 use crate::support::{TestHost, TestLimits, deadline, limits, render, runtime, setup};
 
@@ -35,7 +35,7 @@ fn a_pooled_vm_never_carries_state_from_a_previous_cell() {
         let step = rt.block_on(async {
             match limits.start(&program, prepared.clone(), host) {
                 Ok(mut run) => run.drive(deadline(&limits)).await,
-                Err(error) => Step::Failed {
+                Err(error) => LegEnd::Failed {
                     error,
                     output: Vec::new(),
                 },

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codemode_sandbox::{
-    BridgeHost, BridgeRequest, ErrorCode, GuestSetup, Run, RunError, Step, WorkerPool,
+    BridgeHost, BridgeRequest, ErrorCode, GuestSetup, LegEnd, Run, RunError, WorkerPool,
 };
 
 use crate::support::{TestHost, TestLimits, check, check_with, limits, render, run_with, runtime};
@@ -255,7 +255,7 @@ fn big_string_literals_hit_the_memory_limit() {
     );
 }
 
-fn one_leg(program: &str, limits: TestLimits) -> Step {
+fn one_leg(program: &str, limits: TestLimits) -> LegEnd {
     let (host, _cancelled) = TestHost::new();
     runtime().block_on(run_with(program, limits, host))
 }
@@ -267,7 +267,7 @@ fn output_limit_counts_json_bytes_cumulatively() {
     // plus the `,` separating items (24 bytes of envelope). 998 characters are 1000 JSON bytes,
     // so the item takes exactly 1024: it fits, the final `null` (4 bytes) does not.
     match one_leg("text('x'.repeat(998)); return null", small.clone()) {
-        Step::Failed {
+        LegEnd::Failed {
             error: RunError::OutputLimitExceeded,
             output,
         } => assert_eq!(output.len(), 1),
@@ -277,7 +277,7 @@ fn output_limit_counts_json_bytes_cumulatively() {
         "text('x'.repeat(998)); return",
         small.clone().with_max_output_bytes(1028),
     ) {
-        Step::Completed { output, .. } => assert_eq!(output.len(), 1),
+        LegEnd::Completed { output, .. } => assert_eq!(output.len(), 1),
         other => panic!("{}", render(&other)),
     }
     // One huge item is refused as a whole; nothing of it is kept.
@@ -285,7 +285,7 @@ fn output_limit_counts_json_bytes_cumulatively() {
         "text('ok'); text('x'.repeat(5_000_000)); return 1",
         small.clone(),
     ) {
-        Step::Failed {
+        LegEnd::Failed {
             error: RunError::OutputLimitExceeded,
             output,
         } => assert_eq!(output.len(), 1),
@@ -294,7 +294,7 @@ fn output_limit_counts_json_bytes_cumulatively() {
     // Many small items; catching the refusal does not save the guest.
     let many = "for (let i = 0; i < 100000; i++) { try { text('yy') } catch (e) {} } return 1";
     match one_leg(many, small.clone()) {
-        Step::Failed {
+        LegEnd::Failed {
             error: RunError::OutputLimitExceeded,
             output,
         } => {
@@ -376,7 +376,7 @@ fn start_reports_a_setup_that_does_not_fit() {
         .start("return 1", setup, host)
         .unwrap();
     let step = runtime().block_on(run.drive(crate::support::deadline(&limits())));
-    let Step::Failed { error, .. } = step else {
+    let LegEnd::Failed { error, .. } = step else {
         panic!("unexpected {step:?}")
     };
     assert_eq!(
@@ -476,7 +476,7 @@ fn console_in_a_tight_loop_ends_at_the_output_limit_keeping_the_output() {
         "for (;;) { try { console.log('line') } catch (e) {} }",
         small,
     ) {
-        Step::Failed {
+        LegEnd::Failed {
             error: RunError::OutputLimitExceeded,
             output,
         } => assert_eq!(output.len(), 1024 / 30, "each line is 6 + 24 JSON bytes"),
@@ -568,7 +568,7 @@ fn a_final_value_too_big_for_the_budget_is_cut_to_valid_json() {
     ];
     for program in cases {
         match one_leg(program, small.clone()) {
-            Step::Completed {
+            LegEnd::Completed {
                 value,
                 output,
                 truncated: Some(truncated),
@@ -594,7 +594,7 @@ fn a_final_value_too_big_for_the_budget_is_cut_to_valid_json() {
         }
     }
     match one_leg("return Array.from({ length: 1000 }, (_, i) => i)", small) {
-        Step::Completed { value, .. } => {
+        LegEnd::Completed { value, .. } => {
             let items = value.as_array().unwrap();
             assert_eq!(
                 items.first(),
@@ -731,13 +731,13 @@ fn killing_setup() -> GuestSetup {
     setup
 }
 
-fn drive(run: &mut Run, limits: &TestLimits) -> Step {
+fn drive(run: &mut Run, limits: &TestLimits) -> LegEnd {
     runtime().block_on(run.drive(Instant::now() + limits.timeout))
 }
 
-fn code_and_message(step: &Step) -> (Option<ErrorCode>, String) {
+fn code_and_message(step: &LegEnd) -> (Option<ErrorCode>, String) {
     match step {
-        Step::Failed { error, .. } => (error.code(), error.to_string()),
+        LegEnd::Failed { error, .. } => (error.code(), error.to_string()),
         other => (None, render(other)),
     }
 }
@@ -778,7 +778,11 @@ fn a_worker_killed_mid_run_fails_only_its_run_and_the_host_keeps_serving() {
     // fails at once.
     let mut parked = start("await yield_control(); return 1");
     let step = drive(&mut parked, &limits);
-    assert!(matches!(step, Step::Suspended { .. }), "{}", render(&step));
+    assert!(
+        matches!(step, LegEnd::Suspended { .. }),
+        "{}",
+        render(&step)
+    );
     kill_workers(&pool);
     let (code, message) = code_and_message(&drive(&mut parked, &limits));
     assert_eq!(code, Some(ErrorCode::RuntimeUnavailable), "{message}");
@@ -919,7 +923,7 @@ fn an_exhausted_pool_waits_for_a_worker_until_the_deadline() {
         .unwrap();
     assert!(matches!(
         drive(&mut parked, &limits),
-        Step::Suspended { .. }
+        LegEnd::Suspended { .. }
     ));
     let short = limits.clone().with_timeout(Duration::from_millis(200));
     let step = rt.block_on(run_with("return 'b'", short, host.clone()));

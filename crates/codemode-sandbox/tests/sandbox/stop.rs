@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codemode_sandbox::{RunError, Step};
+use codemode_sandbox::{LegEnd, RunError};
 
 use crate::support::{TestHost, limits, render, runtime, setup};
 
@@ -53,7 +53,7 @@ fn a_stop_interrupts_guest_code_that_is_still_computing() {
         // Ready at once: the step has started, and the VM is stopped at its next poll.
         let stop = async { RunError::LifetimeExceeded { seconds: 7 } };
         let step = run.drive_until(deadline, stop).await;
-        let Step::Failed { error, .. } = &step else {
+        let LegEnd::Failed { error, .. } = &step else {
             panic!("{}", render(&step))
         };
         assert_eq!(error, &RunError::LifetimeExceeded { seconds: 7 });
@@ -74,7 +74,11 @@ fn a_stop_that_never_fires_changes_nothing() {
                 std::future::pending(),
             )
             .await;
-        assert!(matches!(step, Step::Completed { .. }), "{}", render(&step));
+        assert!(
+            matches!(step, LegEnd::Completed { .. }),
+            "{}",
+            render(&step)
+        );
     });
 }
 
@@ -117,7 +121,11 @@ fn a_stop_interrupts_guest_code_computing_in_a_worker_process_keeping_its_output
             .start("return await host.echo(3)", setup(), host)
             .unwrap();
         let step = run.drive(Instant::now() + Duration::from_secs(600)).await;
-        assert!(matches!(step, Step::Completed { .. }), "{}", render(&step));
+        assert!(
+            matches!(step, LegEnd::Completed { .. }),
+            "{}",
+            render(&step)
+        );
         assert_eq!(pool.worker_pids(), pids);
     });
 }

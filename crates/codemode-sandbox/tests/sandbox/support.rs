@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use codemode_sandbox::{
-    BridgeHost, BridgeRequest, Callable, GuestSetup, Limits, OutputItem, Placement, PreparedSetup,
-    Run, RunError, Step, WorkerCommand, WorkerPool, WorkerPoolConfig, async_trait,
+    BridgeHost, BridgeRequest, Callable, GuestSetup, LegEnd, Limits, OutputItem, Placement,
+    PreparedSetup, Run, RunError, WorkerCommand, WorkerPool, WorkerPoolConfig, async_trait,
 };
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
@@ -234,10 +234,10 @@ pub(crate) fn deadline(limits: &TestLimits) -> Instant {
 }
 
 /// Starts and drives one leg; start errors are reported as a failed step.
-pub(crate) async fn run_with(program: &str, limits: TestLimits, host: Arc<TestHost>) -> Step {
+pub(crate) async fn run_with(program: &str, limits: TestLimits, host: Arc<TestHost>) -> LegEnd {
     match limits.start(program, setup(), host) {
         Ok(mut run) => run.drive(deadline(&limits)).await,
-        Err(error) => Step::Failed {
+        Err(error) => LegEnd::Failed {
             error,
             output: Vec::new(),
         },
@@ -251,12 +251,16 @@ pub(crate) async fn suspended_on_never(host: &Arc<TestHost>) -> Run {
         .start("return await host.never(7)", setup(), Arc::clone(host) as _)
         .unwrap();
     let step = run.drive(Instant::now() + Duration::from_millis(500)).await;
-    assert!(matches!(step, Step::Suspended { .. }), "{}", render(&step));
+    assert!(
+        matches!(step, LegEnd::Suspended { .. }),
+        "{}",
+        render(&step)
+    );
     run
 }
 
 /// A compact, comparable rendering of a step.
-pub(crate) fn render(step: &Step) -> String {
+pub(crate) fn render(step: &LegEnd) -> String {
     let output = |output: &[OutputItem]| {
         if output.is_empty() {
             String::new()
@@ -265,7 +269,7 @@ pub(crate) fn render(step: &Step) -> String {
         }
     };
     match step {
-        Step::Completed {
+        LegEnd::Completed {
             value,
             output: items,
             truncated,
@@ -275,7 +279,7 @@ pub(crate) fn render(step: &Step) -> String {
             });
             format!("completed {value}{}{cut}", output(items))
         }
-        Step::Suspended {
+        LegEnd::Suspended {
             reason,
             pending,
             output: items,
@@ -283,7 +287,7 @@ pub(crate) fn render(step: &Step) -> String {
             let methods: Vec<&str> = pending.iter().map(|p| p.method.as_str()).collect();
             format!("suspended {reason:?} pending={methods:?}{}", output(items))
         }
-        Step::Failed {
+        LegEnd::Failed {
             error,
             output: items,
         } => {

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::{TestHost, limits, render, runtime, setup, suspended_on_never};
 use codemode_sandbox::{
-    MAX_SUSPENDED_RUNS, ManualClock, Run, RunScope, SnapshotStore, Step, StoreError, WaitReason,
+    LegEnd, MAX_SUSPENDED_RUNS, ManualClock, Run, RunScope, SnapshotStore, StoreError, WaitReason,
 };
 
 fn scope(session: &str, agent_run: &str) -> RunScope {
@@ -30,7 +30,7 @@ async fn yielded_run(host: Arc<TestHost>) -> Run {
     assert!(
         matches!(
             step,
-            Step::Suspended {
+            LegEnd::Suspended {
                 reason: WaitReason::Yield,
                 ..
             }
@@ -99,7 +99,7 @@ fn park_on_one_task_and_resume_on_another() {
                 let step = run.drive(Instant::now() + Duration::from_millis(250)).await;
                 assert!(matches!(
                     step,
-                    Step::Suspended {
+                    LegEnd::Suspended {
                         reason: WaitReason::PendingTools,
                         ..
                     }
@@ -548,7 +548,7 @@ fn a_run_that_grew_past_the_snapshot_limit_cannot_be_reparked() {
         assert!(
             matches!(
                 step,
-                Step::Suspended {
+                LegEnd::Suspended {
                     reason: WaitReason::Yield,
                     ..
                 }

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use codemode_sandbox::{
-    BridgeHost, BridgeRequest, ReadingKind, RequestId, Step, Tape, async_trait,
+    BridgeHost, BridgeRequest, LegEnd, ReadingKind, RequestId, Tape, async_trait,
 };
 use serde_json::Value;
 
@@ -93,7 +93,7 @@ fn run_taped(program: &str, limits: TestLimits, tape: &Arc<ScriptedTape>) -> Str
     let step = runtime().block_on(async {
         match limits.start(program, setup(), host) {
             Ok(mut run) => run.drive(deadline(&limits)).await,
-            Err(error) => Step::Failed {
+            Err(error) => LegEnd::Failed {
                 error,
                 output: Vec::new(),
             },

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use codemode_sandbox::{BridgeHost, BridgeRequest, GuestSetup, Limits, Placement, Run, Step};
+use codemode_sandbox::{BridgeHost, BridgeRequest, GuestSetup, Limits, Placement, Run, LegEnd};
 use serde_json::{Value, json};
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -55,7 +55,7 @@ fn main() -> Result<()> {
     })?;
     println!("codemode-sandbox: {ours:?}");
     match ours {
-        Step::Completed { value, .. } if value == json!("RangeError") => {}
+        LegEnd::Completed { value, .. } if value == json!("RangeError") => {}
         other => {
             return Err(format!("the sandbox's engine is not the capped one: {other:?}").into());
         }

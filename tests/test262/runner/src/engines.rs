@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codemode_sandbox::{
-    BridgeHost, BridgeRequest, GuestSetup, Limits, Placement, Run, RunError, Step,
+    BridgeHost, BridgeRequest, GuestSetup, Limits, Placement, Run, RunError, LegEnd,
 };
 use rquickjs::promise::PromiseState;
 use serde_json::Value;
@@ -90,17 +90,17 @@ pub(crate) fn sandbox(
                 Err(error) => return Ending::Other(format!("refused: {error}")),
             };
             match run.drive(deadline).await {
-                Step::Completed { .. } => Ending::Completed,
-                Step::Failed {
+                LegEnd::Completed { .. } => Ending::Completed,
+                LegEnd::Failed {
                     error: RunError::Syntax(message),
                     ..
                 } => Ending::CompileError(message),
-                Step::Failed {
+                LegEnd::Failed {
                     error: RunError::Guest(message),
                     ..
                 } => Ending::Threw(message),
-                Step::Failed { error, .. } => Ending::Other(error.to_string()),
-                Step::Suspended { reason, .. } => Ending::Other(format!("suspended: {reason:?}")),
+                LegEnd::Failed { error, .. } => Ending::Other(error.to_string()),
+                LegEnd::Suspended { reason, .. } => Ending::Other(format!("suspended: {reason:?}")),
             }
         })
     });
