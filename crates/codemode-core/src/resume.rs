@@ -101,10 +101,7 @@ impl CodeModeSession {
                 .is_some_and(|journal| journal.replaying() || (first_leg && journal.is_replay()));
             first_leg = false;
             let deadline = Instant::now() + leg;
-            let step = run
-                .drive_until(deadline, Arc::clone(life).ending())
-                .instrument(span.clone())
-                .await;
+            let step = life.drive_leg(run, deadline).instrument(span.clone()).await;
             let step = with_output_before(std::mem::take(&mut carried), step);
             let replaying = journal.is_some_and(|journal| journal.replaying());
             let aborted = journal.and_then(RunJournal::aborted);

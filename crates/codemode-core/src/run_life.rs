@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use codemode_sandbox::RunError;
+use codemode_sandbox::{LegEnd, Run, RunError};
 use tokio_util::sync::CancellationToken;
 
 /// The end of one run's life.
@@ -88,6 +88,23 @@ impl RunLife {
     pub(crate) fn exceeded(&self) -> RunError {
         RunError::LifetimeExceeded {
             seconds: self.max_run_seconds,
+        }
+    }
+
+    /// Drives one leg of `run` until `deadline`, stopped by [`RunLife::ending`]. A guest still
+    /// computing at a deadline that the end of its life came before (or at) was stopped by its
+    /// life, whichever timer the runtime fired first: the leg fails with `run_lifetime_exceeded`,
+    /// never `timeout`, however busy the machine.
+    pub(crate) async fn drive_leg(self: &Arc<Self>, run: &mut Run, deadline: Instant) -> LegEnd {
+        match run.drive_until(deadline, Arc::clone(self).ending()).await {
+            LegEnd::Failed {
+                error: RunError::Timeout,
+                output,
+            } if self.ends_at <= deadline => LegEnd::Failed {
+                error: self.exceeded(),
+                output,
+            },
+            end => end,
         }
     }
 

@@ -724,7 +724,7 @@ impl CodeModeSession {
         deadline: Instant,
     ) -> CodeModeResult {
         let life = Arc::clone(&parked.host.life);
-        let step = run.drive_until(deadline, Arc::clone(&life).ending()).await;
+        let step = life.drive_leg(&mut run, deadline).await;
         if let Some(journal) = parked.host.journal.clone() {
             let step = journaled_step(&journal, step);
             return self.conclude(run, parked, &journal, step).await;
