@@ -8,9 +8,7 @@
 
 use arbitrary::Arbitrary;
 use codemode_journal::fuzzing::{decode_events, decode_readings, decode_receipts};
-use codemode_journal::{
-    Event, MAX_PAYLOAD_DEPTH, Reading, Receipt, ReceiptKey, ReceiptState,
-};
+use codemode_journal::{Event, MAX_PAYLOAD_DEPTH, Reading, Receipt, ReceiptKey, ReceiptState};
 use codemode_sandbox::json_nests_deeper_than;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};

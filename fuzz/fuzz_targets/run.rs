@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use arbitrary::Arbitrary;
 use codemode_sandbox::{
-    BridgeHost, BridgeRequest, Callable, DEADLINE_GRACE, GuestSetup, Limits, Placement, Run, LegEnd,
+    BridgeHost, BridgeRequest, Callable, DEADLINE_GRACE, GuestSetup, LegEnd, Limits, Placement, Run,
 };
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
