@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use codemode_sandbox::{BridgeHost, BridgeRequest, GuestSetup, Limits, Placement, Run, LegEnd};
+use codemode_sandbox::{BridgeHost, BridgeRequest, GuestSetup, LegEnd, Limits, Placement, Run};
 use serde_json::{Value, json};
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;

@@ -21,8 +21,8 @@ use std::error::Error;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use codemode_core::{MemoryRecoveryStore, TYPESCRIPT_NOT_COMPILED_IN};
 use codemode_core::prelude::*;
+use codemode_core::{MemoryRecoveryStore, TYPESCRIPT_NOT_COMPILED_IN};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 

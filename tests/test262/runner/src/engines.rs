@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codemode_sandbox::{
-    BridgeHost, BridgeRequest, GuestSetup, Limits, Placement, Run, RunError, LegEnd,
+    BridgeHost, BridgeRequest, GuestSetup, LegEnd, Limits, Placement, Run, RunError,
 };
 use rquickjs::promise::PromiseState;
 use serde_json::Value;
