@@ -68,18 +68,17 @@ impl BridgeHost for RunHost {
         let journaled = match &self.journal {
             Some(journal) => {
                 let side_effecting = !self.read_only(&catalog_id);
-                let (key, hash, before) = journal
+                let before = journal
                     .before_call(request_id, &method, &catalog_id, &input, side_effecting)
                     .instrument(span.clone())
                     .await?;
                 match before {
                     Before::Answer(answer) => return crate::trace::call_ended(&span, true, answer),
-                    Before::Live => Some((Arc::clone(journal), key, hash, side_effecting)),
+                    Before::Live(call) => Some((Arc::clone(journal), call)),
                 }
             }
             None => None,
         };
-        let receipt_id = journaled.as_ref().map(|_| catalog_id.clone());
         let sequence = self.counters.call.fetch_add(1, Ordering::Relaxed) + 1;
         let nested_call_id = format!("{}/{sequence}", self.nested_prefix);
         span.record("nested_call_id", nested_call_id.as_str());
@@ -92,15 +91,13 @@ impl BridgeHost for RunHost {
             .instrument(span.clone())
             .await;
         self.track(request_id, None);
-        if let (Some((journal, key, hash, side_effecting)), Some(catalog_id)) =
-            (journaled, receipt_id)
-        {
+        if let Some((journal, call)) = journaled {
             let _entered = span.enter();
             if timed_out {
                 // As after a crash: nobody knows whether it took effect.
-                journal.after_timeout(key, catalog_id, hash, side_effecting, &result);
+                journal.after_timeout(call, &result);
             } else {
-                journal.after_call(key, catalog_id, hash, side_effecting, &result);
+                journal.after_call(call, &result);
             }
         }
         crate::trace::call_ended(&span, false, result)

@@ -3,35 +3,25 @@
 
 use std::sync::Arc;
 
-use codemode_journal::{Receipt, ReceiptKey, ReceiptState};
+use codemode_journal::{Receipt, ReceiptState};
 use serde_json::Value;
 
-use super::RunJournal;
+use super::{LiveCall, RunJournal};
 
 impl RunJournal {
     /// A call cancelled at its deadline. A side-effecting one is recorded `unknown`, exactly as
     /// a replay records a call a crash interrupted: a replay never runs it again and the guest
     /// gets "outcome unknown". A read-only one records the error the guest got, like any
     /// failure.
-    pub fn after_timeout(
-        self: &Arc<Self>,
-        key: ReceiptKey,
-        catalog_id: String,
-        input_hash: String,
-        side_effecting: bool,
-        result: &Result<Value, String>,
-    ) {
-        if !side_effecting {
-            return self.after_call(key, catalog_id, input_hash, side_effecting, result);
+    pub fn after_timeout(self: &Arc<Self>, call: LiveCall, result: &Result<Value, String>) {
+        if !call.0.side_effecting {
+            return self.after_call(call, result);
         }
         Self::push_receipt(
             &mut self.lock(),
             Receipt {
-                key,
-                catalog_id,
-                input_hash,
-                side_effecting,
                 state: ReceiptState::Unknown,
+                ..call.0
             },
         );
         // Durable now, like the `started` receipt it replaces.

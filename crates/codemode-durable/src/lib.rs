@@ -244,9 +244,14 @@ impl std::fmt::Debug for RunJournal {
 pub enum Before {
     /// Answer the guest with this, without running the call.
     Answer(Result<Value, String>),
-    /// Run it (its receipt key, and whether it is side-effecting).
-    Live,
+    /// Run it, then settle its receipt with [`RunJournal::after_call`] or
+    /// [`RunJournal::after_timeout`].
+    Live(LiveCall),
 }
+
+/// A call the journal lets run: the receipt its answer will settle (key, catalog id, input hash,
+/// and whether it is side-effecting).
+pub struct LiveCall(Receipt);
 
 impl RunJournal {
     fn with_state(durable: Arc<Durable>, record: RunRecord, state: State) -> Arc<Self> {
@@ -429,7 +434,7 @@ impl RunJournal {
         catalog_id: &str,
         input: &Value,
         side_effecting: bool,
-    ) -> Result<(ReceiptKey, String, Before), String> {
+    ) -> Result<Before, String> {
         let hash = input_hash(input);
         let (key, recorded) = {
             let mut state = self.lock();
@@ -486,28 +491,26 @@ impl RunJournal {
                         Before::Answer(Err(OUTCOME_UNKNOWN.to_owned()))
                     }
                     // A read-only call the crash interrupted: run it again.
-                    ReceiptState::Started => Before::Live,
+                    ReceiptState::Started => Before::Live(LiveCall(receipt)),
                 };
-                Ok((key, hash, answer))
+                Ok(answer)
             }
             None => {
                 self.wait_turn(&key, false).await?;
+                let started = Receipt {
+                    key,
+                    catalog_id: catalog_id.to_owned(),
+                    input_hash: hash,
+                    side_effecting,
+                    state: ReceiptState::Started,
+                };
                 if side_effecting {
-                    Self::push_receipt(
-                        &mut self.lock(),
-                        Receipt {
-                            key: key.clone(),
-                            catalog_id: catalog_id.to_owned(),
-                            input_hash: hash.clone(),
-                            side_effecting,
-                            state: ReceiptState::Started,
-                        },
-                    );
+                    Self::push_receipt(&mut self.lock(), started.clone());
                     // Durable before the executor runs: creates the run's row if needed.
                     self.ensure_created().await.map_err(|e| e.to_string())?;
                     self.flush().await.map_err(|error| error.to_string())?;
                 }
-                Ok((key, hash, Before::Live))
+                Ok(Before::Live(LiveCall(started)))
             }
         }
     }
@@ -549,14 +552,7 @@ impl RunJournal {
 
     /// The settled receipt of a call that ran: committed with the run's next commit, or on its
     /// own after `SETTLE_LINGER`.
-    pub fn after_call(
-        self: &Arc<Self>,
-        key: ReceiptKey,
-        catalog_id: String,
-        input_hash: String,
-        side_effecting: bool,
-        result: &Result<Value, String>,
-    ) {
+    pub fn after_call(self: &Arc<Self>, call: LiveCall, result: &Result<Value, String>) {
         let state_of = match result {
             Ok(value) => ReceiptState::Ok(value.clone()),
             Err(message) => ReceiptState::Error(message.clone()),
@@ -566,11 +562,8 @@ impl RunJournal {
             Self::push_receipt(
                 &mut state,
                 Receipt {
-                    key,
-                    catalog_id,
-                    input_hash,
-                    side_effecting,
                     state: state_of,
+                    ..call.0
                 },
             );
             state.created && !std::mem::replace(&mut state.lingering, true)

@@ -40,7 +40,7 @@ pub use bridge::{BridgeHost, BridgeRequest, PendingCall, RequestId};
 pub use bytecode::finish_compiling;
 pub use checks::{MAX_NESTING, MAX_PROGRAM_NAMES, MAX_READINGS, check_body, check_program};
 pub use codec::{MAX_ERROR_MESSAGE_BYTES, OutputItem, Truncation, json_nests_deeper_than};
-pub use error::{ErrorCode, RunError, StoreError};
+pub use error::{ErrorCode, RunError};
 pub use install::PreparedSetup;
 pub use limits::{
     DEFAULT_MAX_CALL_ARGS_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PENDING_CALLS,

@@ -42,13 +42,13 @@ pub use codemode_engine::{
     DEFAULT_MAX_SOURCE_BYTES, DEFAULT_MEMORY_BYTES, DEFAULT_STACK_BYTES, ErrorCode, GuestPath,
     GuestSetup, JsonText, Limits, MAX_ERROR_MESSAGE_BYTES, MAX_JSON_DEPTH, MAX_NESTING,
     MAX_PROGRAM_NAMES, MAX_READINGS, OutputItem, PendingCall, PreparedSetup, ReadingKind,
-    RequestId, RunError, StoreError, Tape, Truncation, async_trait, check_body,
-    check_module_access, check_program, json_nests_deeper_than,
+    RequestId, RunError, Tape, Truncation, async_trait, check_body, check_module_access,
+    check_program, json_nests_deeper_than,
 };
 pub use placement::Placement;
 pub use run::{DEADLINE_GRACE, LegEnd, Run, SETTLE_MARGIN, WaitReason};
 pub use stats::{SandboxStats, stats};
-pub use store::{MAX_SUSPENDED_RUNS, Resumption, RunId, RunScope, SnapshotStore};
+pub use store::{MAX_SUSPENDED_RUNS, Resumption, RunId, RunScope, SnapshotStore, StoreError};
 pub use vm_pool::{MAX_POOLED_VMS, VmPool};
 pub use vm_threads::{MAX_QUEUED_STEPS, thread_count, threads_started};
 pub use worker::{

@@ -11,7 +11,11 @@ use tokio::sync::Notify;
 use uuid::Uuid;
 
 use crate::clock::StoreClock;
-use crate::{ManualClock, Run, StoreError};
+use crate::{ManualClock, Run};
+
+mod error;
+
+pub use error::StoreError;
 
 /// The cap on suspended runs per store (one store per `CodeMode`; not configurable).
 pub const MAX_SUSPENDED_RUNS: usize = 64;

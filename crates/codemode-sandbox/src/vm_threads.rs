@@ -165,6 +165,7 @@ struct Mechanisms {
     /// build) before its task parks.
     caller_spin: bool,
     /// A thread takes the looking role before it drops a brief leftover (a small VM), not after.
+    /// A refinement of `looking`: off whenever `looking` is.
     brief_teardown: bool,
     /// A long step lowers its thread's priority by [`LONG_STEP_NICE`] while long steps fill the
     /// cores and another step waits.
@@ -188,7 +189,7 @@ impl Mechanisms {
         Self {
             looking: !off("looking"),
             caller_spin: !off("caller-spin"),
-            brief_teardown: !off("brief-teardown"),
+            brief_teardown: !off("brief-teardown") && !off("looking"),
             demotion: !off("demotion"),
         }
     }
@@ -536,7 +537,7 @@ fn serve_steps(queue: &StepQueue, mechanisms: Mechanisms) {
         if COUNTED_LONG.replace(false) {
             vm_threads().long_steps.fetch_sub(1, Ordering::SeqCst);
         }
-        if rest.brief && mechanisms.looking && mechanisms.brief_teardown && !DEMOTED.get() {
+        if rest.brief && mechanisms.brief_teardown && !DEMOTED.get() {
             looking = queue.start_looking();
         }
         let value = rest.value;
@@ -672,6 +673,14 @@ mod tests {
             Mechanisms {
                 caller_spin: false,
                 demotion: false,
+                ..all_on
+            }
+        );
+        assert_eq!(
+            Mechanisms::all_except("looking"),
+            Mechanisms {
+                looking: false,
+                brief_teardown: false,
                 ..all_on
             }
         );

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use crate::support::{TestHost, limits, render, runtime, setup, suspended_on_never};
 use codemode_sandbox::{
-    LegEnd, MAX_SUSPENDED_RUNS, ManualClock, Run, RunScope, SnapshotStore, StoreError, WaitReason,
+    LegEnd, MAX_SUSPENDED_RUNS, ManualClock, Run, RunId, RunScope, SnapshotStore, StoreError,
+    WaitReason,
 };
 
 fn scope(session: &str, agent_run: &str) -> RunScope {
@@ -15,6 +16,19 @@ fn scope(session: &str, agent_run: &str) -> RunScope {
         session_id: Some(session.into()),
         session_key: Some(format!("key-{session}")),
     }
+}
+
+/// Parks `run` for 900 s within a 10 MiB snapshot budget: long and large enough never to matter
+/// to the tests that use it.
+fn park_long<E: Send + 'static>(
+    store: &SnapshotStore<E>,
+    run: Run,
+    scope: RunScope,
+    extra: E,
+) -> RunId {
+    store
+        .park(run, scope, extra, Duration::from_secs(900), 10 << 20)
+        .unwrap()
 }
 
 /// A run suspended on `yield_control`.
@@ -104,9 +118,7 @@ fn park_on_one_task_and_resume_on_another() {
                         ..
                     }
                 ));
-                store
-                    .park(run, caller, 7, Duration::from_secs(900), 10 << 20)
-                    .unwrap()
+                park_long(&store, run, caller, 7)
             })
             .await
             .unwrap()
@@ -155,15 +167,7 @@ fn dropping_a_parked_run_cancels_its_host_work() {
             render(&step),
             r#"suspended PendingTools pending=["never", "never"]"#
         );
-        let id = store
-            .park(
-                run,
-                RunScope::default(),
-                (),
-                Duration::from_secs(900),
-                10 << 20,
-            )
-            .unwrap();
+        let id = park_long(&store, run, RunScope::default(), ());
         assert!(store.cancel(&id.to_string(), &RunScope::default()));
         let mut ids = vec![
             cancelled.recv().await.unwrap(),
@@ -200,15 +204,7 @@ fn a_second_concurrent_resume_is_refused() {
     runtime().block_on(async {
         let store: SnapshotStore = SnapshotStore::new();
         let caller = scope("s1", "r1");
-        let id = store
-            .park(
-                yielded_run(host).await,
-                caller.clone(),
-                (),
-                Duration::from_secs(900),
-                10 << 20,
-            )
-            .unwrap();
+        let id = park_long(&store, yielded_run(host).await, caller.clone(), ());
         let id = id.to_string();
         let first = store.resume(&id, &caller).unwrap();
         let second = store.resume(&id, &caller).unwrap_err();
@@ -237,15 +233,7 @@ fn scope_and_id_checks_use_the_spec_messages() {
     runtime().block_on(async {
         let store: SnapshotStore = SnapshotStore::new();
         let owner = scope("s1", "r1");
-        let id = store
-            .park(
-                yielded_run(host).await,
-                owner.clone(),
-                (),
-                Duration::from_secs(900),
-                10 << 20,
-            )
-            .unwrap();
+        let id = park_long(&store, yielded_run(host).await, owner.clone(), ());
         let id = id.to_string();
         let message = |result: Result<_, StoreError>| result.map(|_| ()).unwrap_err().to_string();
         assert_eq!(
@@ -390,15 +378,7 @@ fn cancel_is_scoped_to_the_callers_session() {
             session_id: Some("theirs".into()),
             ..RunScope::default()
         };
-        let id = store
-            .park(
-                yielded_run(host).await,
-                mine.clone(),
-                (),
-                Duration::from_secs(900),
-                10 << 20,
-            )
-            .unwrap();
+        let id = park_long(&store, yielded_run(host).await, mine.clone(), ());
         assert!(!store.cancel(&id.to_string(), &theirs));
         assert_eq!(store.len(), 1);
         assert!(store.cancel(&id.to_string(), &mine));
@@ -411,15 +391,7 @@ fn cancellation_while_resuming_fails_the_repark() {
     let (host, _cancelled) = TestHost::new();
     runtime().block_on(async {
         let store: SnapshotStore = SnapshotStore::new();
-        let id = store
-            .park(
-                yielded_run(host).await,
-                RunScope::default(),
-                (),
-                Duration::from_secs(900),
-                10 << 20,
-            )
-            .unwrap();
+        let id = park_long(&store, yielded_run(host).await, RunScope::default(), ());
         let resumption = store.resume(&id.to_string(), &RunScope::default()).unwrap();
         assert_eq!(store.drop_session("nobody"), 0);
         assert!(store.cancel(&id.to_string(), &RunScope::default()));
