@@ -323,20 +323,24 @@ fn test(root: &Path, args: &[String]) -> Result<()> {
 }
 
 fn ci(root: &Path) -> Result<()> {
+    let mut clock = StepClock::default();
     ensure_npm_servers(root)?;
     let in_ci = std::env::var("CI").is_ok_and(|value| value == "true" || value == "1");
     // Started before the tests and stopped (its folder deleted) when `ci` returns, however.
     let (postgres_url, _postgres) = test_postgres(root, in_ci)?;
+    clock.lap("set-up (npm servers, Postgres)");
     run(cargo().args(["fmt", "--all", "--", "--check"]))?;
     run(cargo()
         .args(["clippy", "--workspace", "--all-targets"])
         .args(exclude_engine())
         .args(["--", "-D", "warnings"]))?;
+    clock.lap("fmt and clippy");
     // Every public item documented, and no broken or private intra-doc link.
     run(cargo()
         .args(["doc", "--no-deps", "--workspace"])
         .args(exclude_engine())
         .env("RUSTDOCFLAGS", "-D warnings"))?;
+    clock.lap("doc");
     let mut totals = TestTotals::default();
     for package in packages(root)? {
         totals.add(run_tests(
@@ -355,6 +359,7 @@ fn ci(root: &Path) -> Result<()> {
             TestSpeed::Normal,
         )?);
     }
+    clock.lap("every package's tests");
     // The timing tests, in a step of their own once every normal test has passed.
     eprintln!("the timing tests ({SLOW_TESTS_VAR}=1):");
     for (package, args) in SLOW_TEST_RUNS {
@@ -366,19 +371,60 @@ fn ci(root: &Path) -> Result<()> {
             TestSpeed::WithSlow,
         )?);
     }
+    clock.lap("the timing tests");
     outside_crates(root)?;
+    clock.lap("the outside crates");
     // The runner's own unit tests, then both groups of directories in full, about a minute on
     // the 2-core CI machine (not a timed test: it fails only on a regression outside
     // tests/test262/deviations.txt).
     test262::test262(root, &["--full".into(), "--extended".into()], true)?;
+    clock.lap("test262");
     package(root)?;
+    clock.lap("verified packages");
     match cargo_fuzz_missing() {
         None => fuzz(root, CI_FUZZ_SECONDS, FUZZ_TARGETS)?,
         Some(reason) => eprintln!("skipping the fuzz run: {reason}"),
     }
+    clock.lap("fuzz targets");
+    eprintln!("{clock}");
     // The closing line CI reads: every test of every package, summed.
     println!("{} passed, {} failed", totals.passed, totals.failed);
     Ok(())
+}
+
+/// How long each step of `cargo xtask ci` took, printed at its end: where CI's time goes.
+struct StepClock {
+    since: std::time::Instant,
+    laps: Vec<(&'static str, std::time::Duration)>,
+}
+
+impl Default for StepClock {
+    fn default() -> Self {
+        Self {
+            since: std::time::Instant::now(),
+            laps: Vec::new(),
+        }
+    }
+}
+
+impl StepClock {
+    /// Ends the step `name`, which began where the previous one ended.
+    fn lap(&mut self, name: &'static str) {
+        let now = std::time::Instant::now();
+        self.laps.push((name, now - self.since));
+        self.since = now;
+    }
+}
+
+impl std::fmt::Display for StepClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let total: std::time::Duration = self.laps.iter().map(|(_, took)| *took).sum();
+        writeln!(f, "where the time went:")?;
+        for (name, took) in &self.laps {
+            writeln!(f, "  {:>6} s  {name}", took.as_secs())?;
+        }
+        write!(f, "  {:>6} s  in all", total.as_secs())
+    }
 }
 
 /// The crates outside the workspace (`tests/outside`), built with a target directory of their
