@@ -124,7 +124,7 @@ fn a_pooled_run_keeps_every_limit_and_failure() {
         let leg = if program.starts_with("for") {
             deadline(&limits)
         } else {
-            std::time::Instant::now() + std::time::Duration::from_secs(10)
+            std::time::Instant::now() + crate::support::UNREACHED_TIMEOUT
         };
         let step = rt.block_on(async {
             let mut run = limits.start(program, setup(), host).unwrap();

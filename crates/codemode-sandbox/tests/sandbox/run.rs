@@ -7,7 +7,9 @@ use codemode_sandbox::{
     BridgeHost, BridgeRequest, ErrorCode, GuestSetup, LegEnd, Run, RunError, WorkerPool,
 };
 
-use crate::support::{TestHost, TestLimits, check, check_with, limits, render, run_with, runtime};
+use crate::support::{
+    TestHost, TestLimits, UNREACHED_TIMEOUT, check, check_with, limits, render, run_with, runtime,
+};
 
 #[test]
 fn happy_paths() {
@@ -649,12 +651,12 @@ fn process_isolation_gives_the_same_steps_as_threads() {
     for program in PARITY {
         // Only the endless loop ends at its deadline, and the never-answered call parks at it
         // (seconds after a worker has started, however busy the machine); every other program
-        // ends on its own, so its deadline is generous (a leg in a worker may include starting
-        // the worker).
+        // ends on its own, so its deadline is one no machine comes near (a leg in a worker may
+        // include starting the worker, and a loaded machine may starve a demoted step).
         let timeout = match *program {
             "for (;;) {}" => Duration::from_millis(500),
             "await host.never()" => Duration::from_secs(3),
-            _ => Duration::from_secs(10),
+            _ => UNREACHED_TIMEOUT,
         };
         let (host, _cancelled) = TestHost::new();
         let limits = limits().with_timeout(timeout);
