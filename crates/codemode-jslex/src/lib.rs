@@ -10,9 +10,10 @@
 //!   transform's nesting bound).
 //!
 //! Both walk the text with the same lexical rules ([`scan`]: whitespace and line terminators,
-//! comments, strings, templates, regular expressions, numbers) and the same limits: programs of
-//! at most [`DEFAULT_MAX_SOURCE_BYTES`], at most [`MAX_READINGS`] readings at once. They run in
-//! time linear in the program's length, without recursion.
+//! comments, strings, templates, regular expressions, numbers), the same forking driver (readings
+//! stepped furthest behind first, merged when they meet in the same state) and the same limits:
+//! programs of at most [`DEFAULT_MAX_SOURCE_BYTES`], at most [`MAX_READINGS`] readings at once.
+//! They run in time linear in the program's length, without recursion.
 //!
 //! This crate must not know an engine, a parser or a sandbox: it depends on nothing (std only),
 //! holds no QuickJS or swc type, and says nothing about what a caller does with its answers.
@@ -33,6 +34,7 @@
 #![forbid(unsafe_code)]
 
 pub mod nesting;
+mod readings;
 pub mod scan;
 pub mod script;
 

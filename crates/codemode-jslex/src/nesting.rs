@@ -6,7 +6,7 @@
 //! so pathological input (100,000 `(`, `-+-+…x`, `a.b.c…`, `if (a) if (b) …`,
 //! `Array<Array<…>>`, `` x`a``b`… ``) must be refused *before* parsing. This
 //! scanner refuses input whose estimated depth crosses the limit. It runs in
-//! O(n) time (at most [`MAX_READINGS`] readings step over each byte; forking
+//! O(n) time (at most [`MAX_READINGS`](crate::MAX_READINGS) readings step over each byte; forking
 //! a reading is O(1)) and O(limit) memory (the open frames, shared between
 //! readings).
 //!
@@ -48,14 +48,15 @@
 //! - a `#!` line at the very start is a comment (module parse) and code
 //!   (inside the cell wrapper).
 //!
-//! Readings advance in lock-step by position. Two readings at the same place
+//! Readings advance in lock-step by position (the crate's one forking driver,
+//! shared with [`Verdict`](crate::Verdict)). Two readings at the same place
 //! with the same brackets open become one whose chains are the larger of both
 //! and whose other state is the more cautious of both (for example "a `/` here
 //! may divide" if either says so), so every reading, and therefore the one
 //! swc takes, stays below the estimate. Ordinary code re-joins within a line;
 //! a reading whose closing bracket matches nothing is dropped while another
 //! reading exists (swc fails the parse there if it is its reading). More than
-//! [`MAX_READINGS`] readings at once is refused like too deep a nesting, as
+//! [`MAX_READINGS`](crate::MAX_READINGS) readings at once is refused like too deep a nesting, as
 //! is any reading that crosses the limit.
 //!
 //! Everything else the lexer does is followed exactly: strings (which end at
@@ -77,7 +78,7 @@ mod tests;
 
 use reading::Reading;
 
-use crate::MAX_READINGS;
+use crate::{Slash, readings};
 
 /// Words that take an operand or a statement: each one nests what follows
 /// (so it counts), and a line break after it does not end the statement.
@@ -196,27 +197,13 @@ struct Frame {
     floor: usize,
 }
 
-/// What a `/` can be after the previous significant token.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-enum Slash {
-    /// Only the start of a regular expression: nothing to divide (after an
-    /// operator, `(`, `,`, `;`, …).
-    #[default]
-    Regex,
-    /// Only a division: an operand ended, and nothing can start an
-    /// expression right after it (an identifier, a literal, `)`, `]`). After
-    /// a line break, either (TypeScript's automatic semicolons).
-    Division,
-    /// Either: an operand may have ended, or a statement or expression may
-    /// start (`)` of `if (…)`, `}`, keywords such as `of`, postfix or prefix
-    /// `++`).
-    Either,
-}
-
 /// What the previous significant token allows next.
 #[derive(Clone, Copy, Debug, Default)]
 struct After {
-    /// What a `/` here can be.
+    /// What a `/` here can be: only a regular expression after an operator,
+    /// `(`, `,`, `;`, …; only a division after an identifier, a literal, `)`
+    /// or `]` on the same line; either after `)` of `if (…)`, `}`, keywords
+    /// such as `of`, postfix or prefix `++`.
     slash: Slash,
     /// It is a complete operand: a line break and then a word (other than a
     /// continuation) start a new statement.
@@ -239,11 +226,7 @@ impl After {
     /// The more cautious of two states (used when readings join).
     fn join(self, other: After) -> After {
         After {
-            slash: if self.slash == other.slash {
-                self.slash
-            } else {
-                Slash::Either
-            },
+            slash: self.slash.or(other.slash),
             operand_end: self.operand_end && other.operand_end,
             block_end: self.block_end && other.block_end,
             statement_start: self.statement_start || other.statement_start,
@@ -269,30 +252,12 @@ impl After {
     }
 }
 
-/// What one step of a reading found.
-enum Step {
-    /// Keep going.
-    Continue,
-    /// Keep going; the text also has this other reading from here.
-    Fork(Box<Reading>),
-    /// This reading is a fatal syntax error here (an unterminated regular
-    /// expression): swc stops, so nothing after it matters for this reading.
-    Dead,
-    /// A closer that matches no open bracket: a fatal syntax error in swc
-    /// if this is its reading. Nothing was closed; the caller drops this
-    /// reading if another one exists (a wrong guess about a `/` is far
-    /// likelier than broken code) and otherwise keeps going.
-    Mismatch,
-    /// End of the text.
-    Done,
-}
-
 /// Estimates the nesting depth of the JavaScript or TypeScript `source` over all its readings:
 /// an upper bound of how deeply a parser, a transform or a code generator recurses over it.
 ///
 /// # Errors
 /// The byte offset where the estimate first exceeds `limit`, or where the text has more than
-/// [`MAX_READINGS`] readings at once.
+/// [`MAX_READINGS`](crate::MAX_READINGS) readings at once.
 ///
 /// # Example
 /// ```
@@ -304,70 +269,17 @@ enum Step {
 /// ```
 pub fn check_nesting(source: &str, limit: usize) -> Result<(), usize> {
     let bytes = source.as_bytes();
-    let mut current = Reading::new();
-    // The other readings; `current` is always one furthest behind.
-    let mut others: Vec<Reading> = Vec::new();
+    let mut first = vec![Reading::new(bytes, limit)];
     if bytes.starts_with(b"#!") {
         // A hashbang line is a comment where the text starts a module (the
         // parse that finds type-only imports), and code inside the cell
         // wrapper: both readings.
-        let mut hashbang = Reading::new();
+        let mut hashbang = Reading::new(bytes, limit);
         hashbang.skip_line_comment(bytes);
-        others.push(hashbang);
+        first.push(hashbang);
     }
-    loop {
-        match current.step(bytes, limit)? {
-            Step::Continue => {}
-            Step::Mismatch if others.is_empty() => continue,
-            Step::Mismatch => {
-                if let Some(next) = take_furthest_behind(&mut others) {
-                    current = next;
-                }
-                continue;
-            }
-            Step::Fork(other) => {
-                if others.len() + 2 > MAX_READINGS {
-                    return Err(current.position);
-                }
-                others.push(*other);
-            }
-            Step::Dead => match take_furthest_behind(&mut others) {
-                Some(next) => {
-                    current = next;
-                    continue;
-                }
-                None => return Ok(()),
-            },
-            // `current` is furthest behind: every reading is done.
-            Step::Done => return Ok(()),
-        }
-        if others.is_empty() {
-            continue;
-        }
-        let mut index = 0;
-        while let Some(other) = others.get(index) {
-            if current.can_join(other) {
-                let other = others.swap_remove(index);
-                current.join(&other, limit)?;
-            } else {
-                index += 1;
-            }
-        }
-        if let Some(behind) = others
-            .iter_mut()
-            .filter(|other| other.position < current.position)
-            .min_by_key(|other| other.position)
-        {
-            std::mem::swap(&mut current, behind);
-        }
+    match readings::follow(first, usize::MAX)?.limit {
+        Some(at) => Err(at),
+        None => Ok(()),
     }
-}
-
-fn take_furthest_behind(readings: &mut Vec<Reading>) -> Option<Reading> {
-    let index = readings
-        .iter()
-        .enumerate()
-        .min_by_key(|(_, reading)| reading.position)
-        .map(|(index, _)| index)?;
-    Some(readings.swap_remove(index))
 }

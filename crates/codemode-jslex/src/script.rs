@@ -53,12 +53,14 @@
 //! stops there; the program is refused with its error only if *every* reading is invalid, since
 //! otherwise QuickJS reads it one of the other ways, which are all checked. (A closing bracket
 //! with no opener is the opposite case: QuickJS accepts it by closing the wrapper.)
+//! Where several readings find an escaping bracket or an error, the earliest is reported.
 //! Readings advance together, the one furthest behind first, and two readings that reach the
 //! same state at the same place merge (they usually do within a few tokens: `await /a/;` and
-//! `await / a / ;` agree again after the `;`). The readings alive at once are bounded by
-//! [`MAX_READINGS`], their total work by 4 times the program's length (plus 64 KiB), and bracket
-//! nesting by [`MAX_NESTING`]; beyond any of these the program is refused. So the checks are
-//! linear in the program's length, and nothing recurses.
+//! `await / a / ;` agree again after the `;`): the crate's one forking driver, shared with
+//! [`check_nesting`](crate::check_nesting). The readings alive at once are bounded by
+//! [`MAX_READINGS`](crate::MAX_READINGS), their total work by 4 times the program's length (plus
+//! 64 KiB), and bracket nesting by [`MAX_NESTING`]; beyond any of these the program is refused.
+//! So the checks are linear in the program's length, and nothing recurses.
 //!
 //! Keywords written with `\u` escapes are identifiers to QuickJS (reserved ones cannot be used),
 //! and are read as such; `import` and `require` are recognised escaped or not.
@@ -74,7 +76,7 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use crate::MAX_READINGS;
+use crate::readings;
 
 mod context;
 mod reading;
@@ -118,7 +120,8 @@ pub struct Verdict {
     pub module_access: Option<usize>,
     /// The first bracket that closes what the program did not open, over all readings.
     pub escape: Option<Refusal>,
-    /// A lexical error, kept only when every reading has one (QuickJS then cannot parse it).
+    /// A lexical error, kept only when every reading has one (QuickJS then cannot parse it): the
+    /// earliest.
     pub invalid: Option<Refusal>,
     /// A limit that stopped the readings: too deep, too many readings or too much work. When
     /// set, the other findings are incomplete.
@@ -133,93 +136,33 @@ impl Verdict {
     }
 
     fn read(program: &str, slashes: Option<SlashLog>) -> Self {
-        let ids = Rc::new(Cell::new(1));
         let names = Rc::new(Cell::new(0));
-        let mut live = vec![Reading::new(
-            program,
-            Rc::clone(&ids),
-            Rc::clone(&names),
-            slashes,
-        )];
-        let mut finished = Vec::new();
+        let ids = Rc::new(Cell::new(1));
+        let first = Reading::new(program, ids, Rc::clone(&names), slashes);
+        let budget = program.len().saturating_mul(WORK_FACTOR);
+        let Ok(followed) = readings::follow(vec![first], budget.saturating_add(WORK_SLACK));
         let mut verdict = Verdict {
             names: 0,
             module_access: None,
             escape: None,
             invalid: None,
-            limit: None,
+            limit: followed.limit.map(|at| Refusal {
+                at,
+                reason: Reason::TooAmbiguous,
+            }),
         };
-        // Readings advance in step, the one furthest behind first, so that two readings that
-        // reach the same state at the same place (they usually do within a few tokens) merge.
-        let budget = program
-            .len()
-            .saturating_mul(WORK_FACTOR)
-            .saturating_add(WORK_SLACK);
-        let mut work = 0usize;
-        let mut spawned = Vec::new();
-        while let Some(index) = live
-            .iter()
-            .enumerate()
-            .min_by_key(|(_, reading)| reading.pos)
-            .map(|(index, _)| index)
-        {
-            let Some(reading) = live.get_mut(index) else {
-                break;
-            };
-            let before = reading.pos;
-            let more = reading.step(&mut spawned);
-            work = work.saturating_add(reading.pos.saturating_sub(before).max(1));
-            let at = reading.pos;
-            if !more {
-                finished.push(live.swap_remove(index));
-            } else {
-                let twin = (0..live.len()).find(|&other| {
-                    other != index
-                        && live
-                            .get(other)
-                            .zip(live.get(index))
-                            .is_some_and(|(a, b)| a.same_state(b))
-                });
-                if let Some(other) = twin {
-                    let merged = live.swap_remove(index);
-                    // `swap_remove` moved the last reading to `index`.
-                    let other = if other == live.len() { index } else { other };
-                    if let Some(keeper) = live.get_mut(other) {
-                        keeper.absorb(merged);
-                    }
-                }
-            }
-            live.append(&mut spawned);
-            if live.len() > MAX_READINGS || work > budget {
-                verdict.limit = Some(Refusal {
-                    at,
-                    reason: Reason::TooAmbiguous,
-                });
-                break;
-            }
-        }
-        let mut first_invalid = None;
-        let mut all_invalid = true;
-        for mut reading in finished {
+        let (mut reading_limit, mut first_invalid, mut all_invalid) = (None, None, true);
+        for reading in followed.ended {
             if let Some(at) = reading.module_access {
                 verdict.module_access = Some(verdict.module_access.map_or(at, |seen| seen.min(at)));
             }
-            if verdict.escape.is_none() {
-                verdict.escape = reading.escape.take();
-            }
-            if let Some(limit) = reading.limit.take() {
-                verdict.limit.get_or_insert(limit);
-            }
-            match reading.invalid.take() {
-                Some(refusal) => {
-                    first_invalid.get_or_insert(refusal);
-                }
-                None => all_invalid = false,
-            }
+            verdict.escape = earliest(verdict.escape, reading.escape);
+            reading_limit = earliest(reading_limit, reading.limit);
+            all_invalid &= reading.invalid.is_some();
+            first_invalid = earliest(first_invalid, reading.invalid);
         }
-        if all_invalid {
-            verdict.invalid = first_invalid;
-        }
+        verdict.limit = verdict.limit.or(reading_limit);
+        verdict.invalid = first_invalid.filter(|_| all_invalid);
         verdict.names = names.get();
         verdict
     }
@@ -283,7 +226,7 @@ pub enum Reason {
     Unterminated(&'static str),
     /// Brackets nested deeper than [`MAX_NESTING`].
     TooDeep,
-    /// More than [`MAX_READINGS`] readings.
+    /// More than [`MAX_READINGS`](crate::MAX_READINGS) readings.
     TooAmbiguous,
 }
 
@@ -312,6 +255,15 @@ impl Refusal {
             Reason::TooAmbiguous => "too many ways to read the `/` after `await`, `yield` or `of`; the program cannot be checked".to_owned(),
         };
         format!("{text} (line {line}, column {column})")
+    }
+}
+
+/// The refusal at the smaller offset (the first given on a tie), so that what the readings find
+/// does not depend on the order they end or merge in.
+fn earliest(first: Option<Refusal>, second: Option<Refusal>) -> Option<Refusal> {
+    match (first, second) {
+        (Some(first), Some(second)) if second.at < first.at => Some(second),
+        (first, second) => first.or(second),
     }
 }
 

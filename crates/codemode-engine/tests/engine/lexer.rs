@@ -156,6 +156,13 @@ fn refuses_module_access_hidden_from_a_naive_scanner() {
         "return /'/; import('x')",
         "return\n{}/'/; import('x')",
         "typeof /'/; import('x')",
+        // A name a declaration binds cannot be divided: the line after it starts a statement.
+        "var x\n/'/; import('x')",
+        "let x\n/'/; import('x')",
+        "var a = 1, b\n/'/; import('x')",
+        "L: for (;;) { break L\n/'/; import('x') }",
+        "L: for (;;) { continue L\n/'/; import('x') }",
+        "var \\u0061\n/'/; import('x')",
         // Templates, nested.
         "`${ `${import('x')}` }`",
         "`a ${ `b ${ `c ${ import('x') }` }` } d`",

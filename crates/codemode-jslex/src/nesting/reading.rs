@@ -3,7 +3,9 @@
 
 use super::frames::FrameStack;
 use super::lex::{is_operator_byte, skip_word, starts_word};
-use super::{After, CONTINUATION_WORDS, Frame, HEADER_WORDS, Opener, PREFIX_WORDS, Slash, Step};
+use super::{After, CONTINUATION_WORDS, Frame, HEADER_WORDS, Opener, PREFIX_WORDS};
+use crate::Slash;
+use crate::readings::{self, Step};
 use crate::scan::{
     TemplateText, block_comment_end, char_at as character_at, line_comment_end, number_end,
     regex_end, starts_with, string_end, template_text_end,
@@ -11,7 +13,10 @@ use crate::scan::{
 
 /// One way of lexing the text, with its estimate.
 #[derive(Clone)]
-pub(super) struct Reading {
+pub(super) struct Reading<'a> {
+    bytes: &'a [u8],
+    /// The estimate allowed.
+    limit: usize,
     pub(super) position: usize,
     frames: FrameStack,
     /// Current estimate: open frames (except the root) plus all chains.
@@ -26,9 +31,11 @@ pub(super) struct Reading {
     html_comment_is_code_at: Option<usize>,
 }
 
-impl Reading {
-    pub(super) fn new() -> Reading {
+impl<'a> Reading<'a> {
+    pub(super) fn new(bytes: &'a [u8], limit: usize) -> Self {
         Reading {
+            bytes,
+            limit,
             position: 0,
             frames: FrameStack::new(Frame {
                 opener: Opener::Root,
@@ -49,30 +56,9 @@ impl Reading {
         }
     }
 
-    /// Same place, same lexer state, same brackets open: the two readings
-    /// continue identically, up to their chains.
-    pub(super) fn can_join(&self, other: &Reading) -> bool {
-        self.position == other.position
-            && self.line_break == other.line_break
-            && self.html_comment_is_code_at == other.html_comment_is_code_at
-            && self.frames.same_openers(&other.frames)
-    }
-
-    /// Become the more cautious of `self` and `other` (see [`can_join`](Self::can_join)).
-    pub(super) fn join(&mut self, other: &Reading, limit: usize) -> Result<(), usize> {
-        self.depth += self.frames.join(&other.frames);
-        self.after = self.after.join(other.after);
-        self.restore = self.restore.max(other.restore);
-        if self.depth > limit {
-            Err(self.position)
-        } else {
-            Ok(())
-        }
-    }
-
-    pub(super) fn step(&mut self, bytes: &[u8], limit: usize) -> Result<Step, usize> {
+    fn token(&mut self, bytes: &[u8], forks: &mut Vec<Self>) -> Result<Step, usize> {
         let Some(&byte) = bytes.get(self.position) else {
-            return Ok(Step::Done);
+            return Ok(Step::Ended);
         };
         match byte {
             b'\n' | b'\r' => {
@@ -83,7 +69,7 @@ impl Reading {
             b'/' => match bytes.get(self.position + 1) {
                 Some(b'/') => self.skip_line_comment(bytes),
                 Some(b'*') => self.skip_block_comment(bytes),
-                _ => return self.slash(bytes, limit),
+                _ => return self.slash(bytes, forks),
             },
             b'\'' | b'"' => {
                 self.skip_string(bytes);
@@ -94,12 +80,12 @@ impl Reading {
                 self.position += 1;
                 self.restore = None;
                 // Tagged templates chain: x`a``b``c` nests once per literal.
-                self.extend(1, start, limit)?;
-                self.scan_template(bytes, limit)?;
+                self.extend(1, start)?;
+                self.scan_template(bytes)?;
             }
-            b'(' | b'[' | b'{' => self.open(byte, limit)?,
+            b'(' | b'[' | b'{' => self.open(byte)?,
             b')' | b']' => return Ok(self.close_group(byte)),
-            b'}' => return self.close_brace(bytes, limit),
+            b'}' => return self.close_brace(bytes),
             b';' => self.semicolon(),
             b',' => self.comma(),
             _ if byte >= 0x80 => match character_at(bytes, self.position) {
@@ -108,14 +94,14 @@ impl Reading {
                     self.line_break = true;
                     self.position += character.len_utf8();
                 }
-                Some(character) if character.is_alphanumeric() => self.word(bytes, limit)?,
+                Some(character) if character.is_alphanumeric() => self.word(bytes)?,
                 // Unicode white space (or an identifier part such as a joiner,
                 // which splitting into two words only over-counts).
                 Some(character) => self.position += character.len_utf8(),
                 None => self.position += 1,
             },
-            _ if starts_word(byte) => self.word(bytes, limit)?,
-            _ if is_operator_byte(byte) => return self.operator_run(bytes, limit),
+            _ if starts_word(byte) => self.word(bytes)?,
+            _ if is_operator_byte(byte) => return self.operator_run(bytes, forks),
             // A stray byte (a control character): nothing to count.
             _ => self.position += 1,
         }
@@ -130,23 +116,17 @@ impl Reading {
     }
 
     /// Add `amount` to the current chain, failing at `offset` past the limit.
-    fn extend(&mut self, amount: usize, offset: usize, limit: usize) -> Result<(), usize> {
+    fn extend(&mut self, amount: usize, offset: usize) -> Result<(), usize> {
         self.frames.top_mut().chain += amount;
         self.depth += amount;
-        if self.depth > limit {
+        if self.depth > self.limit {
             Err(offset)
         } else {
             Ok(())
         }
     }
 
-    fn push(
-        &mut self,
-        opener: Opener,
-        header: bool,
-        offset: usize,
-        limit: usize,
-    ) -> Result<(), usize> {
+    fn push(&mut self, opener: Opener, header: bool, offset: usize) -> Result<(), usize> {
         self.frames.push(Frame {
             opener,
             header,
@@ -154,7 +134,7 @@ impl Reading {
             floor: 0,
         });
         self.depth += 1;
-        if self.depth > limit {
+        if self.depth > self.limit {
             Err(offset)
         } else {
             Ok(())
@@ -192,7 +172,7 @@ impl Reading {
         frame.floor = frame.chain;
     }
 
-    fn open(&mut self, byte: u8, limit: usize) -> Result<(), usize> {
+    fn open(&mut self, byte: u8) -> Result<(), usize> {
         let start = self.position;
         self.position += 1;
         let header = byte == b'(' && self.after.header_word;
@@ -202,9 +182,9 @@ impl Reading {
             _ => Opener::Brace,
         };
         // The group is one element of the enclosing chain ...
-        self.extend(1, start, limit)?;
+        self.extend(1, start)?;
         // ... and one level of its own.
-        self.push(opener, header, start, limit)?;
+        self.push(opener, header, start)?;
         self.finish_token(After {
             statement_start: byte == b'{',
             ..After::expression_expected()
@@ -222,7 +202,7 @@ impl Reading {
         };
         let Some(frame) = self.pop(opener) else {
             self.finish_token(After::operand());
-            return Step::Mismatch;
+            return Step::Unlikely;
         };
         let header = frame.header;
         if header {
@@ -243,12 +223,12 @@ impl Reading {
         Step::Continue
     }
 
-    fn close_brace(&mut self, bytes: &[u8], limit: usize) -> Result<Step, usize> {
+    fn close_brace(&mut self, bytes: &[u8]) -> Result<Step, usize> {
         self.position += 1;
         self.close_angles();
         if self.pop(Opener::Substitution).is_some() {
             // Back inside the template literal.
-            self.scan_template(bytes, limit)?;
+            self.scan_template(bytes)?;
             return Ok(Step::Continue);
         }
         // A `}` at the root may close the cell wrapper: the text after it is
@@ -264,7 +244,7 @@ impl Reading {
         Ok(if matched {
             Step::Continue
         } else {
-            Step::Mismatch
+            Step::Unlikely
         })
     }
 
@@ -289,7 +269,7 @@ impl Reading {
         self.finish_token(After::expression_expected());
     }
 
-    fn word(&mut self, bytes: &[u8], limit: usize) -> Result<(), usize> {
+    fn word(&mut self, bytes: &[u8]) -> Result<(), usize> {
         let start = self.position;
         self.position = if bytes.get(start).is_some_and(u8::is_ascii_digit) {
             number_end(bytes, start)
@@ -315,10 +295,10 @@ impl Reading {
         let takes_back = word == b"else" || word == b"while";
         if let (true, Some(chain)) = (takes_back, restore) {
             let current = self.frames.top().chain;
-            self.extend(chain.saturating_sub(current), start, limit)?;
+            self.extend(chain.saturating_sub(current), start)?;
         }
         if keyword || after.word {
-            self.extend(1, start, limit)?;
+            self.extend(1, start)?;
         }
         let prefix_end = !property && (word == b"else" || word == b"do");
         if prefix_end {
@@ -347,7 +327,7 @@ impl Reading {
     /// A run of operator bytes: each counts one (`-+-+x` nests four times,
     /// `===` is over-counted as three); each `<` may open type arguments,
     /// each `>` not after `=` may close them.
-    fn operator_run(&mut self, bytes: &[u8], limit: usize) -> Result<Step, usize> {
+    fn operator_run(&mut self, bytes: &[u8], forks: &mut Vec<Self>) -> Result<Step, usize> {
         let start = self.position;
         let html_comment_is_code = self.html_comment_is_code_at.take() == Some(start);
         if (starts_with(bytes, start, b"<!--") && !html_comment_is_code)
@@ -368,7 +348,7 @@ impl Reading {
                 // lexer splits the run: follow both readings.
                 let mut comment = self.clone();
                 comment.position = end;
-                fork = Some(Box::new(comment));
+                fork = Some(comment);
                 self.html_comment_is_code_at = Some(end);
                 break;
             }
@@ -377,9 +357,9 @@ impl Reading {
         let run = bytes.get(start..end).unwrap_or_default();
         let mut previous = 0u8;
         for (offset, &byte) in (start..end).zip(run) {
-            self.extend(1, offset, limit)?;
+            self.extend(1, offset)?;
             match byte {
-                b'<' => self.push(Opener::Angle, false, offset, limit)?,
+                b'<' => self.push(Opener::Angle, false, offset)?,
                 b'>' if previous != b'=' => {
                     let _ = self.pop(Opener::Angle);
                 }
@@ -404,7 +384,7 @@ impl Reading {
         };
         // `fork` was cloned before this run's fields were updated; its own
         // step re-reads the run's tail.
-        if let Some(comment) = fork.as_deref_mut() {
+        if let Some(comment) = fork.as_mut() {
             comment.frames = self.frames.clone();
             comment.depth = self.depth;
             comment.html_comment_is_code_at = None;
@@ -415,16 +395,17 @@ impl Reading {
             dot: run.ends_with(b"."),
             ..After::expression_expected()
         });
-        if let Some(comment) = fork.as_deref_mut() {
+        if let Some(comment) = fork.as_mut() {
             comment.after = self.after;
             comment.line_break = false;
             comment.restore = None;
         }
-        Ok(fork.map_or(Step::Continue, Step::Fork))
+        forks.extend(fork);
+        Ok(Step::Continue)
     }
 
     /// A `/` that is not a comment.
-    fn slash(&mut self, bytes: &[u8], limit: usize) -> Result<Step, usize> {
+    fn slash(&mut self, bytes: &[u8], forks: &mut Vec<Self>) -> Result<Step, usize> {
         let start = self.position;
         let regex_end = regex_end(bytes, start);
         let slash = match self.after.slash {
@@ -440,7 +421,7 @@ impl Reading {
                     self.finish_token(After::operand());
                     Step::Continue
                 }
-                None => Step::Dead,
+                None => Step::Ended,
             });
         }
         // Division; and where an expression may start too, a regular
@@ -449,12 +430,13 @@ impl Reading {
             let mut regex = self.clone();
             regex.position = end;
             regex.finish_token(After::operand());
-            Box::new(regex)
+            regex
         });
         self.position += 1;
-        self.extend(1, start, limit)?;
+        self.extend(1, start)?;
         self.finish_token(After::expression_expected());
-        Ok(fork.map_or(Step::Continue, Step::Fork))
+        forks.extend(fork);
+        Ok(Step::Continue)
     }
 
     /// To the end of the line (`\n`, `\r`, U+2028 or U+2029, as swc).
@@ -476,7 +458,7 @@ impl Reading {
 
     /// Inside a template literal (after the opening backtick or after the `}`
     /// of a substitution): up to the closing backtick, or into a `${`.
-    fn scan_template(&mut self, bytes: &[u8], limit: usize) -> Result<(), usize> {
+    fn scan_template(&mut self, bytes: &[u8]) -> Result<(), usize> {
         match template_text_end(bytes, self.position) {
             TemplateText::End(end) => {
                 self.position = end;
@@ -484,13 +466,47 @@ impl Reading {
             }
             TemplateText::Substitution(start) => {
                 self.position = start + 2;
-                self.extend(1, start, limit)?;
-                self.push(Opener::Substitution, false, start, limit)?;
+                self.extend(1, start)?;
+                self.push(Opener::Substitution, false, start)?;
                 self.finish_token(After::expression_expected());
             }
             // Unterminated: the end of the text.
             TemplateText::Unterminated => self.position = bytes.len(),
         }
         Ok(())
+    }
+}
+
+impl readings::Reading for Reading<'_> {
+    type Stop = usize;
+
+    fn position(&self) -> usize {
+        self.position
+    }
+
+    fn step(&mut self, forks: &mut Vec<Self>) -> Result<Step, usize> {
+        self.token(self.bytes, forks)
+    }
+
+    /// Same place, same lexer state, same brackets open: the two readings
+    /// continue identically, up to their chains.
+    fn same_state(&self, other: &Self) -> bool {
+        self.position == other.position
+            && self.line_break == other.line_break
+            && self.html_comment_is_code_at == other.html_comment_is_code_at
+            && self.frames.same_openers(&other.frames)
+    }
+
+    /// Become the more cautious of both: the larger chains, the more cautious
+    /// rest.
+    fn absorb(&mut self, other: Self) -> Result<(), usize> {
+        self.depth += self.frames.join(&other.frames);
+        self.after = self.after.join(other.after);
+        self.restore = self.restore.max(other.restore);
+        if self.depth > self.limit {
+            Err(self.position)
+        } else {
+            Ok(())
+        }
     }
 }

@@ -1,15 +1,24 @@
 //! What the tokens read so far decide about the next one: the contexts, the previous token
 //! and the stack of open brackets.
 
-/// What a `/` means at some point.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+/// What a `/` means at some point (the default: at the start of a program, a regular
+/// expression).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub enum Slash {
     /// The start of a regular expression literal.
+    #[default]
     Regex,
     /// A division (`/` or `/=`).
     Division,
     /// Unknown to a tokenizer: read both ways.
     Either,
+}
+
+impl Slash {
+    /// What a `/` means where it means `self` in one reading and `other` in another.
+    pub(crate) fn or(self, other: Slash) -> Slash {
+        if self == other { self } else { Slash::Either }
+    }
 }
 
 /// Where each `/` token was read how (shared by the readings of one program).
@@ -63,11 +72,7 @@ impl Context {
     /// The context of a point that is `self` in one reading and `other` in another.
     pub(super) fn or(self, other: Context) -> Context {
         Context {
-            slash: if self.slash == other.slash {
-                self.slash
-            } else {
-                Slash::Either
-            },
+            slash: self.slash.or(other.slash),
             brace: if self.brace == other.brace {
                 self.brace
             } else {
@@ -140,6 +145,9 @@ pub(super) enum Tag {
     Arrow,
     /// The `)` closing a function's parameters: the next `{` opens its body.
     Parameters(Position),
+    /// `var`, `let`, `const`, or a `,` of their declaration list: the next identifier is a name
+    /// the declaration binds; after `break` or `continue`, a label.
+    Binding,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

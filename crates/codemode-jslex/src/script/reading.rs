@@ -2,6 +2,7 @@
 //! ambiguous `/` and merges with a reading in the same state.
 
 use std::cell::Cell;
+use std::convert::Infallible;
 use std::rc::Rc;
 
 use super::context::{
@@ -9,7 +10,8 @@ use super::context::{
     ParenKind, Position, Prev, STATEMENT, Slash, SlashLog, Tag, VALUE,
 };
 use super::scan::Scan;
-use super::{MAX_NESTING, Reason, Refusal};
+use super::{MAX_NESTING, Reason, Refusal, earliest};
+use crate::readings::{self, Step};
 use crate::scan::is_identifier_start;
 
 /// One way of reading the program, token by token.
@@ -31,6 +33,11 @@ pub(super) struct Reading<'a> {
     opens: Vec<Open>,
     /// Classes whose body is still to come (after an `extends` clause), by bracket depth.
     classes: Vec<(usize, Position)>,
+    /// The bracket depth of the last `var`, `let` or `const` whose declaration list may still
+    /// go on: a `,` at that depth is followed by another binding name. Cleared by `;`. A guess
+    /// that outlives its declaration only makes a `/` on the next line ambiguous (both readings
+    /// are followed).
+    declaring: Option<usize>,
     /// An `import` that is module access unless the next token is `:` (a property name).
     import_at: Option<usize>,
     /// A `require` that is module access if the next token is `(`, `?.` or a template.
@@ -52,14 +59,10 @@ const OPERAND_KEYWORDS: &[&str] = &[
     "throw",
     "case",
     "extends",
-    "var",
-    "const",
 ];
 
 /// Keywords after which a statement starts.
-const STATEMENT_KEYWORDS: &[&str] = &[
-    "else", "do", "try", "finally", "break", "continue", "debugger",
-];
+const STATEMENT_KEYWORDS: &[&str] = &["else", "do", "try", "finally", "debugger"];
 
 impl<'a> Reading<'a> {
     pub(super) fn new(
@@ -83,6 +86,7 @@ impl<'a> Reading<'a> {
                 id: 0,
             }],
             classes: Vec::new(),
+            declaring: None,
             import_at: None,
             require_at: None,
             module_access: None,
@@ -116,39 +120,6 @@ impl<'a> Reading<'a> {
         }
     }
 
-    /// Reads one token, pushing the other reading of an ambiguous `/` into `forks`. Returns
-    /// false when the reading is over: at the end of the program (after the end checks), at its
-    /// first lexical error, or at a limit.
-    pub(super) fn step(&mut self, forks: &mut Vec<Reading<'a>>) -> bool {
-        if let Scan::Unterminated(what) = self.skip_trivia() {
-            self.invalid = Some(Refusal {
-                at: self.pos,
-                reason: Reason::Unterminated(what),
-            });
-            return false;
-        }
-        let Some(byte) = self.peek(0) else {
-            self.finish();
-            return false;
-        };
-        let start = self.pos;
-        let context = if self.newline {
-            self.prev.new_line
-        } else {
-            self.prev.same_line
-        };
-        self.resolve_pending(byte);
-        let outcome = self.token(byte, context, forks);
-        self.newline = false;
-        if let Scan::Unterminated(what) = outcome {
-            self.invalid = Some(Refusal {
-                at: start,
-                reason: Reason::Unterminated(what),
-            });
-        }
-        self.invalid.is_none() && self.limit.is_none()
-    }
-
     /// The checks at the end of the program.
     fn finish(&mut self) {
         if let Some(at) = self.import_at.take() {
@@ -165,29 +136,6 @@ impl<'a> Reading<'a> {
                 at: open.at,
                 reason: Reason::Unterminated("template literal"),
             });
-        }
-    }
-
-    /// Whether `other` is in the same state: from here on both readings read alike. Stacks are
-    /// compared by their top entry's id, unique to one push (or change) and inherited by forks,
-    /// so equal ids mean the same entries all the way down.
-    pub(super) fn same_state(&self, other: &Reading<'_>) -> bool {
-        self.pos == other.pos
-            && self.newline == other.newline
-            && self.prev == other.prev
-            && self.opens.last().map(|open| open.id) == other.opens.last().map(|open| open.id)
-            && self.classes == other.classes
-            && self.import_at == other.import_at
-            && self.require_at == other.require_at
-    }
-
-    /// Takes over the findings of a reading in the same state.
-    pub(super) fn absorb(&mut self, other: Reading<'_>) {
-        if let Some(at) = other.module_access {
-            self.module_access = Some(self.module_access.map_or(at, |seen| seen.min(at)));
-        }
-        if self.escape.is_none() {
-            self.escape = other.escape;
         }
     }
 
@@ -251,6 +199,7 @@ impl<'a> Reading<'a> {
             b'}' | b')' | b']' => return self.close(byte),
             b';' => {
                 self.pos += 1;
+                self.declaring = None;
                 self.prev = Prev::plain(match self.top() {
                     Level::Paren(_) | Level::Bracket | Level::Substitution => OPERAND,
                     Level::Brace(BraceKind::Object) => OPERAND,
@@ -259,7 +208,11 @@ impl<'a> Reading<'a> {
             }
             b',' => {
                 self.pos += 1;
-                self.prev = Prev::plain(OPERAND);
+                self.prev = if self.declaring == Some(self.opens.len()) {
+                    Prev::tagged(Tag::Binding, OPERAND)
+                } else {
+                    Prev::plain(OPERAND)
+                };
             }
             b':' => {
                 self.pos += 1;
@@ -521,6 +474,20 @@ impl<'a> Reading<'a> {
         let keyword = if escaped { "" } else { name.as_str() };
         let same_line = !self.newline;
         self.prev = match (keyword, tag) {
+            // A name a declaration binds: nothing can divide it, so a `/` on the next line
+            // starts a statement (automatic semicolon insertion: `var x` ⏎ `/re/`).
+            (_, Tag::Binding) => Prev {
+                tag: Tag::None,
+                same_line: VALUE,
+                new_line: VALUE.or(STATEMENT),
+            },
+            // `break label` ⏎ `/re/`: the label cannot be divided either.
+            ("break" | "continue", _) => Prev::tagged(Tag::Binding, STATEMENT),
+            ("var" | "let" | "const", _) => {
+                self.declaring = Some(self.opens.len());
+                let after = if keyword == "let" { VALUE } else { OPERAND };
+                Prev::tagged(Tag::Binding, after)
+            }
             ("function", Tag::Async(position)) if same_line => {
                 Prev::tagged(Tag::Function(position), VALUE)
             }
@@ -559,5 +526,72 @@ impl<'a> Reading<'a> {
             _ if STATEMENT_KEYWORDS.contains(&keyword) => Prev::plain(STATEMENT),
             _ => Prev::plain(VALUE),
         };
+    }
+}
+
+impl<'a> readings::Reading for Reading<'a> {
+    type Stop = Infallible;
+
+    fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Reads one token, pushing the other reading of an ambiguous `/` into `forks`. The reading
+    /// ends at the end of the program (after the end checks), at its first lexical error, or at
+    /// a limit.
+    fn step(&mut self, forks: &mut Vec<Self>) -> Result<Step, Infallible> {
+        if let Scan::Unterminated(what) = self.skip_trivia() {
+            self.invalid = Some(Refusal {
+                at: self.pos,
+                reason: Reason::Unterminated(what),
+            });
+            return Ok(Step::Ended);
+        }
+        let Some(byte) = self.peek(0) else {
+            self.finish();
+            return Ok(Step::Ended);
+        };
+        let start = self.pos;
+        let context = if self.newline {
+            self.prev.new_line
+        } else {
+            self.prev.same_line
+        };
+        self.resolve_pending(byte);
+        let outcome = self.token(byte, context, forks);
+        self.newline = false;
+        if let Scan::Unterminated(what) = outcome {
+            self.invalid = Some(Refusal {
+                at: start,
+                reason: Reason::Unterminated(what),
+            });
+        }
+        Ok(if self.invalid.is_none() && self.limit.is_none() {
+            Step::Continue
+        } else {
+            Step::Ended
+        })
+    }
+
+    /// Stacks are compared by their top entry's id, unique to one push (or change) and inherited
+    /// by forks, so equal ids mean the same entries all the way down.
+    fn same_state(&self, other: &Self) -> bool {
+        self.pos == other.pos
+            && self.newline == other.newline
+            && self.prev == other.prev
+            && self.opens.last().map(|open| open.id) == other.opens.last().map(|open| open.id)
+            && self.classes == other.classes
+            && self.declaring == other.declaring
+            && self.import_at == other.import_at
+            && self.require_at == other.require_at
+    }
+
+    /// Takes over the findings of `other`.
+    fn absorb(&mut self, other: Self) -> Result<(), Infallible> {
+        if let Some(at) = other.module_access {
+            self.module_access = Some(self.module_access.map_or(at, |seen| seen.min(at)));
+        }
+        self.escape = earliest(self.escape.take(), other.escape);
+        Ok(())
     }
 }
