@@ -241,6 +241,19 @@ fn main() {
             .expect("Unable to copy source; try 'git submodule update --init'");
     }
     fs::copy("quickjs.bind.h", out_dir.join("quickjs.bind.h")).expect("Unable to copy source");
+    // codemode-rs patch 11 (PATCHES.md): the identity of this engine build, which bytecode
+    // written ahead of time must carry to be loaded (`CODEMODE_ENGINE_ID`).
+    let sources = source_files
+        .iter()
+        .chain(header_files.iter())
+        .map(|file| fs::read(src_dir.join(file)).expect("Unable to read source"));
+    let defines_text = defines
+        .iter()
+        .map(|(name, value)| format!("{name}={value:?};"));
+    println!(
+        "cargo:rustc-env=CODEMODE_QUICKJS_ENGINE_ID={:016x}",
+        engine_id(sources.chain(defines_text.map(String::into_bytes)))
+    );
 
     if target_os == "wasi" && !matches!(env::var("RQUICKJS_SYS_NO_WASI_SDK").as_deref(), Ok("1")) {
         let wasi_sdk_path = get_wasi_sdk_path();
@@ -442,4 +455,17 @@ where
         let dest_file = format!("{}.rs", env::var("TARGET").unwrap());
         fs::copy(&bindings_file, dest_dir.join(dest_file)).unwrap();
     }
+}
+
+/// codemode-rs patch 11: FNV-1a (64-bit) over `parts`, each followed by its length, so that no
+/// two different lists of parts hash alike by moving bytes between neighbours.
+fn engine_id(parts: impl Iterator<Item = Vec<u8>>) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        let length = (part.len() as u64).to_le_bytes();
+        for byte in part.iter().chain(length.iter()) {
+            hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    hash
 }

@@ -1,15 +1,25 @@
-//! The bootstrap's scripts (`Part`), compiled once per process to QuickJS bytecode: the core
-//! loads into each fresh VM as it is built (parsing and compiling its source took most of the
-//! cost of a fresh VM), the other parts on first use, from guest code (`hostPart`). The core
-//! compiles on a thread the first VM starts while it builds its runtime and context, then the
-//! other parts on the same thread.
+//! The bootstrap's scripts (`Part`) as QuickJS bytecode: the core loads into each fresh VM as it
+//! is built (parsing and compiling its source took most of the cost of a fresh VM), the other
+//! parts on first use, from guest code (`hostPart`).
+//!
+//! The bytecode ships with the crate (`src/bootstrap/compiled/`), written ahead of time by this
+//! module's test `the_shipped_bytecode_is_what_this_engine_compiles`, so a process compiles
+//! nothing: a first `exec` used to wait ~7.5M instructions for the core's compilation. Each
+//! shipped file starts with the identity of the engine build that wrote it
+//! (`qjs::CODEMODE_ENGINE_ID`, PATCHES.md patch 11) and a hash of the part's source; it is used
+//! only when both match this build (and the target is little-endian, as the files are), since
+//! QuickJS reads bytecode of another build, or of an older source, without noticing. Otherwise
+//! the part is compiled once per process, as before: the core on a thread the first VM starts
+//! while it builds its runtime and context, then the other parts on the same thread.
 //!
 //! One of the few places allowed unsafe code (the workspace lints `deny` it rather than `forbid`
 //! it; see the root `Cargo.toml`): QuickJS trusts bytecode blindly, so loading it is unsafe. The
-//! bytes loaded here never come from outside: they are written by the same QuickJS build, in this
-//! process, from the sources compiled into the crate, and are never modified afterwards. Guest
-//! code cannot reach or alter them. If compiling fails (it cannot for the shipped sources), each
-//! VM compiles the core from source, and the other parts are unavailable.
+//! bytes loaded here never come from outside: shipped files are part of the crate's source and
+//! are loaded only into the engine build whose identity they carry, and compiled ones are written
+//! by the same QuickJS build, in this process, from the sources compiled into the crate. Neither
+//! is modified afterwards, and guest code cannot reach or alter them. If compiling fails (it
+//! cannot for the shipped sources), each VM compiles the core from source, and the other parts
+//! are unavailable.
 #![allow(unsafe_code)]
 
 use std::ffi::CString;
@@ -41,7 +51,7 @@ impl Part {
     }
 
     /// The trusted source.
-    fn source(self) -> &'static str {
+    const fn source(self) -> &'static str {
         match self {
             Part::Core => include_str!("bootstrap.js"),
             Part::Globals => include_str!("bootstrap/globals.js"),
@@ -60,13 +70,39 @@ impl Part {
         }
     }
 
-    /// The part's bytecode, compiled once per process on a thread the first VM starts
+    /// The part's bytecode: the shipped file's, or else compiled in this process. `None` if
+    /// compiling failed (it cannot for the shipped sources).
+    fn bytecode(self) -> Option<&'static [u8]> {
+        self.shipped().or_else(|| self.compiled_here())
+    }
+
+    /// The shipped file of the part, header included.
+    fn shipped_file(self) -> &'static [u8] {
+        match self {
+            Part::Core => include_bytes!("bootstrap/compiled/core.bin"),
+            Part::Globals => include_bytes!("bootstrap/compiled/globals.bin"),
+            Part::Readings => include_bytes!("bootstrap/compiled/readings.bin"),
+            Part::Cut => include_bytes!("bootstrap/compiled/cut.bin"),
+        }
+    }
+
+    /// The shipped bytecode, if it was written by this engine build from this source.
+    fn shipped(self) -> Option<&'static [u8]> {
+        self.loadable(self.shipped_file())
+    }
+
+    /// The bytecode in `file`, a shipped file of this part, if this build may load it.
+    fn loadable(self, file: &[u8]) -> Option<&[u8]> {
+        let (header, bytes) = file.split_at_checked(SHIPPED_HEADER)?;
+        (cfg!(target_endian = "little") && header == shipped_header(self)).then_some(bytes)
+    }
+
+    /// The part compiled once per process on a thread the first VM starts
     /// ([`start_warming_up`]): the core while the VM builds its runtime and context (or when
     /// the VM loads it, if that thread could not start), then the other parts, so a first
-    /// `exec` waits for the core alone. Never compiled on a guest's stack: a part asked
-    /// for before its thread finished is waited for. `None` if compiling failed (it cannot for
-    /// the shipped sources).
-    fn bytecode(self) -> Option<&'static [u8]> {
+    /// `exec` waits for the core alone. Never compiled on a guest's stack: a part asked for
+    /// before its thread finished is waited for.
+    fn compiled_here(self) -> Option<&'static [u8]> {
         static CORE: OnceLock<Option<Vec<u8>>> = OnceLock::new();
         match self {
             Part::Core => CORE
@@ -79,6 +115,42 @@ impl Part {
             }
         }
     }
+}
+
+/// The bytes before a shipped part's bytecode: the engine's identity, then the source's hash
+/// (each 8 bytes, little-endian).
+const SHIPPED_HEADER: usize = 16;
+
+/// The header a shipped file of `part` must start with in this build.
+fn shipped_header(part: Part) -> [u8; SHIPPED_HEADER] {
+    /// Each part's source hash, computed as the crate compiles.
+    const SOURCE_HASHES: [u64; 4] = [
+        fnv1a(Part::Core.source().as_bytes()),
+        fnv1a(Part::Globals.source().as_bytes()),
+        fnv1a(Part::Readings.source().as_bytes()),
+        fnv1a(Part::Cut.source().as_bytes()),
+    ];
+    let mut header = [0; SHIPPED_HEADER];
+    header[..8].copy_from_slice(&qjs::CODEMODE_ENGINE_ID.to_le_bytes());
+    header[8..].copy_from_slice(&SOURCE_HASHES[part as usize].to_le_bytes());
+    header
+}
+
+/// FNV-1a (64-bit) of `bytes`: enough to tell an edited source from the one a file was written
+/// from (an accident, not an attack: the files are the crate's own).
+const fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut at = 0;
+    while at < bytes.len() {
+        hash = (hash ^ bytes[at] as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        at += 1;
+    }
+    hash
+}
+
+/// Whether every part ships usable bytecode: then the process compiles nothing.
+fn all_shipped() -> bool {
+    Part::ALL.iter().all(|part| part.shipped().is_some())
 }
 
 /// The parts but the core, in [`Part::ALL`]'s order.
@@ -112,9 +184,9 @@ pub(crate) fn start_compiling_the_rest() {
     });
 }
 
-/// Starts, once per process, warming the process up on two threads of its own: one runs `first`
-/// (other once-per-process work its caller wants off its own path), one compiles the core, then
-/// the other parts. The first VM builds its runtime and context meanwhile (compiling the core is
+/// Starts, once per process, warming the process up on threads of its own: one runs `first`
+/// (other once-per-process work its caller wants off its own path) and, unless every part
+/// ships, one compiles the core, then the other parts. The first VM builds its runtime and context meanwhile (compiling the core is
 /// most of what a process's first VM costs) and waits for the core only if it is not compiled
 /// yet. A thread that cannot start leaves its work to whoever needs it: the VM compiles the core
 /// when it loads it, and the first part asked for starts [`start_compiling_the_rest`].
@@ -126,6 +198,9 @@ pub(crate) fn start_warming_up(first: fn()) {
                 .name("codemode-warm-up".into())
                 .spawn(first),
         );
+        if all_shipped() {
+            return;
+        }
         drop(
             std::thread::Builder::new()
                 .name("codemode-compile".into())
@@ -137,9 +212,12 @@ pub(crate) fn start_warming_up(first: fn()) {
     });
 }
 
-/// Waits until every part is compiled: for a process that can start no thread later (a worker
-/// process, before its system-call filter).
+/// Waits until every part that does not ship is compiled (returns at once when all ship): for a
+/// process that can start no thread later (a worker process, before its system-call filter).
 pub fn finish_compiling() {
+    if all_shipped() {
+        return;
+    }
     start_compiling_the_rest();
     REST.wait();
 }
@@ -240,7 +318,8 @@ pub(crate) fn load_part<'js>(ctx: &Ctx<'js>, part: Part) -> rquickjs::Result<Fun
 fn run_bytecode<'js>(ctx: &Ctx<'js>, bytes: &'static [u8]) -> rquickjs::Result<Function<'js>> {
     let ctx_ptr = ctx.as_raw().as_ptr();
     // SAFETY: `bytes` is the unmodified output of `JS_WriteObject` for a part's script, made by
-    // `compile_alone` above in this process with this very QuickJS build, so it is well-formed
+    // `compile_alone` above with this very QuickJS build: in this process, or ahead of time in a
+    // shipped file whose header names this build (`Part::shipped`). So it is well-formed
     // bytecode of the format `JS_ReadObject` expects. Nothing else can write to it: it is private
     // to this module and immutable once initialized. `ctx` is live and current on this thread.
     // `JS_EvalFunction` takes the function bytecode it is given (and frees it); the value it
@@ -288,6 +367,68 @@ mod tests {
         // Property names stay.
         assert!(core.windows(b"hostCall".len()).any(|w| w == b"hostCall"));
         assert_eq!(core[1..5], [0xFF; 4]);
+    }
+
+    /// Set to rewrite the shipped files from the sources instead of checking them.
+    const WRITE_SHIPPED: &str = "CODEMODE_WRITE_BYTECODE";
+
+    /// Every shipped file is what this engine build writes for the part's source today: stale
+    /// files would make every process compile the parts again. After an edit of a part's source
+    /// or of the engine: `CODEMODE_WRITE_BYTECODE=1 cargo test -p codemode-engine --lib
+    /// shipped_bytecode`.
+    #[test]
+    fn the_shipped_bytecode_is_what_this_engine_compiles() {
+        let write = std::env::var_os(WRITE_SHIPPED).is_some();
+        for part in Part::ALL {
+            let [compiled] = compile_alone([part]).unwrap();
+            let file = [&shipped_header(part)[..], &compiled.unwrap()].concat();
+            let name = ["core", "globals", "readings", "cut"][part as usize];
+            let path = format!(
+                "{}/src/bootstrap/compiled/{name}.bin",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            if write {
+                std::fs::write(&path, &file).unwrap();
+                continue;
+            }
+            assert!(
+                part.shipped_file() == file.as_slice(),
+                "{path} is stale: run `{WRITE_SHIPPED}=1 cargo test -p codemode-engine --lib \
+                 shipped_bytecode`, then rebuild"
+            );
+            assert_eq!(part.shipped(), Some(&file[SHIPPED_HEADER..]));
+        }
+    }
+
+    #[test]
+    fn bytecode_of_another_engine_or_source_is_not_loaded() {
+        let file = Part::Core.shipped_file();
+        assert!(Part::Core.loadable(file).is_some());
+        // Another engine build (a byte of the identity), an edited source (a byte of its hash),
+        // a file too short for its header.
+        for flipped in [0, 7, 8, 15] {
+            let mut other = file.to_vec();
+            other[flipped] ^= 1;
+            assert_eq!(Part::Core.loadable(&other), None, "byte {flipped}");
+        }
+        assert_eq!(Part::Core.loadable(&file[..SHIPPED_HEADER - 1]), None);
+        // A part's file is not another part's.
+        assert_eq!(Part::Globals.loadable(file), None);
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_ne!(fnv1a(b"ab"), fnv1a(b"ba"));
+    }
+
+    #[test]
+    fn every_part_also_compiles_in_the_process() {
+        for part in Part::ALL {
+            let compiled = part.compiled_here().unwrap();
+            let runtime = Runtime::new().unwrap();
+            let context = Context::full(&runtime).unwrap();
+            context.with(|ctx| {
+                let loaded = run_bytecode(&ctx, compiled).unwrap();
+                assert!(loaded.get::<_, u32>("length").unwrap() >= 1);
+            });
+        }
     }
 
     #[test]

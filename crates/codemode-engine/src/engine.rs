@@ -212,10 +212,10 @@ impl PreparedVm {
     /// Builds the runtime under `limits`, its context, and runs the bootstrap, under the flags'
     /// current deadline (none for a pool's VM: no guest code runs here).
     pub fn build(limits: &Limits, flags: Arc<Flags>) -> Result<Self, RunError> {
-        // Once per process: the engine check runs on a thread of its own, and the bootstrap
-        // compiles on another (the core while this one builds the runtime and context, then
-        // the parts a VM loads on first use). The verdict is read below, before the VM is
-        // handed to any guest code.
+        // Once per process: the engine check runs on a thread of its own, and a bootstrap that
+        // does not ship as bytecode for this engine build compiles on another (the core while
+        // this one builds the runtime and context, then the parts a VM loads on first use).
+        // The verdict is read below, before the VM is handed to any guest code.
         crate::bytecode::start_warming_up(probe::warm_up);
         let state = Arc::new(Mutex::new(BridgeState {
             plan: InstallPlan::empty(),

@@ -21,6 +21,16 @@ use ::core::ptr;
 pub const SIZE_T_ERROR: &str =
     "conversion between C type 'size_t' and Rust type 'usize' overflowed.";
 
+/// codemode-rs patch 11 (PATCHES.md): this engine build's identity, a hash of every C source and
+/// header compiled and of the defines. Bytecode is a format of one build (its opcodes, atoms and
+/// layout are not checked when it is read), so bytecode written ahead of time is loaded only when
+/// it carries the identity of the engine that reads it.
+pub const CODEMODE_ENGINE_ID: u64 =
+    match u64::from_str_radix(env!("CODEMODE_QUICKJS_ENGINE_ID"), 16) {
+        Ok(id) => id,
+        Err(_) => panic!("build.rs writes the engine identity as 16 hex digits"),
+    };
+
 include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
 
 #[cfg(not(feature = "bindgen"))]

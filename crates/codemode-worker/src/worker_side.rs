@@ -257,8 +257,8 @@ fn warm_up() {
             handle: None,
         }));
     }
-    // The parts of the bootstrap a VM loads on first use compile on a thread of their own,
-    // which the system-call filter would not let start later.
+    // Unless they ship as bytecode, the parts of the bootstrap a VM loads on first use compile
+    // on a thread of their own, which the system-call filter would not let start later.
     codemode_engine::finish_compiling();
 }
 
