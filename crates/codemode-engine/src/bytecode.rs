@@ -6,9 +6,10 @@
 //! module's test `the_shipped_bytecode_is_what_this_engine_compiles`, so a process compiles
 //! nothing: a first `exec` used to wait ~7.5M instructions for the core's compilation. Each
 //! shipped file starts with the identity of the engine build that wrote it
-//! (`qjs::CODEMODE_ENGINE_ID`, PATCHES.md patch 11) and a hash of the part's source; it is used
-//! only when both match this build (and the target is little-endian, as the files are), since
-//! QuickJS reads bytecode of another build, or of an older source, without noticing. Otherwise
+//! (`qjs::CODEMODE_ENGINE_ID`, PATCHES.md patch 11), a hash of the part's source and a hash of
+//! the bytecode; it is used only when all three match (and the target is little-endian, as the
+//! files are), since QuickJS reads bytecode of another build, of an older source, or damaged,
+//! without noticing. Otherwise
 //! the part is compiled once per process, as before: the core on a thread the first VM starts
 //! while it builds its runtime and context, then the other parts on the same thread.
 //!
@@ -86,15 +87,33 @@ impl Part {
         }
     }
 
-    /// The shipped bytecode, if it was written by this engine build from this source.
+    /// The shipped bytecode, if it was written by this engine build from this source (checked
+    /// once per process: the bytecode's hash reads the whole file).
     fn shipped(self) -> Option<&'static [u8]> {
-        self.loadable(self.shipped_file())
+        static CHECKED: [OnceLock<Option<&'static [u8]>>; 4] = [const { OnceLock::new() }; 4];
+        *CHECKED[self as usize].get_or_init(|| self.loadable(self.shipped_file()))
     }
 
-    /// The bytecode in `file`, a shipped file of this part, if this build may load it.
+    /// The bytecode in `file`, a shipped file of this part, if this build may load it: its
+    /// header names this engine build and this part's source, and hashes the bytes that follow.
     fn loadable(self, file: &[u8]) -> Option<&[u8]> {
         let (header, bytes) = file.split_at_checked(SHIPPED_HEADER)?;
-        (cfg!(target_endian = "little") && header == shipped_header(self)).then_some(bytes)
+        let (written_by, bytes_hash) = header.split_at(IDENTITY);
+        let loadable = cfg!(target_endian = "little")
+            && written_by == identity(self)
+            && bytes_hash == fnv1a(bytes).to_le_bytes();
+        loadable.then_some(bytes)
+    }
+
+    /// The shipped file of this part for `bytecode`, compiled by this build.
+    #[cfg(test)]
+    fn file_for(self, bytecode: &[u8]) -> Vec<u8> {
+        [
+            &identity(self)[..],
+            &fnv1a(bytecode).to_le_bytes(),
+            bytecode,
+        ]
+        .concat()
     }
 
     /// The part compiled once per process on a thread the first VM starts
@@ -117,12 +136,16 @@ impl Part {
     }
 }
 
-/// The bytes before a shipped part's bytecode: the engine's identity, then the source's hash
-/// (each 8 bytes, little-endian).
-const SHIPPED_HEADER: usize = 16;
+/// The bytes before a shipped part's bytecode: its [`identity`], then the bytecode's hash (8
+/// bytes, little-endian).
+const SHIPPED_HEADER: usize = IDENTITY + 8;
 
-/// The header a shipped file of `part` must start with in this build.
-fn shipped_header(part: Part) -> [u8; SHIPPED_HEADER] {
+/// The bytes of [`identity`].
+const IDENTITY: usize = 16;
+
+/// What a shipped file of `part` must have been written by: this engine build's identity, then
+/// the hash of the part's source (each 8 bytes, little-endian).
+fn identity(part: Part) -> [u8; IDENTITY] {
     /// Each part's source hash, computed as the crate compiles.
     const SOURCE_HASHES: [u64; 4] = [
         fnv1a(Part::Core.source().as_bytes()),
@@ -130,14 +153,14 @@ fn shipped_header(part: Part) -> [u8; SHIPPED_HEADER] {
         fnv1a(Part::Readings.source().as_bytes()),
         fnv1a(Part::Cut.source().as_bytes()),
     ];
-    let mut header = [0; SHIPPED_HEADER];
-    header[..8].copy_from_slice(&qjs::CODEMODE_ENGINE_ID.to_le_bytes());
-    header[8..].copy_from_slice(&SOURCE_HASHES[part as usize].to_le_bytes());
-    header
+    let mut identity = [0; IDENTITY];
+    identity[..8].copy_from_slice(&qjs::CODEMODE_ENGINE_ID.to_le_bytes());
+    identity[8..].copy_from_slice(&SOURCE_HASHES[part as usize].to_le_bytes());
+    identity
 }
 
-/// FNV-1a (64-bit) of `bytes`: enough to tell an edited source from the one a file was written
-/// from (an accident, not an attack: the files are the crate's own).
+/// FNV-1a (64-bit) of `bytes`: enough to tell an edited source, or a damaged file, from the one
+/// a file was written from (an accident, not an attack: the files are the crate's own).
 const fn fnv1a(bytes: &[u8]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     let mut at = 0;
@@ -381,7 +404,7 @@ mod tests {
         let write = std::env::var_os(WRITE_SHIPPED).is_some();
         for part in Part::ALL {
             let [compiled] = compile_alone([part]).unwrap();
-            let file = [&shipped_header(part)[..], &compiled.unwrap()].concat();
+            let file = part.file_for(&compiled.unwrap());
             let name = ["core", "globals", "readings", "cut"][part as usize];
             let path = format!(
                 "{}/src/bootstrap/compiled/{name}.bin",
@@ -405,8 +428,9 @@ mod tests {
         let file = Part::Core.shipped_file();
         assert!(Part::Core.loadable(file).is_some());
         // Another engine build (a byte of the identity), an edited source (a byte of its hash),
-        // a file too short for its header.
-        for flipped in [0, 7, 8, 15] {
+        // a damaged file (a byte of the bytecode's hash, or of the bytecode), a file too short
+        // for its header.
+        for flipped in [0, 7, 8, 15, 16, 23, SHIPPED_HEADER, file.len() - 1] {
             let mut other = file.to_vec();
             other[flipped] ^= 1;
             assert_eq!(Part::Core.loadable(&other), None, "byte {flipped}");
