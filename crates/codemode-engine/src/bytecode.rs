@@ -9,9 +9,9 @@
 //! (`qjs::CODEMODE_ENGINE_ID`, PATCHES.md patch 11), a hash of the part's source and a hash of
 //! the bytecode; it is used only when all three match (and the target is little-endian, as the
 //! files are), since QuickJS reads bytecode of another build, of an older source, or damaged,
-//! without noticing. Otherwise
-//! the part is compiled once per process, as before: the core on a thread the first VM starts
-//! while it builds its runtime and context, then the other parts on the same thread.
+//! without noticing. Otherwise the part is compiled once per process: the core on a thread the
+//! first VM starts while it builds its runtime and context, then the other parts on the same
+//! thread.
 //!
 //! One of the few places allowed unsafe code (the workspace lints `deny` it rather than `forbid`
 //! it; see the root `Cargo.toml`): QuickJS trusts bytecode blindly, so loading it is unsafe. The
