@@ -1,7 +1,8 @@
 //! Project automation for codemode-rs, one binary with subcommands:
 //!
 //! - `cargo xtask ci`: the README's test command. Installs the npm MCP servers the end-to-end
-//!   tests speak to (when missing), checks formatting, runs clippy with `-D warnings`, then the
+//!   tests speak to (when missing), checks that the lockfiles outside the workspace are current,
+//!   checks formatting, runs clippy with `-D warnings`, then the
 //!   tests of EACH package on its own (`cargo test -p <package>`), so that a crate picked à la
 //!   carte builds and passes without its workspace siblings' features; then the crates outside
 //!   the workspace (`tests/outside`: the embedding guide's host against the repository's own MCP
@@ -188,6 +189,24 @@ fn run(command: &mut Command) -> Result<()> {
     Ok(())
 }
 
+/// Checks, in seconds, that the lockfiles of the crates outside the workspace which CI builds
+/// `--locked` (`tests/outside`, the test262 runner) agree with their manifests: a stale one
+/// would otherwise fail its step only after every package's tests. `cargo tree` resolves the
+/// graph (refusing to change the lockfile) and downloads only the host's packages.
+fn check_locked_manifests(root: &Path) -> Result<()> {
+    for manifest in [
+        root.join(OUTSIDE).join("Cargo.toml"),
+        test262::runner_manifest(root),
+    ] {
+        run(cargo()
+            .args(["tree", "--locked", "--workspace", "--depth", "0"])
+            .arg("--manifest-path")
+            .arg(&manifest)
+            .stdout(Stdio::null()))?;
+    }
+    Ok(())
+}
+
 /// Installs the pinned npm MCP servers (and the TypeScript SDK client) into
 /// `tests/mcp-servers/node_modules` when missing or older than the lock file.
 fn ensure_npm_servers(root: &Path) -> Result<()> {
@@ -329,6 +348,7 @@ fn ci(root: &Path) -> Result<()> {
     // Started before the tests and stopped (its folder deleted) when `ci` returns, however.
     let (postgres_url, _postgres) = test_postgres(root, in_ci)?;
     clock.lap("set-up (npm servers, Postgres)");
+    check_locked_manifests(root)?;
     run(cargo().args(["fmt", "--all", "--", "--check"]))?;
     run(cargo()
         .args(["clippy", "--workspace", "--all-targets"])

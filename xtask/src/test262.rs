@@ -10,7 +10,7 @@
 //! It fails on a regression (passes upstream, fails in the sandbox) that
 //! `tests/test262/deviations.txt` does not list.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
@@ -22,11 +22,16 @@ const TEST262: &str = "tests/test262";
 /// The pinned suite, as the repository carries it.
 const TARBALL: &str = "test262-be13516f.tar.gz";
 
+/// The runner crate's manifest.
+pub(crate) fn runner_manifest(root: &Path) -> PathBuf {
+    root.join(TEST262).join("runner").join("Cargo.toml")
+}
+
 /// Builds the runner (and its unit tests, with `unit_tests`) and runs it with `args`.
 pub(crate) fn test262(root: &Path, args: &[String], unit_tests: bool) -> Result<()> {
     let folder = root.join(TEST262);
     let target = folder.join("target");
-    let manifest = folder.join("runner").join("Cargo.toml");
+    let manifest = runner_manifest(root);
     let runner_cargo = |verb: &str| {
         let mut command = cargo();
         command
