@@ -24,7 +24,8 @@
 #![allow(unsafe_code)]
 
 use std::ffi::CString;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
+use std::thread::JoinHandle;
 
 use rquickjs::{Context, Ctx, Function, Runtime, Value, qjs};
 
@@ -198,13 +199,28 @@ static REST_STARTED: std::sync::Once = std::sync::Once::new();
 /// waits for it; later calls return at once.
 pub(crate) fn start_compiling_the_rest() {
     REST_STARTED.call_once_force(|_| {
-        let spawned = std::thread::Builder::new()
-            .name("codemode-warm-up".into())
-            .spawn(compile_the_rest);
-        if spawned.is_err() {
+        if !spawn_warm_up("codemode-warm-up", compile_the_rest) {
             compile_the_rest();
         }
     });
+}
+
+/// The threads this module started, until [`finish_warming_up`] joins them.
+static WARM_UP_THREADS: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
+
+/// Starts `work` on a thread named `name`, kept for [`finish_warming_up`]; `false` if no thread
+/// could start.
+fn spawn_warm_up(name: &str, work: impl FnOnce() + Send + 'static) -> bool {
+    match std::thread::Builder::new().name(name.into()).spawn(work) {
+        Ok(thread) => {
+            WARM_UP_THREADS
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(thread);
+            true
+        }
+        Err(_) => false,
+    }
 }
 
 /// Starts, once per process, warming the process up on threads of its own: one runs `first`
@@ -216,33 +232,35 @@ pub(crate) fn start_compiling_the_rest() {
 pub(crate) fn start_warming_up(first: fn()) {
     static STARTED: std::sync::Once = std::sync::Once::new();
     STARTED.call_once(|| {
-        drop(
-            std::thread::Builder::new()
-                .name("codemode-warm-up".into())
-                .spawn(first),
-        );
+        spawn_warm_up("codemode-warm-up", first);
         if all_shipped() {
             return;
         }
-        drop(
-            std::thread::Builder::new()
-                .name("codemode-compile".into())
-                .spawn(|| {
-                    Part::Core.bytecode();
-                    REST_STARTED.call_once_force(|_| compile_the_rest());
-                }),
-        );
+        spawn_warm_up("codemode-compile", || {
+            Part::Core.bytecode();
+            REST_STARTED.call_once_force(|_| compile_the_rest());
+        });
     });
 }
 
-/// Waits until every part that does not ship is compiled (returns at once when all ship): for a
-/// process that can start no thread later (a worker process, before its system-call filter).
-pub fn finish_compiling() {
-    if all_shipped() {
-        return;
+/// Waits until every part that does not ship is compiled and every thread [`start_warming_up`]
+/// and [`start_compiling_the_rest`] started has ended: for a process that can start no thread
+/// later, and in which no thread may make a system call its filter forbids (a worker process,
+/// before its system-call filter: a thread still starting, or ending, makes some).
+pub fn finish_warming_up() {
+    if !all_shipped() {
+        start_compiling_the_rest();
+        REST.wait();
     }
-    start_compiling_the_rest();
-    REST.wait();
+    let threads = std::mem::take(
+        &mut *WARM_UP_THREADS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner),
+    );
+    for thread in threads {
+        // A thread that panicked has ended as well.
+        let _ = thread.join();
+    }
 }
 
 /// How the parts are written: without source text and debug information (less to load per VM,

@@ -37,7 +37,7 @@ mod tape;
 /// Re-exported so implementors of [`BridgeHost`] need no direct dependency on `async-trait`.
 pub use async_trait::async_trait;
 pub use bridge::{BridgeHost, BridgeRequest, PendingCall, RequestId};
-pub use bytecode::finish_compiling;
+pub use bytecode::finish_warming_up;
 pub use checks::{MAX_NESTING, MAX_PROGRAM_NAMES, MAX_READINGS, check_body, check_program};
 pub use codec::{MAX_ERROR_MESSAGE_BYTES, OutputItem, Truncation, json_nests_deeper_than};
 pub use error::{ErrorCode, RunError};

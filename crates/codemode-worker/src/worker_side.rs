@@ -257,9 +257,11 @@ fn warm_up() {
             handle: None,
         }));
     }
-    // Unless they ship as bytecode, the parts of the bootstrap a VM loads on first use compile
-    // on a thread of their own, which the system-call filter would not let start later.
-    codemode_engine::finish_compiling();
+    // The engine's warm-up threads (its probe, and compiling any part of the bootstrap that
+    // does not ship as bytecode) end before the system-call filter: a thread still starting or
+    // ending then would make calls it forbids (`rseq`, `sched_getaffinity`), and one could not
+    // start later.
+    codemode_engine::finish_warming_up();
 }
 
 fn serve_on_vm_thread(started: bool, misbehaviour: Option<Misbehaviour>) -> ExitCode {

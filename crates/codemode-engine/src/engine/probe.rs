@@ -3,14 +3,18 @@
 //! The deadline holds inside native built-ins only because the engine charges their work to the
 //! interrupt counter (PATCHES.md, patches 2 and 10). An unmetered engine would still run every
 //! program, and a long native call would then overrun `timeoutMs` by its whole length. So before
-//! the first VM of a process is built, a probe runs [`PROBE`] in a bare runtime: one buffer
-//! allocation whose work, charged before it is done, passes the counter's full reload
-//! (`JS_INTERRUPT_COUNTER_INIT`, 10,000 ticks) in a few bytecodes. The metered engine calls the
-//! interrupt handler inside the allocation; an unmetered one never does, and every build then
-//! fails closed with [`RunError::RuntimeUnavailable`]. The verdict is kept for the process's
-//! life. The first VM waits for it, so the probe must cost less than building a VM: a context
-//! with only the intrinsics it needs, and a charge the engine makes before work that the system
-//! does lazily (the buffer's zeroed pages).
+//! the first VM of a process is built, a probe runs [`PROBE`] in a bare runtime: one string
+//! search whose work, charged, passes the counter's full reload (`JS_INTERRUPT_COUNTER_INIT`,
+//! 10,000 ticks) twice over in a few bytecodes. The metered engine calls the interrupt handler
+//! inside the search; an unmetered one never does, and every build then fails closed with
+//! [`RunError::RuntimeUnavailable`]. The verdict is kept for the process's life.
+//!
+//! The first VM waits for the verdict, so the probe must cost less than building a VM (~0.9M
+//! instructions against ~1.9M): a context with only the intrinsics it needs, and a search that
+//! is charged for a long needle at each position but compares one character there. Its texts
+//! stay under 128 KiB each: a block glibc maps and unmaps on its own would raise its thresholds
+//! for the whole process, and a worker process must still trim its heap once before its
+//! system-call filter (codemode-worker's `prime_the_allocator`).
 
 use std::sync::Arc;
 use std::sync::OnceLock;
@@ -20,10 +24,12 @@ use rquickjs::{Context, Runtime};
 
 use crate::RunError;
 
-/// The probe: a buffer of 5,200,000 bytes is charged a tick per 512 bytes before it is
-/// allocated, 10,157 ticks, just over the counter's reload. No loop and no other call: bytecode
-/// alone never reaches the handler.
-pub(crate) const PROBE: &str = "new ArrayBuffer(5200000);";
+/// The probe: a needle of 25,601 characters is charged 101 ticks (one per 256 characters, plus
+/// one) at each of the 199 positions of the text where it could start, 20,099 ticks; at each,
+/// its first character differs, so one character is compared. No loop: bytecode alone never
+/// reaches the handler.
+pub(crate) const PROBE: &str = "const text = 'a'.repeat(128).repeat(200); \
+    ('a'.repeat(199) + text).indexOf('b' + text);";
 
 /// The message of a build on an engine that is not the metered one.
 pub(crate) const NOT_METERED: &str = "the linked QuickJS is not the metered engine of \
@@ -64,11 +70,8 @@ fn handler_calls(program: &str) -> Result<u32, String> {
         counted.fetch_add(1, Ordering::Relaxed);
         false
     })));
-    let context = Context::custom::<(
-        rquickjs::context::intrinsic::Eval,
-        rquickjs::context::intrinsic::TypedArrays,
-    )>(&runtime)
-    .map_err(unavailable)?;
+    let context =
+        Context::custom::<(rquickjs::context::intrinsic::Eval,)>(&runtime).map_err(unavailable)?;
     context
         .with(|ctx| {
             // A new context's counter starts empty: its first poll calls the handler and reloads
@@ -91,10 +94,13 @@ mod tests {
         assert!(check_engine().is_ok());
     }
 
-    /// The probe's program on a small buffer never reaches the handler: what the probe sees is
-    /// the allocation's charge, not the bytecode around it.
+    /// The probe's program with a short needle never reaches the handler: what the probe sees
+    /// is the search's charge, not the bytecode around it.
     #[test]
     fn bytecode_alone_does_not_reach_the_handler() {
-        assert_eq!(handler_calls(&PROBE.replace("5200000", "52")), Ok(0));
+        assert_eq!(
+            handler_calls(&PROBE.replace(".repeat(200)", ".repeat(2)")),
+            Ok(0)
+        );
     }
 }
