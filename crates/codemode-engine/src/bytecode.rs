@@ -243,8 +243,8 @@ pub(crate) fn start_warming_up(first: fn()) {
     });
 }
 
-/// Waits until every part that does not ship is compiled and every thread [`start_warming_up`]
-/// and [`start_compiling_the_rest`] started has ended: for a process that can start no thread
+/// Waits until every part that does not ship is compiled and every warm-up thread this module
+/// started (the engine probe's, and those compiling parts) has ended: for a process that can start no thread
 /// later, and in which no thread may make a system call its filter forbids (a worker process,
 /// before its system-call filter: a thread still starting, or ending, makes some).
 pub fn finish_warming_up() {
