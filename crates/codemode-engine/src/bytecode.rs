@@ -225,9 +225,9 @@ fn spawn_warm_up(name: &str, work: impl FnOnce() + Send + 'static) -> bool {
 
 /// Starts, once per process, warming the process up on threads of its own: one runs `first`
 /// (other once-per-process work its caller wants off its own path) and, unless every part
-/// ships, one compiles the core, then the other parts. The first VM builds its runtime and context meanwhile (compiling the core is
-/// most of what a process's first VM costs) and waits for the core only if it is not compiled
-/// yet. A thread that cannot start leaves its work to whoever needs it: the VM compiles the core
+/// ships, one compiles the core, then the other parts. The first VM builds its runtime and
+/// context meanwhile (compiling the core is most of what a process's first VM costs) and waits
+/// for the core only if it is not compiled yet. A thread that cannot start leaves its work to whoever needs it: the VM compiles the core
 /// when it loads it, and the first part asked for starts [`start_compiling_the_rest`].
 pub(crate) fn start_warming_up(first: fn()) {
     static STARTED: std::sync::Once = std::sync::Once::new();
@@ -244,9 +244,10 @@ pub(crate) fn start_warming_up(first: fn()) {
 }
 
 /// Waits until every part that does not ship is compiled and every warm-up thread this module
-/// started (the engine probe's, and those compiling parts) has ended: for a process that can start no thread
-/// later, and in which no thread may make a system call its filter forbids (a worker process,
-/// before its system-call filter: a thread still starting, or ending, makes some).
+/// started (the engine probe's, and those compiling parts) has ended: for a process that can
+/// start no thread later, and in which no thread may make a system call its filter forbids (a
+/// worker process, before its system-call filter: a thread still starting, or ending, makes
+/// some).
 pub fn finish_warming_up() {
     if !all_shipped() {
         start_compiling_the_rest();
