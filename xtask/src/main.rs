@@ -463,9 +463,7 @@ fn outside_crates(root: &Path) -> Result<()> {
         "--bin",
         "codemode-mcp-test-server",
     ]))?;
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
+    let target = target_dir(root);
     let server = target.join("debug").join(format!(
         "codemode-mcp-test-server{}",
         std::env::consts::EXE_SUFFIX
@@ -569,9 +567,27 @@ const FORBIDDEN_IN_A_TOOL_CRATE: &[&str] = &[
     "tokio feature \"rt",
 ];
 
+/// The workspace's cargo target directory: `CARGO_TARGET_DIR`, or `target` at the root.
+fn target_dir(root: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+}
+
 /// `cargo package --workspace`: every publishable crate packs, and builds from its package
 /// alone (the engine crates and the tokenizer included, with their sources and licences).
+///
+/// The verification starts from an empty `target/package`. There cargo builds our packed crates
+/// as registry crates, and a registry crate's build is fresh while its name and version are: a
+/// build left by an earlier commit (a checkout whose `target` survives) would be linked in place
+/// of the crate just packed. That is how a sys crate without patch 11's constant once failed
+/// this step with E0425.
 fn package(root: &Path) -> Result<()> {
+    let verified = target_dir(root).join("package");
+    if verified.exists() {
+        std::fs::remove_dir_all(&verified)
+            .with_context(|| format!("removing {}", verified.display()))?;
+    }
     run(cargo().current_dir(root).args([
         "package",
         "--workspace",
@@ -727,9 +743,7 @@ fn e2e(root: &Path) -> Result<()> {
 fn serve_steps(root: &Path) -> Result<()> {
     use std::io::{BufRead, BufReader};
     run(cargo().args(["build", "--quiet", "-p", "codemode-cli"]))?;
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
+    let target = target_dir(root);
     let codemode = target.join("debug/codemode");
     let surface = Command::new(&codemode)
         .args(["surface", "--config", "examples/mcp.json"])
