@@ -189,14 +189,16 @@ fn run(command: &mut Command) -> Result<()> {
     Ok(())
 }
 
-/// Checks, in seconds, that the lockfiles of the crates outside the workspace which CI builds
-/// `--locked` (`tests/outside`, the test262 runner) agree with their manifests: a stale one
-/// would otherwise fail its step only after every package's tests. `cargo tree` resolves the
-/// graph (refusing to change the lockfile) and downloads only the host's packages.
+/// Checks, in seconds, that the lockfiles of the crates outside the workspace agree with their
+/// manifests: those CI builds `--locked` (`tests/outside`, the test262 runner), where a stale one
+/// would otherwise fail its step only after every package's tests, and the fuzz crate, whose
+/// lockfile `cargo fuzz` would otherwise rewrite in silence. `cargo tree` resolves the graph
+/// (refusing to change the lockfile) and downloads only the host's packages.
 fn check_locked_manifests(root: &Path) -> Result<()> {
     for manifest in [
         root.join(OUTSIDE).join("Cargo.toml"),
         test262::runner_manifest(root),
+        root.join("fuzz").join("Cargo.toml"),
     ] {
         run(cargo()
             .args(["tree", "--locked", "--workspace", "--depth", "0"])

@@ -172,7 +172,20 @@ mod linux {
     /// Makes glibc's allocator do, before the filter, the one file access it makes on its own:
     /// the first time a thread's heap shrinks it reads `/proc/sys/vm/overcommit_memory` (and
     /// caches the answer). Freeing a few MiB of small blocks on this thread shrinks its heap.
+    ///
+    /// A heap shrinks only when its free top passes the trim threshold, and glibc raises that
+    /// threshold (up to 64 MiB) each time the process frees a block it had mapped on its own
+    /// (over 128 KiB): one large free during the warm-up, and the blocks below no longer shrink
+    /// anything, so the read would happen later, under the filter, and kill the worker. Setting
+    /// the threshold turns that adjustment off for good: it stays at glibc's starting value
+    /// (128 KiB), and so does the threshold for mapping a block on its own.
+    #[allow(unsafe_code)]
     fn prime_the_allocator() {
+        #[cfg(target_env = "gnu")]
+        // SAFETY: `mallopt` only changes the allocator's tuning; it takes no pointer.
+        unsafe {
+            libc::mallopt(libc::M_TRIM_THRESHOLD, 128 * 1024);
+        }
         let blocks: Vec<Box<[u8; 1024]>> = (0..4096)
             .map(|_| std::hint::black_box(Box::new([0u8; 1024])))
             .collect();

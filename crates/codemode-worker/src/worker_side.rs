@@ -57,6 +57,10 @@ pub enum Misbehaviour {
     BusError,
     /// Locked down like a real worker, overflows its stack at the first step.
     StackOverflow,
+    /// Not a misbehaviour of a step: frees a block glibc mapped on its own (8 MiB) after the
+    /// warm-up, before the system-call filter, then serves every step as a real worker. Such a
+    /// free raises glibc's trim threshold, which once kept the filter's priming from working.
+    LargeFreeBeforeFilter,
 }
 
 impl Misbehaviour {
@@ -72,6 +76,7 @@ impl Misbehaviour {
             "segfault" => Some(Self::Segfault),
             "bus-error" => Some(Self::BusError),
             "stack-overflow" => Some(Self::StackOverflow),
+            "large-free-before-filter" => Some(Self::LargeFreeBeforeFilter),
             _ => None,
         }
     }
@@ -266,6 +271,10 @@ fn warm_up() {
 
 fn serve_on_vm_thread(started: bool, misbehaviour: Option<Misbehaviour>) -> ExitCode {
     warm_up();
+    if misbehaviour == Some(Misbehaviour::LargeFreeBeforeFilter) {
+        drop(std::hint::black_box(vec![1_u8; 8 << 20]));
+    }
+    let misbehaviour = misbehaviour.filter(|m| *m != Misbehaviour::LargeFreeBeforeFilter);
     let locked_down = started && lockdown::seccomp().is_ok();
     let channel = Arc::new(Channel {
         pipes: Mutex::new(Pipes {
@@ -429,6 +438,8 @@ fn misbehave(misbehaviour: Misbehaviour, channel: &Channel) -> ! {
             overflow_the_stack(0);
             std::process::exit(0)
         }
+        // Acted on before the filter; `serve_on_vm_thread` never passes it here.
+        Misbehaviour::LargeFreeBeforeFilter => std::process::exit(1),
     }
 }
 

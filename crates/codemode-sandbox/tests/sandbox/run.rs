@@ -854,6 +854,30 @@ fn a_worker_that_opens_a_file_dies_by_seccomp() {
     assert!(message.contains("signal 31 (SIGSYS"), "{message}");
 }
 
+/// A worker whose process freed a large mapped block before its filter (which raises glibc's
+/// trim threshold) still trims its heap under the filter without touching a file: a run that
+/// frees ~30 MiB of small strings completes, and the same worker serves the next run.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_large_free_before_the_filter_does_not_kill_the_worker() {
+    let pool = crate::support::worker_pool(Some("large-free-before-filter"), 1);
+    let limits = limits()
+        .with_memory_bytes(256 << 20)
+        .in_process(pool.clone());
+    let program = "let keep = []; \
+        for (let i = 0; i < 200000; i++) keep.push('x'.repeat(100) + i); \
+        keep.length = 0; keep = null; return 'freed'";
+    let mut pids = Vec::new();
+    // The second run also builds its VM where the first one's was dropped.
+    for _ in 0..2 {
+        let (host, _cancelled) = TestHost::new();
+        let step = runtime().block_on(run_with(program, limits.clone(), host));
+        assert_eq!(render(&step), r#"completed "freed""#);
+        pids.push(pool.worker_pids());
+    }
+    assert_eq!(pids[0], pids[1], "the worker was replaced");
+}
+
 /// Under the filter a worker that faults is reported by its true signal: the runtime's fault
 /// handler and `abort` make the few system calls dying takes (they were once forbidden, and
 /// every fault read as `SIGSYS`).

@@ -324,8 +324,8 @@ pub(crate) fn check_with(program: &str, limits: TestLimits, expect: &str) {
 /// worker, or a misbehaving one when its first argument names a misbehaviour.
 pub(crate) const TEST_WORKER: &str = env!("CARGO_BIN_EXE_codemode-test-worker");
 
-/// A pool of test workers; `misbehaviour` (`garbage`, `flood`, `stall`, `open-file`) makes
-/// every worker of the pool misbehave at its first step.
+/// A pool of test workers; `misbehaviour` (`garbage`, `flood`, `stall`, `open-file`, ...: see
+/// codemode-worker's `Misbehaviour::from_arg`) makes every worker of the pool misbehave.
 pub(crate) fn worker_pool(misbehaviour: Option<&str>, max_workers: usize) -> WorkerPool {
     let mut command = WorkerCommand::new(TEST_WORKER);
     if let Some(misbehaviour) = misbehaviour {
