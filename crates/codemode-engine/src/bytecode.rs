@@ -227,8 +227,9 @@ fn spawn_warm_up(name: &str, work: impl FnOnce() + Send + 'static) -> bool {
 /// (other once-per-process work its caller wants off its own path) and, unless every part
 /// ships, one compiles the core, then the other parts. The first VM builds its runtime and
 /// context meanwhile (compiling the core is most of what a process's first VM costs) and waits
-/// for the core only if it is not compiled yet. A thread that cannot start leaves its work to whoever needs it: the VM compiles the core
-/// when it loads it, and the first part asked for starts [`start_compiling_the_rest`].
+/// for the core only if it is not compiled yet. A thread that cannot start leaves its work to
+/// whoever needs it: the VM compiles the core when it loads it, and the first part asked for
+/// starts [`start_compiling_the_rest`].
 pub(crate) fn start_warming_up(first: fn()) {
     static STARTED: std::sync::Once = std::sync::Once::new();
     STARTED.call_once(|| {

@@ -12,8 +12,8 @@
 //! The first VM waits for the verdict, so the probe must cost less than building a VM (~0.9M
 //! instructions against ~1.9M): a context with only the intrinsics it needs, and a search that
 //! is charged for a long needle at each position but compares one character there. Its texts
-//! stay under 128 KiB each, below glibc's threshold for mapping a block on its own, so the probe
-//! allocates only from the heap it shares with the VM that follows.
+//! stay under 128 KiB each, below glibc's threshold for mapping a block on its own (a system
+//! call and fresh pages each).
 
 use std::sync::Arc;
 use std::sync::OnceLock;
