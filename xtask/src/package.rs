@@ -14,10 +14,14 @@
 //!
 //! A checkout whose path, target folder and `$CARGO_HOME` outlive a run (as CI's do) thus
 //! verified an engine against a sys crate of an earlier commit, and failed with E0425 on a
-//! constant that commit did not have yet. So the verification builds in a target folder of its
-//! own, emptied first, after the unpacked copies of our crates are deleted.
+//! constant that commit did not have yet. So the verification runs in a target folder named by
+//! a hash of the packages it verifies (`<target>/package-verified/<hash>`): its registry's path,
+//! and with it the unpacked copies and the builds, change whenever a package does, and what is
+//! reused is what the same packages left. Only the newest such folder is kept. (Deleting the
+//! stale copies instead would reach into `$CARGO_HOME`, which other checkouts share.)
 
-use std::path::{Path, PathBuf};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 
@@ -41,12 +45,10 @@ pub(crate) fn package(root: &Path) -> Result<()> {
         "--allow-dirty",
         "--no-verify",
     ]))?;
-    let target = target_dir(root).join("package-verified");
-    if target.exists() {
-        std::fs::remove_dir_all(&target)
-            .with_context(|| format!("removing {}", target.display()))?;
-    }
-    delete_unpacked_copies(&cargo_home()?)?;
+    let packed = target_dir(root).join("package");
+    let verifications = target_dir(root).join("package-verified");
+    let target = verifications.join(format!("{:016x}", packages_hash(&packed)?));
+    remove_all_but(&verifications, &target)?;
     let mut verify = cargo();
     verify
         .current_dir(root)
@@ -58,63 +60,68 @@ pub(crate) fn package(root: &Path) -> Result<()> {
     run(&mut verify)
 }
 
-/// Deletes every unpacked copy of a `VERIFIED` crate under `cargo_home`'s registry sources that
-/// a local registry left (a local registry's folder name is empty before its hash: `-<hash>`).
-/// The crates of named registries (`index.crates.io-<hash>`) stay.
-fn delete_unpacked_copies(cargo_home: &Path) -> Result<()> {
-    let sources = cargo_home.join("registry").join("src");
-    let Ok(registries) = std::fs::read_dir(&sources) else {
+/// A hash of the `VERIFIED` packages `cargo package` wrote into `packed` (cargo packs the same
+/// sources into the same bytes).
+fn packages_hash(packed: &Path) -> Result<u64> {
+    let mut hasher = DefaultHasher::new();
+    for entry in
+        std::fs::read_dir(packed).with_context(|| format!("reading {}", packed.display()))?
+    {
+        let path = entry?.path();
+        let name = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let Some(stem) = name.strip_suffix(".crate") else {
+            continue;
+        };
+        if is_package_of_verified(stem) {
+            let bytes =
+                std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+            (name, bytes).hash(&mut hasher);
+        }
+    }
+    Ok(hasher.finish())
+}
+
+/// Removes every entry of `folder` but `kept`.
+fn remove_all_but(folder: &Path, kept: &Path) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(folder) else {
         return Ok(());
     };
-    for registry in registries {
-        let registry = registry?;
-        if !registry.file_name().to_string_lossy().starts_with('-') {
-            continue;
-        }
-        for unpacked in std::fs::read_dir(registry.path())? {
-            let unpacked = unpacked?;
-            if is_unpacked_copy(&unpacked.file_name().to_string_lossy()) {
-                let path = unpacked.path();
-                std::fs::remove_dir_all(&path)
-                    .with_context(|| format!("removing {}", path.display()))?;
-            }
+    for entry in entries {
+        let path = entry?.path();
+        if path != kept {
+            std::fs::remove_dir_all(&path)
+                .with_context(|| format!("removing {}", path.display()))?;
         }
     }
     Ok(())
 }
 
-/// Whether `folder` is `<name>-<version>` for a `VERIFIED` name (`codemode-quickjs-0.1.0`, and
+/// Whether `stem` is `<name>-<version>` for a `VERIFIED` name (`codemode-quickjs-0.1.0`, and
 /// not `codemode-quickjs-sys-0.1.0` for `codemode-quickjs`).
-fn is_unpacked_copy(folder: &str) -> bool {
+fn is_package_of_verified(stem: &str) -> bool {
     VERIFIED.iter().any(|name| {
-        folder
-            .strip_prefix(name)
+        stem.strip_prefix(name)
             .and_then(|rest| rest.strip_prefix('-'))
             .is_some_and(|version| version.starts_with(|c: char| c.is_ascii_digit()))
     })
 }
 
-/// `$CARGO_HOME`, or `~/.cargo` when it is not set (cargo's own default).
-fn cargo_home() -> Result<PathBuf> {
-    if let Some(home) = std::env::var_os("CARGO_HOME") {
-        return Ok(PathBuf::from(home));
-    }
-    let home = std::env::var_os("HOME").context("neither CARGO_HOME nor HOME is set")?;
-    Ok(PathBuf::from(home).join(".cargo"))
-}
-
 #[cfg(test)]
 mod tests {
-    use super::is_unpacked_copy;
+    use super::is_package_of_verified;
 
     #[test]
-    fn an_unpacked_copy_is_a_verified_name_and_a_version() {
-        assert!(is_unpacked_copy("codemode-quickjs-0.1.0"));
-        assert!(is_unpacked_copy("codemode-quickjs-sys-0.1.0"));
-        assert!(is_unpacked_copy("codemode-sandbox-12.0.0-rc.1"));
-        assert!(!is_unpacked_copy("codemode-quickjs"));
-        assert!(!is_unpacked_copy("codemode-core-0.1.0"));
-        assert!(!is_unpacked_copy("codemode-quickjs-extra-0.1.0"));
-        assert!(!is_unpacked_copy("serde-1.0.0"));
+    fn a_package_of_verified_is_its_name_and_a_version() {
+        assert!(is_package_of_verified("codemode-quickjs-0.1.0"));
+        assert!(is_package_of_verified("codemode-quickjs-sys-0.1.0"));
+        assert!(is_package_of_verified("codemode-sandbox-12.0.0-rc.1"));
+        assert!(!is_package_of_verified("codemode-quickjs"));
+        assert!(!is_package_of_verified("codemode-core-0.1.0"));
+        assert!(!is_package_of_verified("codemode-quickjs-extra-0.1.0"));
+        assert!(!is_package_of_verified("serde-1.0.0"));
     }
 }
