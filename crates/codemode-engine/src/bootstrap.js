@@ -9,6 +9,7 @@
   'use strict';
   const { hostCall, hostLocal, hostText, hostEmit, hostYield, hostFinish, hostPoll } = natives;
   const { hostTimer, hostClearTimer, hostOutputRemaining, hostDefer, hostPart } = natives;
+  const { hostIntrinsics, hostMakeIntrinsics } = natives;
   const maxCallArgs = natives.maxCallArgs;
   const maxOutput = natives.maxOutput;
   const globalObject = globalThis;
@@ -63,35 +64,58 @@
   const DateProto = Date.prototype;
   const dateGetTime = DateProto.getTime;
   const DateCtor = Date;
-  const MapCtor = Map;
-  const SetCtor = Set;
-  const mapForEach = Map.prototype.forEach;
-  const mapSet = Map.prototype.set;
-  const mapGet = Map.prototype.get;
-  const mapHas = Map.prototype.has;
-  const setForEach = Set.prototype.forEach;
-  const setAdd = Set.prototype.add;
-  const Uint8ArrayCtor = Uint8Array;
-  const isView = ArrayBuffer.isView;
-  const bufferSlice = ArrayBuffer.prototype.slice;
-  const typedArrayProto = getPrototypeOf(Uint8Array.prototype);
-  const typedArraySlice = typedArrayProto.slice;
-  const arrayBufferByteLength = getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength').get;
-  const typedArrayBuffer = getOwnPropertyDescriptor(typedArrayProto, 'buffer').get;
-  const typedArrayOffset = getOwnPropertyDescriptor(typedArrayProto, 'byteOffset').get;
-  const typedArrayByteLength = getOwnPropertyDescriptor(typedArrayProto, 'byteLength').get;
-  const dataViewBuffer = getOwnPropertyDescriptor(DataView.prototype, 'buffer').get;
-  const dataViewOffset = getOwnPropertyDescriptor(DataView.prototype, 'byteOffset').get;
-  const dataViewByteLength = getOwnPropertyDescriptor(DataView.prototype, 'byteLength').get;
+  // Three families of built-ins are made on first use (codemode-quickjs-sys patch 12), maybe
+  // by guest code: their captures are taken by this hook, which QuickJS calls with a family's
+  // number and constructors as it makes the family, before anything else can reach it. It reads
+  // only own properties of those fresh objects.
+  let MapCtor, SetCtor, WeakMapCtor, mapForEach, mapSet, mapGet, mapHas, setForEach, setAdd;
+  let weakGet, weakSet;
+  let Uint8ArrayCtor, DataViewCtor, isView, bufferSlice, typedArraySlice, arrayBufferByteLength;
+  let typedArrayBuffer, typedArrayOffset, typedArrayByteLength;
+  let dataViewBuffer, dataViewOffset, dataViewByteLength;
+  hostIntrinsics(function captureIntrinsics(family, ...ctors) {
+    if (family === 0) {
+      // Map, Set, WeakMap, WeakSet.
+      MapCtor = ctors[0];
+      SetCtor = ctors[1];
+      WeakMapCtor = ctors[2];
+      const MapProto = MapCtor.prototype;
+      const SetProto = SetCtor.prototype;
+      const WeakMapProto = WeakMapCtor.prototype;
+      mapForEach = MapProto.forEach;
+      mapSet = MapProto.set;
+      mapGet = MapProto.get;
+      mapHas = MapProto.has;
+      setForEach = SetProto.forEach;
+      setAdd = SetProto.add;
+      weakGet = WeakMapProto.get;
+      weakSet = WeakMapProto.set;
+    } else if (family === 1) {
+      // ArrayBuffer, SharedArrayBuffer, Uint8ClampedArray, Int8Array, Uint8Array, ..., DataView.
+      const ArrayBufferCtor = ctors[0];
+      const ArrayBufferProto = ArrayBufferCtor.prototype;
+      Uint8ArrayCtor = ctors[4];
+      DataViewCtor = ctors[ctors.length - 1];
+      const DataViewProto = DataViewCtor.prototype;
+      const typedArrayProto = getPrototypeOf(Uint8ArrayCtor.prototype);
+      isView = ArrayBufferCtor.isView;
+      bufferSlice = ArrayBufferProto.slice;
+      typedArraySlice = typedArrayProto.slice;
+      arrayBufferByteLength = getOwnPropertyDescriptor(ArrayBufferProto, 'byteLength').get;
+      typedArrayBuffer = getOwnPropertyDescriptor(typedArrayProto, 'buffer').get;
+      typedArrayOffset = getOwnPropertyDescriptor(typedArrayProto, 'byteOffset').get;
+      typedArrayByteLength = getOwnPropertyDescriptor(typedArrayProto, 'byteLength').get;
+      dataViewBuffer = getOwnPropertyDescriptor(DataViewProto, 'buffer').get;
+      dataViewOffset = getOwnPropertyDescriptor(DataViewProto, 'byteOffset').get;
+      dataViewByteLength = getOwnPropertyDescriptor(DataViewProto, 'byteLength').get;
+    }
+  });
   const fromCharCode = String.fromCharCode;
   const codePointAt = String.prototype.codePointAt;
   const charCodeAt = String.prototype.charCodeAt;
   const parseIntFn = parseInt;
   const parseFloatFn = parseFloat;
   const DOMExceptionCtor = typeof DOMException === 'function' ? DOMException : undefined;
-  const WeakMapCtor = WeakMap;
-  const weakGet = WeakMap.prototype.get;
-  const weakSet = WeakMap.prototype.set;
   // Once the host says stop, every later poll throws at once (the host's flag is sticky too).
   let stopped = false;
   function poll() {
@@ -361,6 +385,7 @@
     if (runtimeGlobals === undefined) {
       // Kept only once all are deep-frozen: if freezing throws (the guest's stack or memory ran
       // out), the next access starts over with fresh objects.
+      hostMakeIntrinsics(); // the globals' captures of the families, above
       const made = hostPart(GLOBALS_PART)(partEnv());
       for (let i = 0; i < runtimeGlobalNames.length; i++) deepFreeze(made[runtimeGlobalNames[i]]);
       runtimeGlobals = made;
@@ -704,7 +729,8 @@
     return {
       __proto__: null,
       apply, arrayBufferByteLength, arrayIncludes, bigintToString, bufferSlice, charCodeAt,
-      codePointAt, construct, create, dataViewBuffer, dataViewByteLength, dataViewOffset, DateCtor,
+      codePointAt, construct, create, dataViewBuffer, dataViewByteLength, dataViewOffset,
+      DataViewCtor, DateCtor,
       dateGetTime, dateNow, DateProto, define, defineProperty, DOMExceptionCtor, emit, ErrorCtor,
       fail, freeze, fromCharCode, getPrototypeOf, globalObject, hostClearTimer, hostReading,
       hostTimer, isArray, isError, isView, MapCtor, mapForEach, mapGet, mapHas, mapSet, maxOutput,

@@ -8,6 +8,12 @@
 //! property's position in the key order are kept, so only timing tells a deferred property from
 //! an installed one.
 //!
+//! Three families of built-ins (`Map` and `Set`, the typed arrays, the weak references) are made
+//! on first use by QuickJS itself (patch 12), maybe by guest code. The bootstrap gives QuickJS a
+//! hook ([`on_intrinsics`]) that takes what the runtime globals use of a family as it is made,
+//! before anything else can reach it, and makes them all ([`make_intrinsics`]) before it loads
+//! those globals.
+//!
 //! This module holds the unsafe calls into the patched QuickJS (the workspace denies unsafe code;
 //! see the lint table in the root `Cargo.toml`).
 #![allow(unsafe_code)]
@@ -77,6 +83,32 @@ fn defer_property<'js>(
     let status =
         unsafe { qjs::JS_CodemodeDeferProperty(ctx.as_raw().as_ptr(), holder.as_raw(), atom) };
     if status < 0 {
+        return Err(rquickjs::Error::Exception);
+    }
+    Ok(())
+}
+
+/// Makes `hook` the context's intrinsics hook (patch 12 in
+/// `crates/codemode-quickjs-sys/PATCHES.md`): QuickJS makes three families of built-ins on first
+/// use (0: `Map`, `Set`, `WeakMap`, `WeakSet`; 1: `ArrayBuffer` ... `DataView`; 2: `WeakRef`,
+/// `FinalizationRegistry`) and calls `hook(family, ...constructors)` as it makes each one, before
+/// anything else can reach it (at once for each family made already). Fails with the exception
+/// pending if a call threw.
+pub(crate) fn on_intrinsics<'js>(ctx: &Ctx<'js>, hook: Function<'js>) -> rquickjs::Result<()> {
+    // SAFETY: `ctx` is a live context, current on this thread, and `hook` a live value of it,
+    // held across the call; the callee stores a new reference to it, and may call it.
+    let status = unsafe { qjs::JS_CodemodeSetIntrinsicsHook(ctx.as_raw().as_ptr(), hook.as_raw()) };
+    if status < 0 {
+        return Err(rquickjs::Error::Exception);
+    }
+    Ok(())
+}
+
+/// Makes every family of built-ins not made yet (calling the hook). Fails with the exception
+/// pending (the guest's memory ran out, or the hook was interrupted).
+pub(crate) fn make_intrinsics(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
+    // SAFETY: `ctx` is a live context, current on this thread.
+    if unsafe { qjs::JS_CodemodeMakeIntrinsics(ctx.as_raw().as_ptr()) } < 0 {
         return Err(rquickjs::Error::Exception);
     }
     Ok(())
@@ -295,5 +327,124 @@ mod tests {
             assert_eq!(Arc::strong_count(&held), 2);
         }
         assert_eq!(Arc::strong_count(&held), 1);
+    }
+
+    /// Sets `hook` (a JS function expression) as the intrinsics hook of a fresh VM, runs
+    /// `before` (Rust, on the context), then evaluates `probe`, answering its JSON text.
+    fn probe_intrinsics(hook: &str, before: impl FnOnce(&Ctx<'_>), probe: &str) -> String {
+        let runtime = Runtime::new().unwrap();
+        let context = Context::full(&runtime).unwrap();
+        context.with(|ctx| {
+            let hook: Function<'_> = ctx.eval(format!("({hook})")).unwrap();
+            on_intrinsics(&ctx, hook).unwrap();
+            before(&ctx);
+            match ctx.eval::<rquickjs::Value<'_>, _>(format!("JSON.stringify({probe})")) {
+                Ok(value) => value.as_string().unwrap().to_string().unwrap(),
+                Err(_) => format!("threw {:?}", ctx.catch()),
+            }
+        })
+    }
+
+    /// A hook that counts its calls and keeps the names it got for each family, on the global
+    /// object (which a hook may change: a family is made before the global being read is
+    /// initialized).
+    const COUNTING_HOOK: &str = "(family, ...ctors) => { globalThis.calls = (globalThis.calls || 0) + 1; \
+                                 (globalThis.family ||= [])[family] = ctors.map((ctor) => ctor.name).join() }";
+
+    #[test]
+    fn each_family_is_made_on_first_use_after_its_hook() {
+        let answer = probe_intrinsics(
+            COUNTING_HOOK,
+            |_| {},
+            "[globalThis.calls, Object.getOwnPropertyNames(globalThis).includes('Float64Array'), \
+              globalThis.calls, typeof Int8Array, globalThis.calls, family.map(String), \
+              new DataView(new ArrayBuffer(2)).byteLength, globalThis.calls, \
+              new Map([[1, 2]]).get(1), new WeakSet().has({}), globalThis.calls, \
+              typeof new WeakRef({}).deref, typeof FinalizationRegistry, globalThis.calls, family]",
+        );
+        assert_eq!(
+            answer,
+            r#"[null,true,null,"function",1,[null,"ArrayBuffer,SharedArrayBuffer,Uint8ClampedArray,Int8Array,Uint8Array,Int16Array,Uint16Array,Int32Array,Uint32Array,BigInt64Array,BigUint64Array,Float16Array,Float32Array,Float64Array,DataView"],2,1,2,false,2,"function","function",3,["Map,Set,WeakMap,WeakSet","ArrayBuffer,SharedArrayBuffer,Uint8ClampedArray,Int8Array,Uint8Array,Int16Array,Uint16Array,Int32Array,Uint32Array,BigInt64Array,BigUint64Array,Float16Array,Float32Array,Float64Array,DataView","WeakRef,FinalizationRegistry"]]"#
+        );
+    }
+
+    #[test]
+    fn the_family_globals_keep_their_flags_order_and_identities() {
+        let answer = probe_intrinsics(
+            COUNTING_HOOK,
+            |_| {},
+            "(() => { const names = Object.getOwnPropertyNames(globalThis); \
+               const at = names.indexOf('ArrayBuffer'); \
+               return [names.slice(at, at + 16).join(), \
+                 Object.getOwnPropertyDescriptor(globalThis, 'Uint8Array'), \
+                 Object.getPrototypeOf(Int8Array) === Object.getPrototypeOf(Float64Array), \
+                 Uint8Array.prototype.toString === Array.prototype.toString, \
+                 Uint8Array.fromHex('ff')[0], new Uint8Array([1, 2]).toBase64(), \
+                 (delete globalThis.ArrayBuffer), typeof globalThis.ArrayBuffer, \
+                 new Uint8Array(1).buffer.constructor.name, globalThis.calls] })()",
+        );
+        assert_eq!(
+            answer,
+            r#"["ArrayBuffer,SharedArrayBuffer,Uint8ClampedArray,Int8Array,Uint8Array,Int16Array,Uint16Array,Int32Array,Uint32Array,BigInt64Array,BigUint64Array,Float16Array,Float32Array,Float64Array,DataView,Atomics",{"writable":true,"enumerable":false,"configurable":true},true,true,255,"AQI=",true,"undefined","ArrayBuffer",1]"#
+        );
+    }
+
+    #[test]
+    fn a_family_made_from_the_host_first_has_its_prototypes_and_calls_the_hook() {
+        let answer = probe_intrinsics(
+            COUNTING_HOOK,
+            |ctx| {
+                let bytes = rquickjs::TypedArray::<u8>::new(ctx.clone(), vec![4u8, 5]).unwrap();
+                ctx.globals().set("bytes", bytes).unwrap();
+            },
+            "[globalThis.calls, Object.getPrototypeOf(bytes) === Uint8Array.prototype, \
+              bytes.buffer instanceof ArrayBuffer, bytes[1], globalThis.calls]",
+        );
+        assert_eq!(answer, "[1,true,true,5,1]");
+        // Set after the families are made, the hook is called at once for each.
+        let runtime = Runtime::new().unwrap();
+        let context = Context::full(&runtime).unwrap();
+        context.with(|ctx| {
+            make_intrinsics(&ctx).unwrap();
+            let hook: Function<'_> = ctx.eval(format!("({COUNTING_HOOK})")).unwrap();
+            on_intrinsics(&ctx, hook).unwrap();
+            let calls: i32 = ctx.eval("globalThis.calls").unwrap();
+            assert_eq!(calls, 3);
+        });
+    }
+
+    #[test]
+    fn a_context_built_with_the_family_at_once_keeps_one_family() {
+        // `JS_AddIntrinsicTypedArrays` makes the family and defines its globals; an object made
+        // from the host afterwards has the globals' prototypes.
+        let runtime = Runtime::new().unwrap();
+        let context = Context::custom::<(
+            rquickjs::context::intrinsic::Eval,
+            rquickjs::context::intrinsic::TypedArrays,
+        )>(&runtime)
+        .unwrap();
+        context.with(|ctx| {
+            let bytes = rquickjs::TypedArray::<u8>::new(ctx.clone(), vec![1u8]).unwrap();
+            ctx.globals().set("bytes", bytes).unwrap();
+            let same: bool = ctx
+                .eval(
+                    "Object.getPrototypeOf(bytes) === Uint8Array.prototype && \
+                     Object.getPrototypeOf(bytes.buffer) === ArrayBuffer.prototype && \
+                     typeof Atomics.add === 'function'",
+                )
+                .unwrap();
+            assert!(same);
+        });
+    }
+
+    #[test]
+    fn a_hook_that_throws_fails_the_access_that_made_the_family_and_is_not_called_again() {
+        let answer = probe_intrinsics(
+            "() => { globalThis.calls = (globalThis.calls || 0) + 1; throw new Error('hook') }",
+            |_| {},
+            "[(() => { try { return typeof Uint8Array } catch (e) { return e.message } })(), \
+              typeof Uint8Array, new Int8Array(2).length, globalThis.calls]",
+        );
+        assert_eq!(answer, r#"["hook","function",2,1]"#);
     }
 }

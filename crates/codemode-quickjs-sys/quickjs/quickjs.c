@@ -540,11 +540,25 @@ typedef struct {
     js_limb_t tab[(64 + JS_LIMB_BITS - 1) / JS_LIMB_BITS];
 } JSBigIntBuf;
 
+/* codemode-rs patch 12: the intrinsic families JS_NewContext makes on first
+   use. Each family's globals are consecutive predefined atoms. */
+typedef enum {
+    JS_CODEMODE_FAMILY_MAP_SET,      /* Map, Set, WeakMap, WeakSet */
+    JS_CODEMODE_FAMILY_TYPED_ARRAYS, /* ArrayBuffer, SharedArrayBuffer, the
+                                        twelve typed arrays, DataView */
+    JS_CODEMODE_FAMILY_WEAK_REFS,    /* WeakRef, FinalizationRegistry */
+    JS_CODEMODE_FAMILY_COUNT,
+} JSCodemodeFamily;
+#define JS_CODEMODE_FAMILY_SIZE 15 /* constructors of the largest family */
+
 typedef enum {
     JS_AUTOINIT_ID_PROTOTYPE,
     JS_AUTOINIT_ID_MODULE_NS,
     JS_AUTOINIT_ID_PROP,
     JS_AUTOINIT_ID_BYTECODE,
+    /* codemode-rs patch 12: a global of an intrinsic family made on first
+       use; 'opaque' is its family times 16 plus its index in the family */
+    JS_AUTOINIT_ID_CODEMODE_FAMILY,
     /* codemode-rs patch 5: a property deferred by JS_CodemodeDeferProperty,
        hiding its original value in 'opaque' */
     JS_AUTOINIT_ID_CODEMODE_DEFERRED,
@@ -603,6 +617,12 @@ struct JSContext {
     /* codemode-rs patch 5: makes the value of a deferred property (see
        JS_CodemodeDeferProperty), or undefined */
     JSValue codemode_deferred_factory;
+    /* codemode-rs patch 12: a bit per JSCodemodeFamily made, the
+       constructors of each family made, and the hook called as each one is
+       made (see JS_CodemodeSetIntrinsicsHook) */
+    uint8_t codemode_families_made;
+    JSValue codemode_family_hook;
+    JSValue codemode_family_ctors[JS_CODEMODE_FAMILY_COUNT][JS_CODEMODE_FAMILY_SIZE];
 
     JSValue global_obj; /* global object */
     JSValue global_var_obj; /* contains the global let/const definitions */
@@ -1402,6 +1422,13 @@ static void gc_decref(JSRuntime *rt);
 #else
 #define CODEMODE_PATCH_5 1
 #endif
+/* the same for speed patch 12 (the typed-array family is made with the
+   context, its globals plain data properties) */
+#if defined(CODEMODE_PLAIN_PATCH_12)
+#define CODEMODE_PATCH_12 0
+#else
+#define CODEMODE_PATCH_12 1
+#endif
 static int JS_NewClass1(JSRuntime *rt, JSClassID class_id,
                         const JSClassDef *class_def, JSAtom name);
 static JSValue js_array_push(JSContext *ctx, JSValueConst this_val,
@@ -1456,6 +1483,13 @@ static JSValue js_array_buffer_constructor3(JSContext *ctx,
                                             void *opaque, bool alloc_flag);
 static void *js_array_buffer_realloc(JSRuntime *rt, void *opaque, void *ptr,
                                      size_t size);
+static int js_codemode_defer_family(JSContext *ctx, JSCodemodeFamily family);
+static int js_codemode_add_family_globals(JSContext *ctx, JSCodemodeFamily family);
+static int js_add_weak_refs(JSContext *ctx, JSValue *ctors);
+static int js_codemode_make_family(JSContext *ctx, JSCodemodeFamily family);
+static int js_codemode_add_atomics(JSContext *ctx);
+static JSValue js_codemode_family_autoinit(JSContext *realm, JSObject *p,
+                                           JSAtom atom, void *opaque);
 static JSArrayBuffer *js_get_array_buffer(JSContext *ctx, JSValueConst obj);
 static bool array_buffer_is_resizable(const JSArrayBuffer *abuf);
 static JSValue js_typed_array_constructor(JSContext *ctx,
@@ -2899,6 +2933,9 @@ JSContext *JS_NewContextRaw(JSRuntime *rt)
     ctx->error_prepare_stack = JS_UNDEFINED;
     ctx->error_stack_trace_limit = js_int32(10);
     ctx->codemode_deferred_factory = JS_UNDEFINED;
+    for(i = 0; i < JS_CODEMODE_FAMILY_COUNT * JS_CODEMODE_FAMILY_SIZE; i++)
+        (&ctx->codemode_family_ctors[0][0])[i] = JS_UNDEFINED;
+    ctx->codemode_family_hook = JS_UNDEFINED;
     init_list_head(&ctx->loaded_modules);
     // TODO(bnoordhuis) use getrandom() etc.
     ctx->random_state = js__gettimeofday_us();
@@ -2927,10 +2964,12 @@ JSContext *JS_NewContext(JSRuntime *rt)
         JS_AddIntrinsicRegExp(ctx) ||
         JS_AddIntrinsicJSON(ctx) ||
         JS_AddIntrinsicProxy(ctx) ||
-        JS_AddIntrinsicMapSet(ctx) ||
-        JS_AddIntrinsicTypedArrays(ctx) ||
+        /* codemode-rs patch 12: three families made on first use */
+        js_codemode_defer_family(ctx, JS_CODEMODE_FAMILY_MAP_SET) ||
+        js_codemode_defer_family(ctx, JS_CODEMODE_FAMILY_TYPED_ARRAYS) ||
+        js_codemode_add_atomics(ctx) ||
         JS_AddIntrinsicPromise(ctx) ||
-        JS_AddIntrinsicWeakRef(ctx) ||
+        js_codemode_defer_family(ctx, JS_CODEMODE_FAMILY_WEAK_REFS) ||
         JS_AddIntrinsicAToB(ctx) ||
         JS_AddPerformance(ctx)) {
         JS_FreeContext(ctx);
@@ -3030,6 +3069,9 @@ static void JS_MarkContext(JSRuntime *rt, JSContext *ctx,
     JS_MarkValue(rt, ctx->error_prepare_stack, mark_func);
     JS_MarkValue(rt, ctx->error_stack_trace_limit, mark_func);
     JS_MarkValue(rt, ctx->codemode_deferred_factory, mark_func);
+    for(i = 0; i < JS_CODEMODE_FAMILY_COUNT * JS_CODEMODE_FAMILY_SIZE; i++)
+        JS_MarkValue(rt, (&ctx->codemode_family_ctors[0][0])[i], mark_func);
+    JS_MarkValue(rt, ctx->codemode_family_hook, mark_func);
     for(i = 0; i < rt->class_count; i++) {
         JS_MarkValue(rt, ctx->class_proto[i], mark_func);
     }
@@ -3113,6 +3155,9 @@ void JS_FreeContext(JSContext *ctx)
     JS_FreeValue(ctx, ctx->error_prepare_stack);
     JS_FreeValue(ctx, ctx->error_stack_trace_limit);
     JS_FreeValue(ctx, ctx->codemode_deferred_factory);
+    for(i = 0; i < JS_CODEMODE_FAMILY_COUNT * JS_CODEMODE_FAMILY_SIZE; i++)
+        JS_FreeValue(ctx, (&ctx->codemode_family_ctors[0][0])[i]);
+    JS_FreeValue(ctx, ctx->codemode_family_hook);
     for(i = 0; i < rt->class_count; i++) {
         JS_FreeValue(ctx, ctx->class_proto[i]);
     }
@@ -9187,6 +9232,7 @@ static JSAutoInitFunc *const js_autoinit_func_table[] = {
     js_module_ns_autoinit, /* JS_AUTOINIT_ID_MODULE_NS */
     JS_InstantiateFunctionListItem2, /* JS_AUTOINIT_ID_PROP */
     js_bytecode_autoinit, /* JS_AUTOINIT_ID_BYTECODE */
+    js_codemode_family_autoinit, /* JS_AUTOINIT_ID_CODEMODE_FAMILY */
     /* codemode-rs patch 5: the deferred kind is initialized by
        js_codemode_init_deferred, never through this table */
 };
@@ -9244,6 +9290,20 @@ static int JS_AutoInitProperty(JSContext *ctx, JSObject *p, JSAtom prop,
 
     if (js_autoinit_is_deferred(pr))
         return js_codemode_init_deferred(ctx, p, prop, pr); /* codemode-rs patch 5 */
+    /* codemode-rs patch 12: making a family may call the hook (JS), which
+       may change 'p' and move 'pr': make it first, and answer with the
+       property untouched; the caller looks it up again, as after a deferred
+       property's factory, and then finds the family made */
+    if (js_autoinit_get_id(pr) == JS_AUTOINIT_ID_CODEMODE_FAMILY) {
+        JSContext *realm = js_autoinit_get_realm(pr);
+        int family = (uintptr_t)pr->u.init.opaque >> 4;
+        if (!(realm->codemode_families_made & (1 << family))) {
+            JSValue holder = js_dup(JS_MKPTR(JS_TAG_OBJECT, p));
+            int ret = js_codemode_make_family(realm, family);
+            JS_FreeValue(ctx, holder);
+            return ret;
+        }
+    }
 
     if (js_shape_prepare_update(ctx, p, &prs))
         return -1;
@@ -54353,6 +54413,9 @@ static JSValue js_map_read(BCReaderState *s, int magic)
 
     argv[0] = JS_UNDEFINED;
     argv[1] = JS_UNDEFINED;
+    /* codemode-rs patch 12: the family exists before any object of it */
+    if (js_codemode_make_family(ctx, JS_CODEMODE_FAMILY_MAP_SET))
+        return JS_EXCEPTION;
     obj = js_map_constructor(ctx, JS_UNDEFINED, 0, NULL, magic);
     if (JS_IsException(obj))
         return JS_EXCEPTION;
@@ -55090,7 +55153,9 @@ static const uint8_t js_map_proto_funcs_count[6] = {
     countof(js_set_iterator_proto_funcs),
 };
 
-int JS_AddIntrinsicMapSet(JSContext *ctx)
+/* codemode-rs patch 12: upstream's JS_AddIntrinsicMapSet, less its globals:
+   each constructor goes to ctors[i] (the caller frees them) */
+static int js_add_map_set(JSContext *ctx, JSValue *ctors)
 {
     int i;
     JSValue obj1;
@@ -55119,13 +55184,14 @@ int JS_AddIntrinsicMapSet(JSContext *ctx)
                                   JS_UNDEFINED,
                                   ctor_funcs, n_ctor_funcs,
                                   js_map_proto_funcs_ptr[i], js_map_proto_funcs_count[i],
-                                  0);
+                                  JS_NEW_CTOR_NO_GLOBAL);
         if (JS_IsException(obj1))
             return -1;
-        JS_FreeValue(ctx, obj1);
+        ctors[i] = obj1;
     }
 
     for(i = 0; i < 2; i++) {
+        JS_FreeValue(ctx, ctx->class_proto[JS_CLASS_MAP_ITERATOR + i]); /* a failed try's */
         ctx->class_proto[JS_CLASS_MAP_ITERATOR + i] =
             JS_NewObjectProtoList(ctx, ctx->class_proto[JS_CLASS_ITERATOR],
                                   js_map_proto_funcs_ptr[i + 4],
@@ -55134,6 +55200,11 @@ int JS_AddIntrinsicMapSet(JSContext *ctx)
             return -1;
     }
     return 0;
+}
+
+int JS_AddIntrinsicMapSet(JSContext *ctx)
+{
+    return js_codemode_add_family_globals(ctx, JS_CODEMODE_FAMILY_MAP_SET);
 }
 
 /* Generator */
@@ -59444,6 +59515,9 @@ static JSValue js_array_buffer_constructor3(JSContext *ctx,
     /* codemode-rs patch 10: a buffer's allocation and zeroing, charged first */
     if (js_meter(ctx, JS_METER_BYTES(len)))
         return JS_EXCEPTION;
+    /* codemode-rs patch 12: the family exists before any object of it */
+    if (js_codemode_make_family(ctx, JS_CODEMODE_FAMILY_TYPED_ARRAYS))
+        return JS_EXCEPTION;
 
     // SABs commit their maximum size upfront and are therefore never
     // reallocated; everything else needs a way to resize the backing memory.
@@ -60272,6 +60346,9 @@ JSValue JS_NewTypedArray(JSContext *ctx, int argc, JSValueConst *argv,
 
     if (type < JS_TYPED_ARRAY_UINT8C || type > JS_TYPED_ARRAY_FLOAT64)
         return JS_ThrowRangeError(ctx, "invalid typed array type");
+    /* codemode-rs patch 12: the family exists before any object of it */
+    if (js_codemode_make_family(ctx, JS_CODEMODE_FAMILY_TYPED_ARRAYS))
+        return JS_EXCEPTION;
     // js_typed_array_constructor makes assumptions about the length
     // of the argv vector without checking argc, so let's ensure our
     // side upholds said assumptions
@@ -63264,32 +63341,37 @@ static int JS_AddIntrinsicAtomics(JSContext *ctx)
 
 #endif /* CONFIG_ATOMICS */
 
-static int js_uint8array_funcs_init(JSContext *ctx);
+static int js_uint8array_funcs_init(JSContext *ctx, JSValueConst ctor);
 
-int JS_AddIntrinsicTypedArrays(JSContext *ctx)
+/* codemode-rs patch 12: upstream's JS_AddIntrinsicTypedArrays, less its
+   globals and Atomics: each constructor goes to
+   ctors[class_id - JS_CLASS_ARRAY_BUFFER] (the caller frees them). */
+static int js_add_typed_arrays(JSContext *ctx, JSValue *ctors)
 {
     JSValue typed_array_base_func, typed_array_base_proto, obj;
     int i, ret;
+
+#define KEEP_CTOR(class_id, ctor) (ctors[(class_id) - JS_CLASS_ARRAY_BUFFER] = (ctor))
 
     obj = JS_NewCConstructor(ctx, JS_CLASS_ARRAY_BUFFER, "ArrayBuffer",
                              js_array_buffer_constructor, 1, JS_CFUNC_constructor, 0,
                              JS_UNDEFINED,
                              js_array_buffer_funcs, countof(js_array_buffer_funcs),
                              js_array_buffer_proto_funcs, countof(js_array_buffer_proto_funcs),
-                             0);
+                             JS_NEW_CTOR_NO_GLOBAL);
     if (JS_IsException(obj))
         return -1;
-    JS_FreeValue(ctx, obj);
+    KEEP_CTOR(JS_CLASS_ARRAY_BUFFER, obj);
 
     obj = JS_NewCConstructor(ctx, JS_CLASS_SHARED_ARRAY_BUFFER, "SharedArrayBuffer",
                              js_shared_array_buffer_constructor, 1, JS_CFUNC_constructor, 0,
                              JS_UNDEFINED,
                              js_shared_array_buffer_funcs, countof(js_shared_array_buffer_funcs),
                              js_shared_array_buffer_proto_funcs, countof(js_shared_array_buffer_proto_funcs),
-                             0);
+                             JS_NEW_CTOR_NO_GLOBAL);
     if (JS_IsException(obj))
         return -1;
-    JS_FreeValue(ctx, obj);
+    KEEP_CTOR(JS_CLASS_SHARED_ARRAY_BUFFER, obj);
 
     typed_array_base_func =
         JS_NewCConstructor(ctx, -1, "TypedArray",
@@ -63330,19 +63412,20 @@ int JS_AddIntrinsicTypedArrays(JSContext *ctx)
                                  typed_array_base_func,
                                  bpe, 1,
                                  bpe, 1,
-                                 0);
+                                 JS_NEW_CTOR_NO_GLOBAL);
         if (JS_IsException(obj)) {
         fail:
             JS_FreeValue(ctx, typed_array_base_func);
             return -1;
         }
-        JS_FreeValue(ctx, obj);
+        /* Uint8Array base64/hex methods */
+        if (i == JS_CLASS_UINT8_ARRAY && js_uint8array_funcs_init(ctx, obj)) {
+            JS_FreeValue(ctx, obj);
+            goto fail;
+        }
+        KEEP_CTOR(i, obj);
     }
     JS_FreeValue(ctx, typed_array_base_func);
-
-    /* Uint8Array base64/hex methods */
-    if (js_uint8array_funcs_init(ctx))
-        return -1;
 
     /* DataView */
     obj = JS_NewCConstructor(ctx, JS_CLASS_DATAVIEW, "DataView",
@@ -63350,16 +63433,167 @@ int JS_AddIntrinsicTypedArrays(JSContext *ctx)
                              JS_UNDEFINED,
                              NULL, 0,
                              js_dataview_proto_funcs, countof(js_dataview_proto_funcs),
-                             0);
+                             JS_NEW_CTOR_NO_GLOBAL);
     if (JS_IsException(obj))
         return -1;
-    JS_FreeValue(ctx, obj);
+    KEEP_CTOR(JS_CLASS_DATAVIEW, obj);
+#undef KEEP_CTOR
+    return 0;
+}
 
-    /* Atomics */
+int JS_AddIntrinsicTypedArrays(JSContext *ctx)
+{
+    if (js_codemode_add_family_globals(ctx, JS_CODEMODE_FAMILY_TYPED_ARRAYS))
+        return -1;
+    return js_codemode_add_atomics(ctx);
+}
+
+static int js_codemode_add_atomics(JSContext *ctx)
+{
 #ifdef CONFIG_ATOMICS
     if (JS_AddIntrinsicAtomics(ctx))
         return -1;
 #endif
+    return 0;
+}
+
+/* codemode-rs patch 12: the families JS_NewContext makes on first use. Each
+   of their globals is an autoinit property in upstream's place and order,
+   with its flags; its first access of any kind makes the whole family
+   (defining no global: an autoinit function must leave the object's
+   properties alone), keeps its constructors in the context and answers the
+   one asked for. The family's other globals answer theirs on their own first
+   access, so a global the guest deleted or replaced stays as it was left. No
+   object of a family exists before the family: the C paths that make one
+   without its constructor (js_array_buffer_constructor3, JS_NewTypedArray,
+   js_map_read) make the family first. */
+typedef struct {
+    int (*make)(JSContext *ctx, JSValue *ctors);
+    JSAtom first_name; /* the globals: 'count' atoms from this one */
+    uint8_t count;
+} JSCodemodeFamilyDef;
+
+static const JSCodemodeFamilyDef js_codemode_families[JS_CODEMODE_FAMILY_COUNT] = {
+    [JS_CODEMODE_FAMILY_MAP_SET] = { js_add_map_set, JS_ATOM_Map, 4 },
+    [JS_CODEMODE_FAMILY_TYPED_ARRAYS] = { js_add_typed_arrays, JS_ATOM_ArrayBuffer, 15 },
+    [JS_CODEMODE_FAMILY_WEAK_REFS] = { js_add_weak_refs, JS_ATOM_WeakRef, 2 },
+};
+
+/* calls the hook, if any, for a family just made */
+static int js_codemode_call_family_hook(JSContext *ctx, JSCodemodeFamily family)
+{
+    JSValue args[1 + JS_CODEMODE_FAMILY_SIZE], ret;
+    int i, count = js_codemode_families[family].count;
+
+    if (JS_IsUndefined(ctx->codemode_family_hook))
+        return 0;
+    args[0] = js_int32(family);
+    for(i = 0; i < count; i++)
+        args[1 + i] = ctx->codemode_family_ctors[family][i];
+    ret = JS_Call(ctx, ctx->codemode_family_hook, JS_UNDEFINED, 1 + count, vc(args));
+    if (JS_IsException(ret))
+        return -1;
+    JS_FreeValue(ctx, ret);
+    return 0;
+}
+
+/* makes a family once, then calls the hook. A failure to make it (memory)
+   keeps nothing: the next use tries again. */
+static int js_codemode_make_family(JSContext *ctx, JSCodemodeFamily family)
+{
+    JSValue ctors[JS_CODEMODE_FAMILY_SIZE];
+    int i;
+
+    if (likely(ctx->codemode_families_made & (1 << family)))
+        return 0;
+    for(i = 0; i < countof(ctors); i++)
+        ctors[i] = JS_UNDEFINED;
+    if (js_codemode_families[family].make(ctx, ctors)) {
+        for(i = 0; i < countof(ctors); i++)
+            JS_FreeValue(ctx, ctors[i]);
+        return -1;
+    }
+    memcpy(ctx->codemode_family_ctors[family], ctors, sizeof(ctors));
+    ctx->codemode_families_made |= 1 << family;
+    return js_codemode_call_family_hook(ctx, family);
+}
+
+/* makes a family at once and defines its globals: upstream's behaviour, for
+   JS_AddIntrinsicMapSet, JS_AddIntrinsicTypedArrays, JS_AddIntrinsicWeakRef */
+static int js_codemode_add_family_globals(JSContext *ctx, JSCodemodeFamily family)
+{
+    const JSCodemodeFamilyDef *def = &js_codemode_families[family];
+    int i;
+
+    if (js_codemode_make_family(ctx, family))
+        return -1;
+    for(i = 0; i < def->count; i++) {
+        if (JS_DefinePropertyValue(ctx, ctx->global_obj, def->first_name + i,
+                                   js_dup(ctx->codemode_family_ctors[family][i]),
+                                   JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int js_codemode_defer_family(JSContext *ctx, JSCodemodeFamily family)
+{
+    const JSCodemodeFamilyDef *def = &js_codemode_families[family];
+    int i;
+
+    if (!CODEMODE_PATCH_12)
+        return js_codemode_add_family_globals(ctx, family);
+    for(i = 0; i < def->count; i++) {
+        if (JS_DefineAutoInitProperty(ctx, ctx->global_obj, def->first_name + i,
+                                      JS_AUTOINIT_ID_CODEMODE_FAMILY,
+                                      (void *)(uintptr_t)(family * 16 + i),
+                                      JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static JSValue js_codemode_family_autoinit(JSContext *realm, JSObject *p,
+                                           JSAtom atom, void *opaque)
+{
+    int family = (uintptr_t)opaque >> 4, index = (uintptr_t)opaque & 15;
+
+    if (js_codemode_make_family(realm, family))
+        return JS_EXCEPTION;
+    return js_dup(realm->codemode_family_ctors[family][index]);
+}
+
+/* codemode-rs patch 12: 'hook' (a function) is called once per family, as
+   the family is made and before any other code can reach it, with the
+   family's number (JSCodemodeFamily: 0 Map and Set, 1 typed arrays, 2 weak
+   references) and its constructors in the order of their globals; at once
+   for each family made already. Answers -1 with an exception pending if a
+   call threw. */
+int JS_CodemodeSetIntrinsicsHook(JSContext *ctx, JSValueConst hook)
+{
+    JSValue old = ctx->codemode_family_hook;
+    int family;
+
+    ctx->codemode_family_hook = js_dup(hook);
+    JS_FreeValue(ctx, old);
+    for(family = 0; family < JS_CODEMODE_FAMILY_COUNT; family++) {
+        if ((ctx->codemode_families_made & (1 << family)) &&
+            js_codemode_call_family_hook(ctx, family))
+            return -1;
+    }
+    return 0;
+}
+
+/* codemode-rs patch 12: makes every family not made yet (calling the hook).
+   Answers -1 with an exception pending on failure. */
+int JS_CodemodeMakeIntrinsics(JSContext *ctx)
+{
+    int family;
+
+    for(family = 0; family < JS_CODEMODE_FAMILY_COUNT; family++) {
+        if (js_codemode_make_family(ctx, family))
+            return -1;
+    }
     return 0;
 }
 
@@ -63686,7 +63920,9 @@ static JSValue js_finrec_job(JSContext *ctx, int argc, JSValueConst *argv)
     return JS_Call(ctx, argv[0], JS_UNDEFINED, 1, &argv[1]);
 }
 
-int JS_AddIntrinsicWeakRef(JSContext *ctx)
+/* codemode-rs patch 12: upstream's JS_AddIntrinsicWeakRef, less its globals:
+   each constructor goes to ctors[i] (the caller frees them) */
+static int js_add_weak_refs(JSContext *ctx, JSValue *ctors)
 {
     JSRuntime *rt = ctx->rt;
     JSValue obj;
@@ -63702,10 +63938,10 @@ int JS_AddIntrinsicWeakRef(JSContext *ctx)
                              JS_UNDEFINED,
                              NULL, 0,
                              js_weakref_proto_funcs, countof(js_weakref_proto_funcs),
-                             0);
+                             JS_NEW_CTOR_NO_GLOBAL);
     if (JS_IsException(obj))
         return -1;
-    JS_FreeValue(ctx, obj);
+    ctors[0] = obj;
 
     /* FinalizationRegistry */
     if (!JS_IsRegisteredClass(rt, JS_CLASS_FINALIZATION_REGISTRY)) {
@@ -63718,11 +63954,16 @@ int JS_AddIntrinsicWeakRef(JSContext *ctx)
                              JS_UNDEFINED,
                              NULL, 0,
                              js_finrec_proto_funcs, countof(js_finrec_proto_funcs),
-                             0);
+                             JS_NEW_CTOR_NO_GLOBAL);
     if (JS_IsException(obj))
         return -1;
-    JS_FreeValue(ctx, obj);
+    ctors[1] = obj;
     return 0;
+}
+
+int JS_AddIntrinsicWeakRef(JSContext *ctx)
+{
+    return js_codemode_add_family_globals(ctx, JS_CODEMODE_FAMILY_WEAK_REFS);
 }
 
 static void reset_weak_ref(JSRuntime *rt, JSWeakRefRecord **first_weak_ref)
@@ -65194,18 +65435,15 @@ static const JSCFunctionListEntry js_uint8array_funcs[] = {
     JS_CFUNC_DEF("fromHex", 1, js_uint8array_from_hex),
 };
 
-static int js_uint8array_funcs_init(JSContext *ctx)
+/* codemode-rs patch 12: takes the constructor (the global may not be
+   defined yet) */
+static int js_uint8array_funcs_init(JSContext *ctx, JSValueConst ctor)
 {
-    JSValue ctor, proto;
+    JSValue proto;
 
-    ctor = JS_GetProperty(ctx, ctx->global_obj, JS_ATOM_Uint8Array);
-    if (JS_IsException(ctor))
-        return -1;
     proto = JS_GetProperty(ctx, ctor, JS_ATOM_prototype);
-    if (JS_IsException(proto)) {
-        JS_FreeValue(ctx, ctor);
+    if (JS_IsException(proto))
         return -1;
-    }
     JS_SetPropertyFunctionList(ctx, proto,
                                js_uint8array_proto_funcs,
                                countof(js_uint8array_proto_funcs));
@@ -65213,7 +65451,6 @@ static int js_uint8array_funcs_init(JSContext *ctx)
     JS_SetPropertyFunctionList(ctx, ctor,
                                js_uint8array_funcs,
                                countof(js_uint8array_funcs));
-    JS_FreeValue(ctx, ctor);
     return 0;
 }
 

@@ -539,6 +539,9 @@ JS_EXTERN int JS_CodemodeDeferProperty(JSContext *ctx, JSValueConst obj,
                                        JSAtom prop);
 JS_EXTERN void JS_CodemodeSetDeferredFactory(JSContext *ctx,
                                              JSValueConst factory);
+/* codemode-rs patch 12: intrinsic families made on first use (see quickjs.c) */
+JS_EXTERN int JS_CodemodeSetIntrinsicsHook(JSContext *ctx, JSValueConst hook);
+JS_EXTERN int JS_CodemodeMakeIntrinsics(JSContext *ctx);
 JS_EXTERN void *JS_GetContextOpaque(JSContext *ctx);
 JS_EXTERN void JS_SetContextOpaque(JSContext *ctx, void *opaque);
 JS_EXTERN JSRuntime *JS_GetRuntime(JSContext *ctx);

@@ -63,6 +63,23 @@ unsafe extern "C" {
     pub fn JS_CodemodeSetDeferredFactory(ctx: *mut JSContext, factory: JSValue);
 }
 
+// codemode-rs patch 12 (PATCHES.md): `JS_NewContext` makes three intrinsic families on first use:
+// 0 `Map`, `Set`, `WeakMap`, `WeakSet`; 1 the typed-array family (`ArrayBuffer`,
+// `SharedArrayBuffer`, the twelve typed arrays, `DataView`); 2 `WeakRef`, `FinalizationRegistry`.
+// Declared by hand, as above.
+unsafe extern "C" {
+    /// Makes `hook` (a function) the context's intrinsics hook: it is called once per family,
+    /// as the family is made and before any other code can reach it, with the family's number
+    /// and its constructors in the order of their globals; at once for each family made
+    /// already. Returns -1 with a pending exception if a call threw.
+    #[link_name = "codemode_JS_CodemodeSetIntrinsicsHook"]
+    pub fn JS_CodemodeSetIntrinsicsHook(ctx: *mut JSContext, hook: JSValue) -> ::core::ffi::c_int;
+    /// Makes every family not made yet (calling the hook). Returns -1 with a pending exception
+    /// on failure.
+    #[link_name = "codemode_JS_CodemodeMakeIntrinsics"]
+    pub fn JS_CodemodeMakeIntrinsics(ctx: *mut JSContext) -> ::core::ffi::c_int;
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;

@@ -17,11 +17,12 @@
     DOMExceptionCtor, DateCtor, DateProto, ErrorCtor, MapCtor, NumberCtor, OVER, ObjectCtor,
     RangeErrorCtor, SetCtor, StringCtor, TypeErrorCtor, Uint8ArrayCtor, WeakMapCtor, apply,
     arrayBufferByteLength, arrayIncludes, bigintToString, bufferSlice, codePointAt, create,
-    dataViewBuffer, dataViewByteLength, dataViewOffset, dateGetTime, define, emit, fail, freeze,
-    fromCharCode, getPrototypeOf, hostClearTimer, hostTimer, isArray, isError, isView, mapForEach,
-    mapGet, mapHas, mapSet, maxOutput, objectKeys, parseFloatFn, parseIntFn, poll, pollSoon,
-    safeEncodeDepth, setAdd, setForEach, stringIndexOf, stringSlice, typedArrayBuffer,
-    typedArrayByteLength, typedArrayOffset, typedArraySlice, weakGet, weakSet, wellFormed,
+    DataViewCtor, dataViewBuffer, dataViewByteLength, dataViewOffset, dateGetTime, define, emit,
+    fail, freeze, fromCharCode, getPrototypeOf, hostClearTimer, hostTimer, isArray, isError,
+    isView, mapForEach, mapGet, mapHas, mapSet, maxOutput, objectKeys, parseFloatFn, parseIntFn,
+    poll, pollSoon, safeEncodeDepth, setAdd, setForEach, stringIndexOf, stringSlice,
+    typedArrayBuffer, typedArrayByteLength, typedArrayOffset, typedArraySlice, weakGet, weakSet,
+    wellFormed,
   } = env;
 
   const INSPECT_DEPTH = 8;
@@ -263,7 +264,7 @@
           pollSoon();
           out = apply(typedArraySlice, input, []);
         } catch (_) {
-          out = new DataView(apply(bufferSlice, apply(dataViewBuffer, input, []), [apply(dataViewOffset, input, []), apply(dataViewOffset, input, []) + apply(dataViewByteLength, input, [])]));
+          out = new DataViewCtor(apply(bufferSlice, apply(dataViewBuffer, input, []), [apply(dataViewOffset, input, []), apply(dataViewOffset, input, []) + apply(dataViewByteLength, input, [])]));
         }
         apply(mapSet, seen, [input, out]);
         return out;

@@ -254,6 +254,17 @@ pub(super) fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Resu
         },
     )?;
     natives.set("hostDefer", host_defer)?;
+    // Called by the bootstrap, before any guest code, with the hook that captures what the
+    // runtime globals use of the families of built-ins made on first use; and before it loads
+    // those globals.
+    let host_intrinsics = Function::new(ctx.clone(), |ctx: Ctx<'js>, hook: Function<'js>| {
+        crate::deferred::on_intrinsics(&ctx, hook)
+    })?;
+    natives.set("hostIntrinsics", host_intrinsics)?;
+    let host_make_intrinsics = Function::new(ctx.clone(), |ctx: Ctx<'js>| {
+        crate::deferred::make_intrinsics(&ctx)
+    })?;
+    natives.set("hostMakeIntrinsics", host_make_intrinsics)?;
     // Loads a part of the bootstrap into this VM on first use (bytecode.rs `Part`); the bootstrap
     // keeps what it returns, and calls again only if loading failed (the guest's memory ran out).
     let host_part = Function::new(

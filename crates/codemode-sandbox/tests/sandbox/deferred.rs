@@ -110,6 +110,56 @@ fn guest_traps_set_before_first_use_see_nothing_of_the_runtime_globals_being_mad
     );
 }
 
+/// `Map` and `Set`, the typed arrays and the weak references are made on first use (patch 12 of
+/// codemode-quickjs-sys), maybe by the guest, who may then change them before the runtime globals
+/// are made: those use what the hook took as each family was made, and none of the changes.
+#[test]
+fn changing_the_families_made_on_first_use_before_the_runtime_globals_changes_nothing() {
+    check(
+        "const TA = Object.getPrototypeOf(Uint8Array.prototype);
+         const U8 = Uint8Array, DV = DataView;
+         const map = new Map([[1, 2]]), set = new Set([3]);
+         Object.defineProperty(TA, 'byteLength', { get() { return 1 } });
+         Object.defineProperty(TA, 'buffer', { get() { return new ArrayBuffer(8) } });
+         Object.defineProperty(DV.prototype, 'byteLength', { get() { return 0 } });
+         TA.slice = ArrayBuffer.prototype.slice = () => { throw new Error('sliced') };
+         ArrayBuffer.isView = () => false;
+         globalThis.Uint8Array = globalThis.DataView = function () { throw new Error('replaced') };
+         Map.prototype.set = Map.prototype.get = Map.prototype.has = Map.prototype.forEach =
+           Set.prototype.add = Set.prototype.forEach = WeakMap.prototype.get = WeakMap.prototype.set =
+           () => { throw new Error('changed') };
+         globalThis.Map = globalThis.Set = globalThis.WeakMap = undefined;
+         const encoded = new TextEncoder().encode('hé');
+         const raw = new ArrayBuffer(2);
+         new U8(raw).set([106, 107]);
+         const shared = { s: 1 };
+         const [bytes, view, buffer, clonedMap, clonedSet, a, b] = structuredClone([new U8([1, 2, 3]),
+           new DV(new ArrayBuffer(3)), raw, map, set, shared, shared]);
+         return [Object.getPrototypeOf(encoded) === U8.prototype, encoded.length,
+           new TextDecoder().decode(new U8([104, 105])), new TextDecoder().decode(new DV(raw, 1)),
+           Object.getPrototypeOf(bytes) === U8.prototype, bytes.length, bytes[2],
+           Object.getPrototypeOf(view) === DV.prototype, new U8(buffer)[1], [...clonedMap],
+           [...clonedSet], a === b && a !== shared];",
+        r#"completed [true,3,"hi","k",true,3,3,true,107,[[1,2]],[3],true]"#,
+    );
+}
+
+/// Making the typed-array family needs memory: when the guest's memory runs out as the family is
+/// made, that access throws and nothing of the family is kept; the next access makes it.
+#[test]
+fn a_family_that_runs_out_of_memory_as_it_is_made_is_made_on_the_next_access() {
+    check_with(
+        "let head = null;
+         try { for (;;) head = { next: head }; } catch (e) {}
+         let first;
+         try { first = typeof Uint8Array; } catch (e) { first = 'threw'; }
+         head = null;
+         return [first, typeof Uint8Array, new Uint8Array([7])[0], new DataView(new ArrayBuffer(1)).byteLength];",
+        limits().with_memory_bytes(4 << 20),
+        r#"completed ["threw","function",7,1]"#,
+    );
+}
+
 #[test]
 fn describing_or_freezing_the_global_object_before_first_use() {
     check(
