@@ -57,22 +57,25 @@
   const construct = Reflect.construct;
   const stringSlice = StringProto.slice;
   const stringIndexOf = StringProto.indexOf;
-  const dateNow = Date.now;
+  const monotonicNow = performance.now;
   const ObjectCtor = Object;
   // Captures for the runtime globals (bootstrap/globals.js).
   const NumberCtor = Number;
-  const DateProto = Date.prototype;
-  const dateGetTime = DateProto.getTime;
-  const DateCtor = Date;
-  // Three families of built-ins are made on first use (codemode-quickjs-sys patch 12), maybe
-  // by guest code: their captures are taken by this hook, which QuickJS calls with a family's
+  // Eight families of built-ins are made on first use (codemode-quickjs-sys patch 12), maybe by
+  // guest code: their captures are taken by this hook, which QuickJS calls with a family's
   // number and constructors as it makes the family, before anything else can reach it. It reads
-  // only own properties of those fresh objects.
+  // only own properties of those fresh objects. `hostMakeIntrinsics(mask)` makes the families
+  // whose bits are set.
+  const MAP_SET = 1 << 0;
+  const TYPED_ARRAYS = 1 << 1;
+  const DATE = 1 << 3;
+  const DOM_EXCEPTION = 1 << 5;
   let MapCtor, SetCtor, WeakMapCtor, mapForEach, mapSet, mapGet, mapHas, setForEach, setAdd;
   let weakGet, weakSet;
   let Uint8ArrayCtor, DataViewCtor, isView, bufferSlice, typedArraySlice, arrayBufferByteLength;
   let typedArrayBuffer, typedArrayOffset, typedArrayByteLength;
   let dataViewBuffer, dataViewOffset, dataViewByteLength;
+  let DateCtor, DateProto, dateNow, dateGetTime, DOMExceptionCtor;
   hostIntrinsics(function captureIntrinsics(family, ...ctors) {
     if (family === 0) {
       // Map, Set, WeakMap, WeakSet.
@@ -108,14 +111,29 @@
       dataViewBuffer = getOwnPropertyDescriptor(DataViewProto, 'buffer').get;
       dataViewOffset = getOwnPropertyDescriptor(DataViewProto, 'byteOffset').get;
       dataViewByteLength = getOwnPropertyDescriptor(DataViewProto, 'byteLength').get;
+    } else if (family === 3) {
+      DateCtor = ctors[0];
+      DateProto = DateCtor.prototype;
+      dateNow = DateCtor.now;
+      dateGetTime = DateProto.getTime;
+    } else if (family === 5) {
+      DOMExceptionCtor = ctors[0];
     }
   });
+  // structuredClone's copy of a Date (undefined for anything else: no Date exists before the
+  // family is made), and its DOMException, whose family is made by the first one thrown.
+  function cloneDate(input, proto) {
+    return proto === DateProto ? new DateCtor(apply(dateGetTime, input, [])) : undefined;
+  }
+  function newDOMException(message, name) {
+    if (DOMExceptionCtor === undefined) hostMakeIntrinsics(DOM_EXCEPTION);
+    return new DOMExceptionCtor(message, name);
+  }
   const fromCharCode = String.fromCharCode;
   const codePointAt = String.prototype.codePointAt;
   const charCodeAt = String.prototype.charCodeAt;
   const parseIntFn = parseInt;
   const parseFloatFn = parseFloat;
-  const DOMExceptionCtor = typeof DOMException === 'function' ? DOMException : undefined;
   // Once the host says stop, every later poll throws at once (the host's flag is sticky too).
   let stopped = false;
   function poll() {
@@ -133,7 +151,7 @@
   // host call costs ~0.2 us, the clock ~0.04 us): a call that took longer always polls.
   let nextPoll = 0;
   function pollSoon() {
-    const now = dateNow();
+    const now = monotonicNow();
     if (stopped || now >= nextPoll) {
       nextPoll = now + 1;
       poll();
@@ -360,17 +378,18 @@
     if (refusal !== undefined) throw new ErrorCtor(refusal);
   }
 
-  function text(value) {
+  // The guest's globals are arrow functions: no prototype object to make and freeze in each VM.
+  const text = (value) => {
     poll();
     if (typeof value === 'string') return emit(false, value.length > maxOutput ? OVER : wellFormed(value));
     if (value === undefined) return emit(false, 'undefined');
     emit(false, safeEncode(value, maxOutput));
-  }
+  };
 
-  function json(value) {
+  const json = (value) => {
     poll();
     emit(true, safeEncode(value, maxOutput));
-  }
+  };
 
   // The runtime globals models expect (bootstrap/globals.js): console, TextEncoder, TextDecoder,
   // structuredClone and the timers. `install` pins each to a stub and defers it, so a VM whose
@@ -385,7 +404,7 @@
     if (runtimeGlobals === undefined) {
       // Kept only once all are deep-frozen: if freezing throws (the guest's stack or memory ran
       // out), the next access starts over with fresh objects.
-      hostMakeIntrinsics(); // the globals' captures of the families, above
+      hostMakeIntrinsics(MAP_SET | TYPED_ARRAYS); // the globals' captures of the families, above
       const made = hostPart(GLOBALS_PART)(partEnv());
       for (let i = 0; i < runtimeGlobalNames.length; i++) deepFreeze(made[runtimeGlobalNames[i]]);
       runtimeGlobals = made;
@@ -399,14 +418,12 @@
     return runtimeGlobals !== undefined && runtimeGlobals.fireTimer(id);
   }
 
-  function yield_control() {
-    return new PromiseCtor((resolve) => {
-      poll();
-      const id = hostYield();
-      resolvers[id] = resolve;
-      rejecters[id] = resolve;
-    });
-  }
+  const yield_control = () => new PromiseCtor((resolve) => {
+    poll();
+    const id = hostYield();
+    resolvers[id] = resolve;
+    rejecters[id] = resolve;
+  });
 
   // The failure text of an uncaught guest value; never throws.
   function describe(error) {
@@ -719,6 +736,7 @@
   // routes the guest's clock and randomness through `hostReading`.
   const hostReading = natives.hostReading;
   function installReadings() {
+    hostMakeIntrinsics(DATE);
     hostPart(READINGS_PART)(partEnv());
   }
 
@@ -730,11 +748,11 @@
       __proto__: null,
       apply, arrayBufferByteLength, arrayIncludes, bigintToString, bufferSlice, charCodeAt,
       codePointAt, construct, create, dataViewBuffer, dataViewByteLength, dataViewOffset,
-      DataViewCtor, DateCtor,
-      dateGetTime, dateNow, DateProto, define, defineProperty, DOMExceptionCtor, emit, ErrorCtor,
+      DataViewCtor, cloneDate, dateNow, define, defineProperty, emit, ErrorCtor,
       fail, freeze, fromCharCode, getPrototypeOf, globalObject, hostClearTimer, hostReading,
       hostTimer, isArray, isError, isView, MapCtor, mapForEach, mapGet, mapHas, mapSet, maxOutput,
-      NumberCtor, ObjectCtor, objectKeys, OVER, parseFloatFn, parseIntFn, poll, pollSoon,
+      newDOMException, NumberCtor, ObjectCtor, objectKeys, OVER, parseFloatFn, parseIntFn, poll,
+      pollSoon,
       RangeErrorCtor, safeEncodeDepth, setAdd, SetCtor, setForEach, StringCtor, stringify,
       stringIndexOf, stringSlice, typedArrayBuffer, typedArrayByteLength, typedArrayOffset,
       typedArraySlice, TypeErrorCtor, Uint8ArrayCtor, utf8Bytes, weakGet, WeakMapCtor, weakSet,

@@ -8,11 +8,12 @@
 //! property's position in the key order are kept, so only timing tells a deferred property from
 //! an installed one.
 //!
-//! Three families of built-ins (`Map` and `Set`, the typed arrays, the weak references) are made
-//! on first use by QuickJS itself (patch 12), maybe by guest code. The bootstrap gives QuickJS a
-//! hook ([`on_intrinsics`]) that takes what the runtime globals use of a family as it is made,
-//! before anything else can reach it, and makes them all ([`make_intrinsics`]) before it loads
-//! those globals.
+//! Eight families of built-ins (`Map` and `Set`, the typed arrays, the weak references, `Date`,
+//! `RegExp`, `DOMException` and the two disposable stacks) are made on first use by QuickJS itself
+//! (patch 12), maybe by guest code. The bootstrap gives QuickJS a hook ([`on_intrinsics`]) that
+//! takes what the runtime globals use of a family as it is made, before anything else can reach
+//! it, and makes the families a part of them needs ([`make_intrinsics`]) before that part loads
+//! or runs.
 //!
 //! This module holds the unsafe calls into the patched QuickJS (the workspace denies unsafe code;
 //! see the lint table in the root `Cargo.toml`).
@@ -89,9 +90,10 @@ fn defer_property<'js>(
 }
 
 /// Makes `hook` the context's intrinsics hook (patch 12 in
-/// `crates/codemode-quickjs-sys/PATCHES.md`): QuickJS makes three families of built-ins on first
+/// `crates/codemode-quickjs-sys/PATCHES.md`): QuickJS makes eight families of built-ins on first
 /// use (0: `Map`, `Set`, `WeakMap`, `WeakSet`; 1: `ArrayBuffer` ... `DataView`; 2: `WeakRef`,
-/// `FinalizationRegistry`) and calls `hook(family, ...constructors)` as it makes each one, before
+/// `FinalizationRegistry`; 3: `Date`; 4: `RegExp`; 5: `DOMException`; 6: `DisposableStack`; 7:
+/// `AsyncDisposableStack`) and calls `hook(family, ...constructors)` as it makes each one, before
 /// anything else can reach it (at once for each family made already). Fails with the exception
 /// pending if a call threw.
 pub(crate) fn on_intrinsics<'js>(ctx: &Ctx<'js>, hook: Function<'js>) -> rquickjs::Result<()> {
@@ -104,11 +106,12 @@ pub(crate) fn on_intrinsics<'js>(ctx: &Ctx<'js>, hook: Function<'js>) -> rquickj
     Ok(())
 }
 
-/// Makes every family of built-ins not made yet (calling the hook). Fails with the exception
-/// pending (the guest's memory ran out, or the hook was interrupted).
-pub(crate) fn make_intrinsics(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
+/// Makes each family of built-ins whose bit (`1 << family`) is set in `families` and is not made
+/// yet (calling the hook). Fails with the exception pending (the guest's memory ran out, or the
+/// hook was interrupted).
+pub(crate) fn make_intrinsics(ctx: &Ctx<'_>, families: u32) -> rquickjs::Result<()> {
     // SAFETY: `ctx` is a live context, current on this thread.
-    if unsafe { qjs::JS_CodemodeMakeIntrinsics(ctx.as_raw().as_ptr()) } < 0 {
+    if unsafe { qjs::JS_CodemodeMakeIntrinsics(ctx.as_raw().as_ptr(), families) } < 0 {
         return Err(rquickjs::Error::Exception);
     }
     Ok(())
@@ -369,6 +372,38 @@ mod tests {
     }
 
     #[test]
+    fn date_regexp_dom_exception_and_the_stacks_are_made_by_their_first_use() {
+        // A regexp literal, a string method that makes a RegExp, and a DOMException thrown by
+        // `atob` each make their family, as do the globals; a global keeps its place, flags and
+        // identity.
+        let answer = probe_intrinsics(
+            COUNTING_HOOK,
+            |_| {},
+            "(() => { const names = Object.getOwnPropertyNames(globalThis); \
+               const before = [globalThis.calls, \
+                 names.indexOf('DOMException') + 1 === names.indexOf('btoa'), \
+                 names.indexOf('RegExp') + 1 === names.indexOf('JSON'), \
+                 names.indexOf('DisposableStack') + 1 === names.indexOf('globalThis')]; \
+               const literal = /a+/.exec('caab')[0]; \
+               const regexps = [globalThis.calls, family[4], 'xbx'.match('b').index, \
+                 Object.getPrototypeOf(/b/) === RegExp.prototype, 'a-b'.split(/-/).join()]; \
+               let thrown; \
+               try { atob('!') } catch (e) { thrown = [e.name, e instanceof DOMException, e.code] } \
+               const dom = [globalThis.calls, family[5], thrown, DOMException.INVALID_CHARACTER_ERR]; \
+               const dates = [typeof Date.now(), new Date(0).toISOString(), globalThis.calls, \
+                 family[3], Object.getOwnPropertyDescriptor(globalThis, 'Date').enumerable]; \
+               const stacks = [typeof new DisposableStack().use, \
+                 typeof new AsyncDisposableStack().disposeAsync, globalThis.calls, family[6], \
+                 family[7]]; \
+               return [before, literal, regexps, dom, dates, stacks] })()",
+        );
+        assert_eq!(
+            answer,
+            r#"[[null,true,true,true],"aa",[1,"RegExp",1,true,"a,b"],[2,"DOMException",["InvalidCharacterError",true,5],5],["number","1970-01-01T00:00:00.000Z",3,"Date",false],["function","function",5,"DisposableStack","AsyncDisposableStack"]]"#
+        );
+    }
+
+    #[test]
     fn the_family_globals_keep_their_flags_order_and_identities() {
         let answer = probe_intrinsics(
             COUNTING_HOOK,
@@ -405,11 +440,11 @@ mod tests {
         let runtime = Runtime::new().unwrap();
         let context = Context::full(&runtime).unwrap();
         context.with(|ctx| {
-            make_intrinsics(&ctx).unwrap();
+            make_intrinsics(&ctx, u32::MAX).unwrap();
             let hook: Function<'_> = ctx.eval(format!("({COUNTING_HOOK})")).unwrap();
             on_intrinsics(&ctx, hook).unwrap();
             let calls: i32 = ctx.eval("globalThis.calls").unwrap();
-            assert_eq!(calls, 3);
+            assert_eq!(calls, 8);
         });
     }
 

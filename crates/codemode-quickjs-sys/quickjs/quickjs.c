@@ -547,9 +547,15 @@ typedef enum {
     JS_CODEMODE_FAMILY_TYPED_ARRAYS, /* ArrayBuffer, SharedArrayBuffer, the
                                         twelve typed arrays, DataView */
     JS_CODEMODE_FAMILY_WEAK_REFS,    /* WeakRef, FinalizationRegistry */
-    JS_CODEMODE_FAMILY_COUNT,
+    JS_CODEMODE_FAMILY_DATE,         /* Date */
+    JS_CODEMODE_FAMILY_REGEXP,       /* RegExp */
+    JS_CODEMODE_FAMILY_DOM_EXCEPTION, /* DOMException */
+    JS_CODEMODE_FAMILY_DISPOSABLE_STACK, /* DisposableStack */
+    JS_CODEMODE_FAMILY_ASYNC_DISPOSABLE_STACK, /* AsyncDisposableStack */
+    JS_CODEMODE_FAMILY_COUNT, /* at most 8: a bit each in codemode_families_made */
 } JSCodemodeFamily;
 #define JS_CODEMODE_FAMILY_SIZE 15 /* constructors of the largest family */
+#define JS_CODEMODE_FAMILY_CTORS 26 /* constructors of all the families */
 
 typedef enum {
     JS_AUTOINIT_ID_PROTOTYPE,
@@ -622,7 +628,7 @@ struct JSContext {
        made (see JS_CodemodeSetIntrinsicsHook) */
     uint8_t codemode_families_made;
     JSValue codemode_family_hook;
-    JSValue codemode_family_ctors[JS_CODEMODE_FAMILY_COUNT][JS_CODEMODE_FAMILY_SIZE];
+    JSValue codemode_family_ctors[JS_CODEMODE_FAMILY_CTORS]; /* by family's slot */
 
     JSValue global_obj; /* global object */
     JSValue global_var_obj; /* contains the global let/const definitions */
@@ -1486,6 +1492,12 @@ static void *js_array_buffer_realloc(JSRuntime *rt, void *opaque, void *ptr,
 static int js_codemode_defer_family(JSContext *ctx, JSCodemodeFamily family);
 static int js_codemode_add_family_globals(JSContext *ctx, JSCodemodeFamily family);
 static int js_add_weak_refs(JSContext *ctx, JSValue *ctors);
+static int js_add_date(JSContext *ctx, JSValue *ctors);
+static int js_add_regexp(JSContext *ctx, JSValue *ctors);
+static int js_add_dom_exception(JSContext *ctx, JSValue *ctors);
+static int js_add_disposable_stack(JSContext *ctx, JSValue *ctors);
+static int js_add_async_disposable_stack(JSContext *ctx, JSValue *ctors);
+static int js_codemode_add_base64(JSContext *ctx);
 static int js_codemode_make_family(JSContext *ctx, JSCodemodeFamily family);
 static int js_codemode_add_atomics(JSContext *ctx);
 static JSValue js_codemode_family_autoinit(JSContext *realm, JSObject *p,
@@ -2933,8 +2945,8 @@ JSContext *JS_NewContextRaw(JSRuntime *rt)
     ctx->error_prepare_stack = JS_UNDEFINED;
     ctx->error_stack_trace_limit = js_int32(10);
     ctx->codemode_deferred_factory = JS_UNDEFINED;
-    for(i = 0; i < JS_CODEMODE_FAMILY_COUNT * JS_CODEMODE_FAMILY_SIZE; i++)
-        (&ctx->codemode_family_ctors[0][0])[i] = JS_UNDEFINED;
+    for(i = 0; i < JS_CODEMODE_FAMILY_CTORS; i++)
+        ctx->codemode_family_ctors[i] = JS_UNDEFINED;
     ctx->codemode_family_hook = JS_UNDEFINED;
     init_list_head(&ctx->loaded_modules);
     // TODO(bnoordhuis) use getrandom() etc.
@@ -2957,20 +2969,24 @@ JSContext *JS_NewContext(JSRuntime *rt)
     ctx = JS_NewContextRaw(rt);
     if (!ctx)
         return NULL;
+    /* codemode-rs patch 12: regexp literals parse before RegExp is made */
+    JS_AddIntrinsicRegExpCompiler(ctx);
 
     if (JS_AddIntrinsicBaseObjects(ctx) ||
-        JS_AddIntrinsicDate(ctx) ||
+        /* codemode-rs patch 12: families made on first use (base objects
+           and Promise defer DisposableStack and AsyncDisposableStack) */
+        js_codemode_defer_family(ctx, JS_CODEMODE_FAMILY_DATE) ||
         JS_AddIntrinsicEval(ctx) ||
-        JS_AddIntrinsicRegExp(ctx) ||
+        js_codemode_defer_family(ctx, JS_CODEMODE_FAMILY_REGEXP) ||
         JS_AddIntrinsicJSON(ctx) ||
         JS_AddIntrinsicProxy(ctx) ||
-        /* codemode-rs patch 12: three families made on first use */
         js_codemode_defer_family(ctx, JS_CODEMODE_FAMILY_MAP_SET) ||
         js_codemode_defer_family(ctx, JS_CODEMODE_FAMILY_TYPED_ARRAYS) ||
         js_codemode_add_atomics(ctx) ||
         JS_AddIntrinsicPromise(ctx) ||
         js_codemode_defer_family(ctx, JS_CODEMODE_FAMILY_WEAK_REFS) ||
-        JS_AddIntrinsicAToB(ctx) ||
+        js_codemode_defer_family(ctx, JS_CODEMODE_FAMILY_DOM_EXCEPTION) ||
+        js_codemode_add_base64(ctx) ||
         JS_AddPerformance(ctx)) {
         JS_FreeContext(ctx);
         return NULL;
@@ -3069,8 +3085,8 @@ static void JS_MarkContext(JSRuntime *rt, JSContext *ctx,
     JS_MarkValue(rt, ctx->error_prepare_stack, mark_func);
     JS_MarkValue(rt, ctx->error_stack_trace_limit, mark_func);
     JS_MarkValue(rt, ctx->codemode_deferred_factory, mark_func);
-    for(i = 0; i < JS_CODEMODE_FAMILY_COUNT * JS_CODEMODE_FAMILY_SIZE; i++)
-        JS_MarkValue(rt, (&ctx->codemode_family_ctors[0][0])[i], mark_func);
+    for(i = 0; i < JS_CODEMODE_FAMILY_CTORS; i++)
+        JS_MarkValue(rt, ctx->codemode_family_ctors[i], mark_func);
     JS_MarkValue(rt, ctx->codemode_family_hook, mark_func);
     for(i = 0; i < rt->class_count; i++) {
         JS_MarkValue(rt, ctx->class_proto[i], mark_func);
@@ -3155,8 +3171,8 @@ void JS_FreeContext(JSContext *ctx)
     JS_FreeValue(ctx, ctx->error_prepare_stack);
     JS_FreeValue(ctx, ctx->error_stack_trace_limit);
     JS_FreeValue(ctx, ctx->codemode_deferred_factory);
-    for(i = 0; i < JS_CODEMODE_FAMILY_COUNT * JS_CODEMODE_FAMILY_SIZE; i++)
-        JS_FreeValue(ctx, (&ctx->codemode_family_ctors[0][0])[i]);
+    for(i = 0; i < JS_CODEMODE_FAMILY_CTORS; i++)
+        JS_FreeValue(ctx, ctx->codemode_family_ctors[i]);
     JS_FreeValue(ctx, ctx->codemode_family_hook);
     for(i = 0; i < rt->class_count; i++) {
         JS_FreeValue(ctx, ctx->class_proto[i]);
@@ -9312,11 +9328,13 @@ static int JS_AutoInitProperty(JSContext *ctx, JSObject *p, JSAtom prop,
     func = js_autoinit_func_table[js_autoinit_get_id(pr)];
     /* 'func' shall not modify the object properties 'pr' */
     val = func(realm, p, prop, pr->u.init.opaque);
-    js_autoinit_free(ctx->rt, pr);
-    prs->flags &= ~JS_PROP_TMASK;
-    pr->u.value = JS_UNDEFINED;
+    /* codemode-rs patch 13: a failure (memory) leaves the property as it
+       was, for the next access to try again; upstream made it undefined for
+       good */
     if (JS_IsException(val))
         return -1;
+    js_autoinit_free(ctx->rt, pr);
+    prs->flags &= ~JS_PROP_TMASK;
     pr->u.value = val;
     return 0;
 }
@@ -40615,6 +40633,9 @@ static JSValue JS_ReadDate(BCReaderState *s)
         JS_ThrowTypeError(ctx, "Number tag expected for date");
         goto fail;
     }
+    /* codemode-rs patch 12: the family exists before any object of it */
+    if (js_codemode_make_family(ctx, JS_CODEMODE_FAMILY_DATE))
+        goto fail;
     obj = JS_NewObjectProtoClass(ctx, ctx->class_proto[JS_CLASS_DATE],
                                  JS_CLASS_DATE);
     if (JS_IsException(obj))
@@ -41193,29 +41214,9 @@ static void JS_NewGlobalCConstructor2(JSContext *ctx,
     JS_FreeValue(ctx, func_obj);
 }
 
-static JSValue JS_NewGlobalCConstructor(JSContext *ctx, const char *name,
-                                        JSCFunction *func, int length,
-                                        JSValueConst proto)
-{
-    JSValue func_obj;
-    func_obj = JS_NewCFunction2(ctx, func, name, length, JS_CFUNC_constructor_or_func, 0);
-    JS_NewGlobalCConstructor2(ctx, func_obj, name, proto);
-    return func_obj;
-}
-
-static JSValue JS_NewGlobalCConstructorMagic(JSContext *ctx, const char *name,
-                                             JSCFunctionMagic *func, int length,
-                                             JSValueConst proto, int magic)
-{
-    /* Used to squelch a -Wcast-function-type warning. */
-    JSCFunctionType ft = { .constructor_magic = func };
-    JSValue func_obj;
-
-    func_obj = JS_NewCFunction2(ctx, ft.constructor, name, length,
-                                JS_CFUNC_constructor_or_func_magic, magic);
-    JS_NewGlobalCConstructor2(ctx, func_obj, name, proto);
-    return func_obj;
-}
+/* codemode-rs patch 12: JS_NewGlobalCConstructor and
+   JS_NewGlobalCConstructorMagic went with the globals of RegExp,
+   DisposableStack and AsyncDisposableStack, their only users */
 
 static JSValue JS_NewObjectProtoList(JSContext *ctx, JSValueConst proto,
                                      const JSCFunctionListEntry *fields, int n_fields)
@@ -47895,6 +47896,11 @@ static JSValue js_string_match(JSContext *ctx, JSValueConst this_val,
             goto fail;
         args[args_len++] = str;
     }
+    /* codemode-rs patch 12: the family exists before its constructor is used */
+    if (js_codemode_make_family(ctx, JS_CODEMODE_FAMILY_REGEXP)) {
+        JS_FreeValue(ctx, str);
+        goto fail;
+    }
     rx = JS_CallConstructor(ctx, ctx->regexp_ctor, args_len, args);
     JS_FreeValue(ctx, str);
     if (JS_IsException(rx)) {
@@ -49653,6 +49659,11 @@ static JSValue js_regexp_constructor_internal(JSContext *ctx, JSValueConst ctor,
         JS_ThrowTypeError(ctx, "string expected");
         goto fail;
     }
+    /* codemode-rs patch 12: the family exists before any object of it (a
+       literal, or one read from bytecode, has no constructor) */
+    if (JS_IsUndefined(ctor) &&
+        js_codemode_make_family(ctx, JS_CODEMODE_FAMILY_REGEXP))
+        goto fail;
     prop.u.value = js_int32(0); // lastIndex
     if (ctx->regexp_shape && JS_IsUndefined(ctor)) {
         obj = JS_NewObjectFromShape(ctx, js_dup_shape(ctx->regexp_shape),
@@ -51191,26 +51202,13 @@ void JS_AddIntrinsicRegExpCompiler(JSContext *ctx)
     ctx->compile_regexp = js_compile_regexp;
 }
 
-int JS_AddIntrinsicRegExp(JSContext *ctx)
+/* codemode-rs patch 12: upstream's JS_AddIntrinsicRegExp, less its global
+   and the compiler (JS_NewContext sets it at once, for regexp literals): the
+   constructor goes to ctors[0] (the caller frees it). What a failed try left
+   in the context is freed by the next one. */
+static int js_add_regexp(JSContext *ctx, JSValue *ctors)
 {
     JSValue proto, obj;
-
-    proto = ctx->class_proto[JS_CLASS_REGEXP] = JS_NewObject(ctx);
-    if (JS_IsException(proto))
-        return -1;
-    if (JS_SetPropertyFunctionList(ctx, proto, js_regexp_proto_funcs,
-                                   countof(js_regexp_proto_funcs))) {
-        return -1;
-    }
-    obj = JS_NewGlobalCConstructor(ctx, "RegExp", js_regexp_constructor, 2,
-                                   proto);
-    if (JS_IsException(obj))
-        return -1;
-    ctx->regexp_ctor = js_dup(obj);
-    if (JS_SetPropertyFunctionList(ctx, obj, js_regexp_funcs,
-                                   countof(js_regexp_funcs))) {
-        return -1;
-    }
     static const JSShapeProperty regexp_props[] = {
         {.atom=JS_ATOM_lastIndex, .flags=JS_PROP_WRITABLE},
     };
@@ -51220,26 +51218,57 @@ int JS_AddIntrinsicRegExp(JSContext *ctx)
         {.atom=JS_ATOM_input,  .flags=JS_PROP_C_W_E},
         {.atom=JS_ATOM_groups, .flags=JS_PROP_C_W_E},
     };
+
+    set_value(ctx, &ctx->class_proto[JS_CLASS_REGEXP], JS_NewObject(ctx));
+    proto = ctx->class_proto[JS_CLASS_REGEXP];
+    if (JS_IsException(proto))
+        return -1;
+    if (JS_SetPropertyFunctionList(ctx, proto, js_regexp_proto_funcs,
+                                   countof(js_regexp_proto_funcs))) {
+        return -1;
+    }
+    obj = JS_NewCFunction2(ctx, js_regexp_constructor, "RegExp", 2,
+                           JS_CFUNC_constructor_or_func, 0);
+    if (JS_IsException(obj))
+        return -1;
+    ctors[0] = obj;
+    if (JS_SetConstructor(ctx, obj, proto))
+        return -1;
+    set_value(ctx, &ctx->regexp_ctor, js_dup(obj));
+    if (JS_SetPropertyFunctionList(ctx, obj, js_regexp_funcs,
+                                   countof(js_regexp_funcs))) {
+        return -1;
+    }
+    js_free_shape_null(ctx->rt, ctx->regexp_shape);
+    ctx->regexp_shape = NULL;
     if (js_new_shape_with(ctx, &ctx->regexp_shape, proto,
                           countof(regexp_props), regexp_props)) {
         return -1;
     }
+    js_free_shape_null(ctx->rt, ctx->regexp_result_shape);
+    ctx->regexp_result_shape = NULL;
     if (js_new_shape_with(ctx, &ctx->regexp_result_shape,
                           ctx->class_proto[JS_CLASS_ARRAY],
                           countof(regexp_result_props), regexp_result_props)) {
         return -1;
     }
-    proto = ctx->class_proto[JS_CLASS_REGEXP_STRING_ITERATOR] =
-        JS_NewObjectProto(ctx, ctx->class_proto[JS_CLASS_ITERATOR]);
+    set_value(ctx, &ctx->class_proto[JS_CLASS_REGEXP_STRING_ITERATOR],
+              JS_NewObjectProto(ctx, ctx->class_proto[JS_CLASS_ITERATOR]));
+    proto = ctx->class_proto[JS_CLASS_REGEXP_STRING_ITERATOR];
     if (JS_IsException(proto))
         return -1;
-    if (JS_SetPropertyFunctionList(ctx, ctx->class_proto[JS_CLASS_REGEXP_STRING_ITERATOR],
+    if (JS_SetPropertyFunctionList(ctx, proto,
                                    js_regexp_string_iterator_proto_funcs,
                                    countof(js_regexp_string_iterator_proto_funcs))) {
         return -1;
     }
-    JS_AddIntrinsicRegExpCompiler(ctx);
     return 0;
+}
+
+int JS_AddIntrinsicRegExp(JSContext *ctx)
+{
+    JS_AddIntrinsicRegExpCompiler(ctx);
+    return js_codemode_add_family_globals(ctx, JS_CODEMODE_FAMILY_REGEXP);
 }
 
 /* JSON */
@@ -57358,16 +57387,8 @@ int JS_AddIntrinsicPromise(JSContext *ctx)
                            JS_PROP_CONFIGURABLE, JS_PROP_CONFIGURABLE))
         return -1;
 
-    /* AsyncDisposableStack */
-    ctx->class_proto[JS_CLASS_ASYNC_DISPOSABLE_STACK] = JS_NewObject(ctx);
-    JS_SetPropertyFunctionList(ctx, ctx->class_proto[JS_CLASS_ASYNC_DISPOSABLE_STACK],
-                               js_async_disposable_stack_proto_funcs,
-                               countof(js_async_disposable_stack_proto_funcs));
-    JS_NewGlobalCConstructorMagic(ctx, "AsyncDisposableStack",
-                                  js_disposable_stack_constructor, 0,
-                                  ctx->class_proto[JS_CLASS_ASYNC_DISPOSABLE_STACK],
-                                  JS_CLASS_ASYNC_DISPOSABLE_STACK);
-    return 0;
+    /* AsyncDisposableStack: codemode-rs patch 12, made on first use */
+    return js_codemode_defer_family(ctx, JS_CODEMODE_FAMILY_ASYNC_DISPOSABLE_STACK);
 }
 
 /* URI handling */
@@ -58817,7 +58838,12 @@ static const JSCFunctionListEntry js_date_proto_funcs[] = {
 
 JSValue JS_NewDate(JSContext *ctx, double epoch_ms)
 {
-    JSValue obj = js_create_from_ctor(ctx, JS_UNDEFINED, JS_CLASS_DATE);
+    JSValue obj;
+
+    /* codemode-rs patch 12: the family exists before any object of it */
+    if (js_codemode_make_family(ctx, JS_CODEMODE_FAMILY_DATE))
+        return JS_EXCEPTION;
+    obj = js_create_from_ctor(ctx, JS_UNDEFINED, JS_CLASS_DATE);
     if (JS_IsException(obj))
         return JS_EXCEPTION;
     JS_SetObjectData(ctx, obj, js_float64(time_clip(epoch_ms)));
@@ -58831,20 +58857,22 @@ bool JS_IsDate(JSValueConst v)
     return JS_VALUE_GET_OBJ(v)->class_id == JS_CLASS_DATE;
 }
 
+/* codemode-rs patch 12: upstream's JS_AddIntrinsicDate, less its global: the
+   constructor goes to ctors[0] (the caller frees it) */
+static int js_add_date(JSContext *ctx, JSValue *ctors)
+{
+    ctors[0] = JS_NewCConstructor(ctx, JS_CLASS_DATE, "Date",
+                                  js_date_constructor, 7, JS_CFUNC_constructor_or_func, 0,
+                                  JS_UNDEFINED,
+                                  js_date_funcs, countof(js_date_funcs),
+                                  js_date_proto_funcs, countof(js_date_proto_funcs),
+                                  JS_NEW_CTOR_NO_GLOBAL);
+    return JS_IsException(ctors[0]) ? -1 : 0;
+}
+
 int JS_AddIntrinsicDate(JSContext *ctx)
 {
-    JSValue obj;
-
-    obj = JS_NewCConstructor(ctx, JS_CLASS_DATE, "Date",
-                             js_date_constructor, 7, JS_CFUNC_constructor_or_func, 0,
-                             JS_UNDEFINED,
-                             js_date_funcs, countof(js_date_funcs),
-                             js_date_proto_funcs, countof(js_date_proto_funcs),
-                             0);
-    if (JS_IsException(obj))
-        return -1;
-    JS_FreeValue(ctx, obj);
-    return 0;
+    return js_codemode_add_family_globals(ctx, JS_CODEMODE_FAMILY_DATE);
 }
 
 /* eval */
@@ -59465,15 +59493,9 @@ int JS_AddIntrinsicBaseObjects(JSContext *ctx)
                            JS_PROP_CONFIGURABLE, JS_PROP_CONFIGURABLE))
         return -1;
 
-    /* explicit resource management */
-    ctx->class_proto[JS_CLASS_DISPOSABLE_STACK] = JS_NewObject(ctx);
-    JS_SetPropertyFunctionList(ctx, ctx->class_proto[JS_CLASS_DISPOSABLE_STACK],
-                               js_disposable_stack_proto_funcs,
-                               countof(js_disposable_stack_proto_funcs));
-    JS_NewGlobalCConstructorMagic(ctx, "DisposableStack",
-                                  js_disposable_stack_constructor, 0,
-                                  ctx->class_proto[JS_CLASS_DISPOSABLE_STACK],
-                                  JS_CLASS_DISPOSABLE_STACK);
+    /* explicit resource management: codemode-rs patch 12, made on first use */
+    if (js_codemode_defer_family(ctx, JS_CODEMODE_FAMILY_DISPOSABLE_STACK))
+        return -1;
 
     /* global properties */
     ctx->eval_obj = JS_GetProperty(ctx, ctx->global_obj, JS_ATOM_eval);
@@ -63457,6 +63479,47 @@ static int js_codemode_add_atomics(JSContext *ctx)
     return 0;
 }
 
+/* codemode-rs patch 12: upstream's DisposableStack and AsyncDisposableStack
+   (from JS_AddIntrinsicBaseObjects and JS_AddIntrinsicPromise), less their
+   globals, and failures checked: the constructor goes to ctors[0] (the
+   caller frees it) */
+static int js_add_stack_class(JSContext *ctx, JSValue *ctors, JSClassID class_id,
+                              const char *name, const JSCFunctionListEntry *funcs,
+                              int n_funcs)
+{
+    JSValue proto, ctor;
+
+    proto = JS_NewObject(ctx);
+    if (JS_IsException(proto))
+        return -1;
+    set_value(ctx, &ctx->class_proto[class_id], proto);
+    if (JS_SetPropertyFunctionList(ctx, proto, funcs, n_funcs))
+        return -1;
+    /* Used to squelch a -Wcast-function-type warning. */
+    JSCFunctionType ft = { .constructor_magic = js_disposable_stack_constructor };
+    ctor = JS_NewCFunction2(ctx, ft.constructor, name, 0,
+                            JS_CFUNC_constructor_or_func_magic, class_id);
+    if (JS_IsException(ctor))
+        return -1;
+    ctors[0] = ctor;
+    return JS_SetConstructor(ctx, ctor, proto);
+}
+
+static int js_add_disposable_stack(JSContext *ctx, JSValue *ctors)
+{
+    return js_add_stack_class(ctx, ctors, JS_CLASS_DISPOSABLE_STACK, "DisposableStack",
+                              js_disposable_stack_proto_funcs,
+                              countof(js_disposable_stack_proto_funcs));
+}
+
+static int js_add_async_disposable_stack(JSContext *ctx, JSValue *ctors)
+{
+    return js_add_stack_class(ctx, ctors, JS_CLASS_ASYNC_DISPOSABLE_STACK,
+                              "AsyncDisposableStack",
+                              js_async_disposable_stack_proto_funcs,
+                              countof(js_async_disposable_stack_proto_funcs));
+}
+
 /* codemode-rs patch 12: the families JS_NewContext makes on first use. Each
    of their globals is an autoinit property in upstream's place and order,
    with its flags; its first access of any kind makes the whole family
@@ -63471,26 +63534,37 @@ typedef struct {
     int (*make)(JSContext *ctx, JSValue *ctors);
     JSAtom first_name; /* the globals: 'count' atoms from this one */
     uint8_t count;
+    uint8_t slot; /* its first constructor in ctx->codemode_family_ctors */
 } JSCodemodeFamilyDef;
 
 static const JSCodemodeFamilyDef js_codemode_families[JS_CODEMODE_FAMILY_COUNT] = {
-    [JS_CODEMODE_FAMILY_MAP_SET] = { js_add_map_set, JS_ATOM_Map, 4 },
-    [JS_CODEMODE_FAMILY_TYPED_ARRAYS] = { js_add_typed_arrays, JS_ATOM_ArrayBuffer, 15 },
-    [JS_CODEMODE_FAMILY_WEAK_REFS] = { js_add_weak_refs, JS_ATOM_WeakRef, 2 },
+    [JS_CODEMODE_FAMILY_MAP_SET] = { js_add_map_set, JS_ATOM_Map, 4, 0 },
+    [JS_CODEMODE_FAMILY_TYPED_ARRAYS] = { js_add_typed_arrays, JS_ATOM_ArrayBuffer, 15, 4 },
+    [JS_CODEMODE_FAMILY_WEAK_REFS] = { js_add_weak_refs, JS_ATOM_WeakRef, 2, 19 },
+    [JS_CODEMODE_FAMILY_DATE] = { js_add_date, JS_ATOM_Date, 1, 21 },
+    [JS_CODEMODE_FAMILY_REGEXP] = { js_add_regexp, JS_ATOM_RegExp, 1, 22 },
+    [JS_CODEMODE_FAMILY_DOM_EXCEPTION] = { js_add_dom_exception, JS_ATOM_DOMException, 1, 23 },
+    [JS_CODEMODE_FAMILY_DISPOSABLE_STACK] = { js_add_disposable_stack, JS_ATOM_DisposableStack, 1, 24 },
+    [JS_CODEMODE_FAMILY_ASYNC_DISPOSABLE_STACK] = { js_add_async_disposable_stack, JS_ATOM_AsyncDisposableStack, 1, 25 },
 };
+static_assert(25 + 1 == JS_CODEMODE_FAMILY_CTORS, "the families' slots fill the table");
+static_assert(JS_CODEMODE_FAMILY_COUNT <= 8, "a bit per family in a uint8_t");
 
 /* calls the hook, if any, for a family just made */
 static int js_codemode_call_family_hook(JSContext *ctx, JSCodemodeFamily family)
 {
-    JSValue args[1 + JS_CODEMODE_FAMILY_SIZE], ret;
+    JSValue args[1 + JS_CODEMODE_FAMILY_SIZE], hook, ret;
     int i, count = js_codemode_families[family].count;
 
     if (JS_IsUndefined(ctx->codemode_family_hook))
         return 0;
     args[0] = js_int32(family);
     for(i = 0; i < count; i++)
-        args[1 + i] = ctx->codemode_family_ctors[family][i];
-    ret = JS_Call(ctx, ctx->codemode_family_hook, JS_UNDEFINED, 1 + count, vc(args));
+        args[1 + i] = ctx->codemode_family_ctors[js_codemode_families[family].slot + i];
+    /* held across the call: the hook may set another hook */
+    hook = js_dup(ctx->codemode_family_hook);
+    ret = JS_Call(ctx, hook, JS_UNDEFINED, 1 + count, vc(args));
+    JS_FreeValue(ctx, hook);
     if (JS_IsException(ret))
         return -1;
     JS_FreeValue(ctx, ret);
@@ -63513,7 +63587,8 @@ static int js_codemode_make_family(JSContext *ctx, JSCodemodeFamily family)
             JS_FreeValue(ctx, ctors[i]);
         return -1;
     }
-    memcpy(ctx->codemode_family_ctors[family], ctors, sizeof(ctors));
+    memcpy(&ctx->codemode_family_ctors[js_codemode_families[family].slot], ctors,
+           js_codemode_families[family].count * sizeof(ctors[0]));
     ctx->codemode_families_made |= 1 << family;
     return js_codemode_call_family_hook(ctx, family);
 }
@@ -63529,7 +63604,7 @@ static int js_codemode_add_family_globals(JSContext *ctx, JSCodemodeFamily famil
         return -1;
     for(i = 0; i < def->count; i++) {
         if (JS_DefinePropertyValue(ctx, ctx->global_obj, def->first_name + i,
-                                   js_dup(ctx->codemode_family_ctors[family][i]),
+                                   js_dup(ctx->codemode_family_ctors[def->slot + i]),
                                    JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0)
             return -1;
     }
@@ -63560,13 +63635,15 @@ static JSValue js_codemode_family_autoinit(JSContext *realm, JSObject *p,
 
     if (js_codemode_make_family(realm, family))
         return JS_EXCEPTION;
-    return js_dup(realm->codemode_family_ctors[family][index]);
+    return js_dup(realm->codemode_family_ctors[js_codemode_families[family].slot + index]);
 }
 
 /* codemode-rs patch 12: 'hook' (a function) is called once per family, as
    the family is made and before any other code can reach it, with the
    family's number (JSCodemodeFamily: 0 Map and Set, 1 typed arrays, 2 weak
-   references) and its constructors in the order of their globals; at once
+   references, 3 Date, 4 RegExp, 5 DOMException, 6 DisposableStack, 7
+   AsyncDisposableStack) and its constructors in the order of their globals;
+   at once
    for each family made already. Answers -1 with an exception pending if a
    call threw. */
 int JS_CodemodeSetIntrinsicsHook(JSContext *ctx, JSValueConst hook)
@@ -63584,14 +63661,15 @@ int JS_CodemodeSetIntrinsicsHook(JSContext *ctx, JSValueConst hook)
     return 0;
 }
 
-/* codemode-rs patch 12: makes every family not made yet (calling the hook).
-   Answers -1 with an exception pending on failure. */
-int JS_CodemodeMakeIntrinsics(JSContext *ctx)
+/* codemode-rs patch 12: makes each family whose bit (1 << JSCodemodeFamily)
+   is set in 'families' and is not made yet (calling the hook). Answers -1
+   with an exception pending on failure. */
+int JS_CodemodeMakeIntrinsics(JSContext *ctx, uint32_t families)
 {
     int family;
 
     for(family = 0; family < JS_CODEMODE_FAMILY_COUNT; family++) {
-        if (js_codemode_make_family(ctx, family))
+        if ((families & (1u << family)) && js_codemode_make_family(ctx, family))
             return -1;
     }
     return 0;
@@ -64421,6 +64499,9 @@ JSValue JS_PRINTF_FORMAT_ATTR(3, 4) JS_ThrowDOMException(JSContext *ctx, const c
     va_list ap;
     char buf[256];
 
+    /* codemode-rs patch 12: the family exists before any object of it */
+    if (js_codemode_make_family(ctx, JS_CODEMODE_FAMILY_DOM_EXCEPTION))
+        return JS_EXCEPTION;
     assert(JS_IsRegisteredClass(ctx->rt, JS_CLASS_DOM_EXCEPTION));
     va_start(ap, fmt);
     vsnprintf(buf, sizeof(buf), fmt, ap);
@@ -64443,10 +64524,13 @@ JSValue JS_PRINTF_FORMAT_ATTR(3, 4) JS_ThrowDOMException(JSContext *ctx, const c
     return JS_Throw(ctx, obj);
 }
 
-int JS_AddIntrinsicDOMException(JSContext *ctx)
+/* codemode-rs patch 12: upstream's JS_AddIntrinsicDOMException, less its
+   global, and failures checked: the constructor goes to ctors[0] (the caller
+   frees it) */
+static int js_add_dom_exception(JSContext *ctx, JSValue *ctors)
 {
     JSRuntime *rt = ctx->rt;
-    int i;
+    int i, ret;
     JSAtom name;
     JSValue ctor, proto;
 
@@ -64456,24 +64540,42 @@ int JS_AddIntrinsicDOMException(JSContext *ctx)
             return -1;
     }
     proto = JS_NewObjectClass(ctx, JS_CLASS_ERROR);
-    JS_SetPropertyFunctionList(ctx, proto,
-                               js_domexception_proto_funcs,
-                               countof(js_domexception_proto_funcs));
+    if (JS_IsException(proto))
+        return -1;
+    if (JS_SetPropertyFunctionList(ctx, proto,
+                                   js_domexception_proto_funcs,
+                                   countof(js_domexception_proto_funcs)))
+        goto fail;
     ctor = JS_NewCFunction2(ctx, js_domexception_constructor, "DOMException", 0,
                             JS_CFUNC_constructor_or_func, 0);
-    JS_SetConstructor(ctx, ctor, proto);
+    if (JS_IsException(ctor))
+        goto fail;
+    ctors[0] = ctor;
+    if (JS_SetConstructor(ctx, ctor, proto))
+        goto fail;
     for (i = 0; i < countof(js_dom_exception_names_table); i++) {
         name = JS_NewAtom(ctx, js_dom_exception_names_table[i].code_name);
-        JS_DefinePropertyValue(ctx, proto, name, js_int32(i + 1),
-                               JS_PROP_ENUMERABLE);
-        JS_DefinePropertyValue(ctx, ctor, name, js_int32(i + 1),
-                               JS_PROP_ENUMERABLE);
+        if (name == JS_ATOM_NULL)
+            goto fail;
+        ret = JS_DefinePropertyValue(ctx, proto, name, js_int32(i + 1),
+                                     JS_PROP_ENUMERABLE);
+        if (ret >= 0)
+            ret = JS_DefinePropertyValue(ctx, ctor, name, js_int32(i + 1),
+                                         JS_PROP_ENUMERABLE);
         JS_FreeAtom(ctx, name);
+        if (ret < 0)
+            goto fail;
     }
-    JS_DefinePropertyValue(ctx, ctx->global_obj, JS_ATOM_DOMException, ctor,
-                           JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
     set_value(ctx, &ctx->class_proto[JS_CLASS_DOM_EXCEPTION], proto);
     return 0;
+ fail:
+    JS_FreeValue(ctx, proto);
+    return -1;
+}
+
+int JS_AddIntrinsicDOMException(JSContext *ctx)
+{
+    return js_codemode_add_family_globals(ctx, JS_CODEMODE_FAMILY_DOM_EXCEPTION);
 }
 /* base64 */
 
@@ -65460,9 +65562,15 @@ int JS_AddIntrinsicAToB(JSContext *ctx)
         if (JS_AddIntrinsicDOMException(ctx))
             return -1;
     }
-    JS_SetPropertyFunctionList(ctx, ctx->global_obj,
-                               js_base64_funcs, countof(js_base64_funcs));
-    return 0;
+    return js_codemode_add_base64(ctx);
+}
+
+/* codemode-rs patch 12: atob and btoa, whose DOMException is made on first
+   use (JS_ThrowDOMException) */
+static int js_codemode_add_base64(JSContext *ctx)
+{
+    return JS_SetPropertyFunctionList(ctx, ctx->global_obj,
+                                      js_base64_funcs, countof(js_base64_funcs));
 }
 
 bool JS_DetectModule(const char *input, size_t input_len)

@@ -541,7 +541,7 @@ JS_EXTERN void JS_CodemodeSetDeferredFactory(JSContext *ctx,
                                              JSValueConst factory);
 /* codemode-rs patch 12: intrinsic families made on first use (see quickjs.c) */
 JS_EXTERN int JS_CodemodeSetIntrinsicsHook(JSContext *ctx, JSValueConst hook);
-JS_EXTERN int JS_CodemodeMakeIntrinsics(JSContext *ctx);
+JS_EXTERN int JS_CodemodeMakeIntrinsics(JSContext *ctx, uint32_t families);
 JS_EXTERN void *JS_GetContextOpaque(JSContext *ctx);
 JS_EXTERN void JS_SetContextOpaque(JSContext *ctx, void *opaque);
 JS_EXTERN JSRuntime *JS_GetRuntime(JSContext *ctx);

@@ -63,10 +63,11 @@ unsafe extern "C" {
     pub fn JS_CodemodeSetDeferredFactory(ctx: *mut JSContext, factory: JSValue);
 }
 
-// codemode-rs patch 12 (PATCHES.md): `JS_NewContext` makes three intrinsic families on first use:
+// codemode-rs patch 12 (PATCHES.md): `JS_NewContext` makes eight intrinsic families on first use:
 // 0 `Map`, `Set`, `WeakMap`, `WeakSet`; 1 the typed-array family (`ArrayBuffer`,
-// `SharedArrayBuffer`, the twelve typed arrays, `DataView`); 2 `WeakRef`, `FinalizationRegistry`.
-// Declared by hand, as above.
+// `SharedArrayBuffer`, the twelve typed arrays, `DataView`); 2 `WeakRef`, `FinalizationRegistry`;
+// 3 `Date`; 4 `RegExp`; 5 `DOMException`; 6 `DisposableStack`; 7 `AsyncDisposableStack`. Declared
+// by hand, as above.
 unsafe extern "C" {
     /// Makes `hook` (a function) the context's intrinsics hook: it is called once per family,
     /// as the family is made and before any other code can reach it, with the family's number
@@ -74,10 +75,10 @@ unsafe extern "C" {
     /// already. Returns -1 with a pending exception if a call threw.
     #[link_name = "codemode_JS_CodemodeSetIntrinsicsHook"]
     pub fn JS_CodemodeSetIntrinsicsHook(ctx: *mut JSContext, hook: JSValue) -> ::core::ffi::c_int;
-    /// Makes every family not made yet (calling the hook). Returns -1 with a pending exception
-    /// on failure.
+    /// Makes each family whose bit (`1 << family`) is set in `families` and is not made yet
+    /// (calling the hook). Returns -1 with a pending exception on failure.
     #[link_name = "codemode_JS_CodemodeMakeIntrinsics"]
-    pub fn JS_CodemodeMakeIntrinsics(ctx: *mut JSContext) -> ::core::ffi::c_int;
+    pub fn JS_CodemodeMakeIntrinsics(ctx: *mut JSContext, families: u32) -> ::core::ffi::c_int;
 }
 
 #[cfg(test)]

@@ -14,12 +14,13 @@
 (function (env) {
   'use strict';
   const {
-    DOMExceptionCtor, DateCtor, DateProto, ErrorCtor, MapCtor, NumberCtor, OVER, ObjectCtor,
-    RangeErrorCtor, SetCtor, StringCtor, TypeErrorCtor, Uint8ArrayCtor, WeakMapCtor, apply,
-    arrayBufferByteLength, arrayIncludes, bigintToString, bufferSlice, codePointAt, create,
-    DataViewCtor, dataViewBuffer, dataViewByteLength, dataViewOffset, dateGetTime, define, emit,
+    ErrorCtor, MapCtor, NumberCtor, OVER, ObjectCtor, RangeErrorCtor, SetCtor, StringCtor,
+    TypeErrorCtor, Uint8ArrayCtor, WeakMapCtor, apply, arrayBufferByteLength, arrayIncludes,
+    bigintToString, bufferSlice, cloneDate, codePointAt, create, DataViewCtor, dataViewBuffer,
+    dataViewByteLength, dataViewOffset, define, emit,
     fail, freeze, fromCharCode, getPrototypeOf, hostClearTimer, hostTimer, isArray, isError,
-    isView, mapForEach, mapGet, mapHas, mapSet, maxOutput, objectKeys, parseFloatFn, parseIntFn,
+    isView, mapForEach, mapGet, mapHas, mapSet, maxOutput, newDOMException, objectKeys,
+    parseFloatFn, parseIntFn,
     poll, pollSoon, safeEncodeDepth, setAdd, setForEach, stringIndexOf, stringSlice,
     typedArrayBuffer, typedArrayByteLength, typedArrayOffset, typedArraySlice, weakGet, weakSet,
     wellFormed,
@@ -234,7 +235,7 @@
 
   function dataCloneError(what) {
     const message = what + ' could not be cloned.';
-    return DOMExceptionCtor !== undefined ? new DOMExceptionCtor(message, 'DataCloneError') : new TypeErrorCtor(message);
+    return newDOMException(message, 'DataCloneError');
   }
 
   // structuredClone for JSON-compatible values plus Date, Map, Set, ArrayBuffer, typed arrays,
@@ -278,8 +279,9 @@
         // not an ArrayBuffer
       }
       let proto = getPrototypeOf(input);
-      if (proto === DateProto) {
-        out = new DateCtor(apply(dateGetTime, input, []));
+      const date = cloneDate(input, proto);
+      if (date !== undefined) {
+        out = date;
       } else if (input instanceof MapCtor) {
         out = new MapCtor();
         apply(mapSet, seen, [input, out]);

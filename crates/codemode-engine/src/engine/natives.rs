@@ -261,8 +261,8 @@ pub(super) fn bootstrap<'js>(ctx: &Ctx<'js>, natives: Natives) -> rquickjs::Resu
         crate::deferred::on_intrinsics(&ctx, hook)
     })?;
     natives.set("hostIntrinsics", host_intrinsics)?;
-    let host_make_intrinsics = Function::new(ctx.clone(), |ctx: Ctx<'js>| {
-        crate::deferred::make_intrinsics(&ctx)
+    let host_make_intrinsics = Function::new(ctx.clone(), |ctx: Ctx<'js>, families: u32| {
+        crate::deferred::make_intrinsics(&ctx, families)
     })?;
     natives.set("hostMakeIntrinsics", host_make_intrinsics)?;
     // Loads a part of the bootstrap into this VM on first use (bytecode.rs `Part`); the bootstrap
