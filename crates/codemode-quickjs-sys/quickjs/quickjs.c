@@ -623,10 +623,12 @@ struct JSContext {
     /* codemode-rs patch 5: makes the value of a deferred property (see
        JS_CodemodeDeferProperty), or undefined */
     JSValue codemode_deferred_factory;
-    /* codemode-rs patch 12: a bit per JSCodemodeFamily made, the
-       constructors of each family made, and the hook called as each one is
-       made (see JS_CodemodeSetIntrinsicsHook) */
+    /* codemode-rs patch 12: a bit per JSCodemodeFamily made, a bit per
+       family the hook has taken (a failed call is made again at the next
+       use), the constructors of each family made, and the hook called as
+       each one is made (see JS_CodemodeSetIntrinsicsHook) */
     uint8_t codemode_families_made;
+    uint8_t codemode_families_hooked;
     JSValue codemode_family_hook;
     JSValue codemode_family_ctors[JS_CODEMODE_FAMILY_CTORS]; /* by family's slot */
 
@@ -9309,11 +9311,11 @@ static int JS_AutoInitProperty(JSContext *ctx, JSObject *p, JSAtom prop,
     /* codemode-rs patch 12: making a family may call the hook (JS), which
        may change 'p' and move 'pr': make it first, and answer with the
        property untouched; the caller looks it up again, as after a deferred
-       property's factory, and then finds the family made */
+       property's factory, and then finds the family made and hooked */
     if (js_autoinit_get_id(pr) == JS_AUTOINIT_ID_CODEMODE_FAMILY) {
         JSContext *realm = js_autoinit_get_realm(pr);
         int family = (uintptr_t)pr->u.init.opaque >> 4;
-        if (!(realm->codemode_families_made & (1 << family))) {
+        if (!(realm->codemode_families_hooked & (1 << family))) {
             JSValue holder = js_dup(JS_MKPTR(JS_TAG_OBJECT, p));
             int ret = js_codemode_make_family(realm, family);
             JS_FreeValue(ctx, holder);
@@ -63572,25 +63574,32 @@ static int js_codemode_call_family_hook(JSContext *ctx, JSCodemodeFamily family)
 }
 
 /* makes a family once, then calls the hook. A failure to make it (memory)
-   keeps nothing: the next use tries again. */
+   keeps nothing: the next use tries again. A hook that fails (memory, the
+   deadline) took nothing for sure: the next use calls it again, before
+   anything of the family reaches any other code. */
 static int js_codemode_make_family(JSContext *ctx, JSCodemodeFamily family)
 {
     JSValue ctors[JS_CODEMODE_FAMILY_SIZE];
     int i;
 
-    if (likely(ctx->codemode_families_made & (1 << family)))
+    if (likely(ctx->codemode_families_hooked & (1 << family)))
         return 0;
-    for(i = 0; i < countof(ctors); i++)
-        ctors[i] = JS_UNDEFINED;
-    if (js_codemode_families[family].make(ctx, ctors)) {
+    if (!(ctx->codemode_families_made & (1 << family))) {
         for(i = 0; i < countof(ctors); i++)
-            JS_FreeValue(ctx, ctors[i]);
-        return -1;
+            ctors[i] = JS_UNDEFINED;
+        if (js_codemode_families[family].make(ctx, ctors)) {
+            for(i = 0; i < countof(ctors); i++)
+                JS_FreeValue(ctx, ctors[i]);
+            return -1;
+        }
+        memcpy(&ctx->codemode_family_ctors[js_codemode_families[family].slot], ctors,
+               js_codemode_families[family].count * sizeof(ctors[0]));
+        ctx->codemode_families_made |= 1 << family;
     }
-    memcpy(&ctx->codemode_family_ctors[js_codemode_families[family].slot], ctors,
-           js_codemode_families[family].count * sizeof(ctors[0]));
-    ctx->codemode_families_made |= 1 << family;
-    return js_codemode_call_family_hook(ctx, family);
+    if (js_codemode_call_family_hook(ctx, family))
+        return -1;
+    ctx->codemode_families_hooked |= 1 << family;
+    return 0;
 }
 
 /* makes a family at once and defines its globals: upstream's behaviour, for
@@ -63643,9 +63652,9 @@ static JSValue js_codemode_family_autoinit(JSContext *realm, JSObject *p,
    family's number (JSCodemodeFamily: 0 Map and Set, 1 typed arrays, 2 weak
    references, 3 Date, 4 RegExp, 5 DOMException, 6 DisposableStack, 7
    AsyncDisposableStack) and its constructors in the order of their globals;
-   at once
-   for each family made already. Answers -1 with an exception pending if a
-   call threw. */
+   at once for each family made already. A call that throws is made again at
+   the next use of its family. Answers -1 with an exception pending if a call
+   threw. */
 int JS_CodemodeSetIntrinsicsHook(JSContext *ctx, JSValueConst hook)
 {
     JSValue old = ctx->codemode_family_hook;
@@ -63653,9 +63662,10 @@ int JS_CodemodeSetIntrinsicsHook(JSContext *ctx, JSValueConst hook)
 
     ctx->codemode_family_hook = js_dup(hook);
     JS_FreeValue(ctx, old);
+    ctx->codemode_families_hooked = 0;
     for(family = 0; family < JS_CODEMODE_FAMILY_COUNT; family++) {
         if ((ctx->codemode_families_made & (1 << family)) &&
-            js_codemode_call_family_hook(ctx, family))
+            js_codemode_make_family(ctx, family))
             return -1;
     }
     return 0;

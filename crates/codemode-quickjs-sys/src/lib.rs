@@ -72,7 +72,8 @@ unsafe extern "C" {
     /// Makes `hook` (a function) the context's intrinsics hook: it is called once per family,
     /// as the family is made and before any other code can reach it, with the family's number
     /// and its constructors in the order of their globals; at once for each family made
-    /// already. Returns -1 with a pending exception if a call threw.
+    /// already. A call that throws is made again at the next use of its family. Returns -1 with
+    /// a pending exception if a call threw.
     #[link_name = "codemode_JS_CodemodeSetIntrinsicsHook"]
     pub fn JS_CodemodeSetIntrinsicsHook(ctx: *mut JSContext, hook: JSValue) -> ::core::ffi::c_int;
     /// Makes each family whose bit (`1 << family`) is set in `families` and is not made yet
