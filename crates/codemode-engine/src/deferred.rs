@@ -107,8 +107,8 @@ pub(crate) fn on_intrinsics<'js>(ctx: &Ctx<'js>, hook: Function<'js>) -> rquickj
     Ok(())
 }
 
-/// Makes each family of built-ins whose bit (`1 << family`) is set in `families` and is not made
-/// yet (calling the hook). Fails with the exception pending (the guest's memory ran out, or the
+/// Makes each family of built-ins whose bit (`1 << family`) is set in `families` and which the
+/// hook has not taken yet (making it if need be, then calling the hook). Fails with the exception pending (the guest's memory ran out, or the
 /// hook was interrupted).
 pub(crate) fn make_intrinsics(ctx: &Ctx<'_>, families: u32) -> rquickjs::Result<()> {
     // SAFETY: `ctx` is a live context, current on this thread.

@@ -63672,8 +63672,9 @@ int JS_CodemodeSetIntrinsicsHook(JSContext *ctx, JSValueConst hook)
 }
 
 /* codemode-rs patch 12: makes each family whose bit (1 << JSCodemodeFamily)
-   is set in 'families' and is not made yet (calling the hook). Answers -1
-   with an exception pending on failure. */
+   is set in 'families' and which the hook has not taken yet (making it if
+   need be, then calling the hook). Answers -1 with an exception pending on
+   failure. */
 int JS_CodemodeMakeIntrinsics(JSContext *ctx, uint32_t families)
 {
     int family;

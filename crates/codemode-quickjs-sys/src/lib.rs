@@ -76,8 +76,8 @@ unsafe extern "C" {
     /// a pending exception if a call threw.
     #[link_name = "codemode_JS_CodemodeSetIntrinsicsHook"]
     pub fn JS_CodemodeSetIntrinsicsHook(ctx: *mut JSContext, hook: JSValue) -> ::core::ffi::c_int;
-    /// Makes each family whose bit (`1 << family`) is set in `families` and is not made yet
-    /// (calling the hook). Returns -1 with a pending exception on failure.
+    /// Makes each family whose bit (`1 << family`) is set in `families` and which the hook has
+    /// not taken yet (making it if need be, then calling the hook). Returns -1 with a pending exception on failure.
     #[link_name = "codemode_JS_CodemodeMakeIntrinsics"]
     pub fn JS_CodemodeMakeIntrinsics(ctx: *mut JSContext, families: u32) -> ::core::ffi::c_int;
 }

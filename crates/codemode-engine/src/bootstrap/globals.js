@@ -17,13 +17,11 @@
     ErrorCtor, MapCtor, NumberCtor, OVER, ObjectCtor, RangeErrorCtor, SetCtor, StringCtor,
     TypeErrorCtor, Uint8ArrayCtor, WeakMapCtor, apply, arrayBufferByteLength, arrayIncludes,
     bigintToString, bufferSlice, cloneDate, codePointAt, create, DataViewCtor, dataViewBuffer,
-    dataViewByteLength, dataViewOffset, define, emit,
-    fail, freeze, fromCharCode, getPrototypeOf, hostClearTimer, hostTimer, isArray, isError,
-    isView, mapForEach, mapGet, mapHas, mapSet, maxOutput, newDOMException, objectKeys,
-    parseFloatFn, parseIntFn,
-    poll, pollSoon, safeEncodeDepth, setAdd, setForEach, stringIndexOf, stringSlice,
-    typedArrayBuffer, typedArrayByteLength, typedArrayOffset, typedArraySlice, weakGet, weakSet,
-    wellFormed,
+    dataViewByteLength, dataViewOffset, define, emit, fail, freeze, fromCharCode, getPrototypeOf,
+    hostClearTimer, hostTimer, isArray, isError, isView, mapForEach, mapGet, mapHas, mapSet,
+    maxOutput, newDOMException, objectKeys, parseFloatFn, parseIntFn, poll, pollSoon,
+    safeEncodeDepth, setAdd, setForEach, stringIndexOf, stringSlice, typedArrayBuffer,
+    typedArrayByteLength, typedArrayOffset, typedArraySlice, weakGet, weakSet, wellFormed,
   } = env;
 
   const INSPECT_DEPTH = 8;
