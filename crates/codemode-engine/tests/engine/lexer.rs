@@ -358,6 +358,8 @@ fn accepts_ordinary_programs() {
         "return new.target",
         "x = 1_000n; y = 0x1F / 2; z = .5e-3 / 1",
         "return `${'`'}${\"}\"}${/`/.source}`",
+        // Found by the `jslex` fuzz target: `<<` then `!--c`, and a division on each next line.
+        "x =a\n<<!-- c\n/!-- c\n/d/g",
     ] {
         check(program, "ok");
         assert_eq!(
@@ -391,6 +393,9 @@ fn lexical_corners_agree_with_quickjs() {
         ("a: {}", true),
         ("x = { a: function () {} }.a", false),
         ("x = a\n<!-- c\n{}", true),
+        // `<<` then `!--c`: no comment, so the `{}` is a block after automatic semicolon insertion.
+        ("x = a\n<<!-- c\n{}", true),
+        ("x = a\n<<<!-- c\n{}", false),
         ("x = `${ {} }`", false),
         ("x = new.target", false),
         ("x = this.#p", false),

@@ -281,6 +281,12 @@ impl<'a> Reading<'a> {
             _ if is_identifier_start(byte) || byte >= 0x80 || byte == b'\\' => {
                 self.identifier(context)
             }
+            // `<<` and `<<=` are one token, so a `<!--` right after `<<` is `!` and `--`, not
+            // an HTML-like comment.
+            b'<' if self.peek(1) == Some(b'<') => {
+                self.pos += if self.peek(2) == Some(b'=') { 3 } else { 2 };
+                self.prev = Prev::plain(OPERAND);
+            }
             _ => {
                 // Any other operator or punctuator (or a character QuickJS rejects).
                 self.pos += 1;
