@@ -146,8 +146,14 @@ fn main() {
 
     let mut defines: Vec<(String, Option<&str>)> = vec![("_GNU_SOURCE".into(), None)];
 
-    #[cfg(feature = "disable-assertions")]
-    defines.push(("NDEBUG".into(), None));
+    // codemode-rs patch 14 (PATCHES.md): QuickJS's assertions and its dump machinery
+    // (`ENABLE_DUMPS`: a leak-list link in every string, a trace check per bytecode instruction)
+    // are built only where Rust's debug assertions are on, so a release build is upstream's
+    // release configuration. `disable-assertions` leaves them out of every build.
+    let debug_assertions = env::var_os("CARGO_CFG_DEBUG_ASSERTIONS").is_some();
+    if cfg!(feature = "disable-assertions") || !debug_assertions {
+        defines.push(("NDEBUG".into(), None));
+    }
 
     // codemode-rs: `CODEMODE_QUICKJS_PLAIN_PATCHES=5,12` builds the upstream behaviour of those
     // speed patches (PATCHES.md), for `cargo xtask bench patches` only.
@@ -168,6 +174,8 @@ fn main() {
     builder
         .extra_warnings(false)
         .flag_if_supported("-Wno-implicit-const-int-float-conversion")
+        // codemode-rs patch 14: under `NDEBUG` a few variables are only read by assertions.
+        .flag_if_supported("-Wno-unused-but-set-variable")
         //.flag("-Wno-array-bounds")
         //.flag("-Wno-format-truncation")
         ;
@@ -247,8 +255,11 @@ fn main() {
         .iter()
         .chain(header_files.iter())
         .map(|file| fs::read(src_dir.join(file)).expect("Unable to read source"));
+    // `NDEBUG` changes no bytecode (only checks and dumps), so both builds of patch 14 share one
+    // identity: bytecode written by a test build loads in a release build.
     let defines_text = defines
         .iter()
+        .filter(|(name, _)| name != "NDEBUG")
         .map(|(name, value)| format!("{name}={value:?};"));
     println!(
         "cargo:rustc-env=CODEMODE_QUICKJS_ENGINE_ID={:016x}",
