@@ -70,8 +70,9 @@
 //!
 //! The lexical details follow QuickJS (quickjs-ng): its whitespace and line terminators (U+2028
 //! and U+2029 end a `//` comment and count as line breaks), Annex B HTML-like comments (`<!--`
-//! where a token starts, so not right after `<<`; `-->` at the start of a line), escapes in strings, templates and regular
-//! expressions, `\u` escapes in identifiers (`\u0069mport` is `import`), `?.` versus `? .5`.
+//! where a token starts, so not right after `<<`; `-->` at the start of a line), escapes in
+//! strings, templates and regular expressions, `\u` escapes in identifiers (`\u0069mport` is
+//! `import`), `?.` versus `? .5`.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
