@@ -395,6 +395,7 @@ fn lexical_corners_agree_with_quickjs() {
         ("x = a\n<!-- c\n{}", true),
         // `<<` then `!--c`: no comment, so the `{}` is a block after automatic semicolon insertion.
         ("x = a\n<<!-- c\n{}", true),
+        // `<<` then `<!-- c`: a comment to the end of the line, so the `{}` is an operand of `<<`.
         ("x = a\n<<<!-- c\n{}", false),
         ("x = `${ {} }`", false),
         ("x = new.target", false),
