@@ -11,7 +11,9 @@
 //! files are), since QuickJS reads bytecode of another build, of an older source, or damaged,
 //! without noticing. Otherwise the part is compiled once per process: the core on a thread the
 //! first VM starts while it builds its runtime and context, then the other parts on the same
-//! thread.
+//! thread. Each compile is counted ([`bootstrap_compiles`](crate::bootstrap_compiles)), so a
+//! build whose shipped files stopped loading shows in a host's metrics and fails a release test
+//! (the test262 runner's).
 //!
 //! One of the few places allowed unsafe code (the workspace lints `deny` it rather than `forbid`
 //! it; see the root `Cargo.toml`): QuickJS trusts bytecode blindly, so loading it is unsafe. The
@@ -321,6 +323,7 @@ fn compile_alone<const N: usize>(parts: [Part; N]) -> Option<[Option<Vec<u8>>; N
         rquickjs::context::intrinsic::RegExpCompiler,
     )>(&runtime)
     .ok()?;
+    crate::stats::bootstrap_compiled(N as u64);
     Some(parts.map(|part| {
         let mut bytes = context.with(|ctx| compile(&ctx, part))?;
         skip_checksum(&mut bytes)?;
@@ -343,7 +346,10 @@ fn skip_checksum(bytes: &mut [u8]) -> Option<()> {
 pub(crate) fn load_bootstrap<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Function<'js>> {
     match Part::Core.bytecode() {
         Some(bytes) => run_bytecode(ctx, bytes),
-        None => ctx.eval(Part::Core.source()),
+        None => {
+            crate::stats::bootstrap_compiled(1);
+            ctx.eval(Part::Core.source())
+        }
     }
 }
 
@@ -423,7 +429,12 @@ mod tests {
     fn the_shipped_bytecode_is_what_this_engine_compiles() {
         let write = std::env::var_os(WRITE_SHIPPED).is_some();
         for part in Part::ALL {
+            let compiles = crate::bootstrap_compiles();
             let [compiled] = compile_alone([part]).unwrap();
+            assert!(
+                crate::bootstrap_compiles() > compiles,
+                "each compile is counted"
+            );
             let file = part.file_for(&compiled.unwrap());
             let name = ["core", "globals", "readings", "cut"][part as usize];
             let path = format!(

@@ -50,5 +50,5 @@ pub use limits::{
 };
 pub use module_access::check_module_access;
 pub use setup::{Callable, GuestPath, GuestSetup, JsonText};
-pub use stats::vm_builds;
+pub use stats::{bootstrap_compiles, vm_builds};
 pub use tape::{ReadingKind, Tape};

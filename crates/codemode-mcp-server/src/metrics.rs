@@ -226,11 +226,16 @@ pub(crate) fn render(state: &ServerState) -> String {
         &stats.journal_commit_latency,
     );
     let sandbox = stats.sandbox;
-    let counters: [(&str, &str, u64); 4] = [
+    let counters: [(&str, &str, u64); 5] = [
         (
             "codemode_vm_builds_total",
             "VMs built in this process (for a run or ahead of time).",
             sandbox.vm_builds,
+        ),
+        (
+            "codemode_bootstrap_compiles_total",
+            "Bootstrap scripts compiled from source (0 while the shipped bytecode loads).",
+            sandbox.bootstrap_compiles,
         ),
         (
             "codemode_worker_processes_started_total",

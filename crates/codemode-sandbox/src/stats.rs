@@ -1,6 +1,7 @@
-//! Process-wide counters of where runs live: VMs built and worker processes started, ended
-//! and replaced. Plain relaxed atomics, always on (a relaxed add per VM build or worker start
-//! costs nothing a run can measure), read by a host's metrics through [`stats`].
+//! Process-wide counters of where runs live: VMs built, bootstrap scripts compiled, and worker
+//! processes started, ended and replaced. Plain relaxed atomics, always on (a relaxed add per VM
+//! build or worker start costs nothing a run can measure), read by a host's metrics through
+//! [`stats`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -22,6 +23,11 @@ pub struct SandboxStats {
     /// VMs built in this process (for a run, or ahead of time for a [`VmPool`](crate::VmPool)).
     /// A worker process builds its runs' VMs itself: those are not counted here.
     pub vm_builds: u64,
+    /// Bootstrap scripts compiled from source in this process. Zero while the bytecode shipped
+    /// with the engine loads, as it does in debug and release builds of the same sources; above
+    /// zero, each process compiles its bootstrap before its first `exec` answers. A worker
+    /// process loads its bootstrap itself: its compiles are not counted here.
+    pub bootstrap_compiles: u64,
     /// Worker processes started (`isolation: "process"`).
     pub workers_started: u64,
     /// Worker processes ended (retired, replaced, or their pool dropped).
@@ -36,6 +42,7 @@ pub struct SandboxStats {
 pub fn stats() -> SandboxStats {
     SandboxStats {
         vm_builds: codemode_engine::vm_builds(),
+        bootstrap_compiles: codemode_engine::bootstrap_compiles(),
         workers_started: WORKERS_STARTED.load(Ordering::Relaxed),
         workers_ended: WORKERS_ENDED.load(Ordering::Relaxed),
         workers_replaced: WORKERS_REPLACED.load(Ordering::Relaxed),

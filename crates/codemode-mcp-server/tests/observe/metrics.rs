@@ -142,6 +142,10 @@ async fn a_scrape_shows_the_counters_moving_after_a_cell() {
     grew("codemode_call_duration_seconds", &[("tool", "exec")]);
     grew("codemode_nested_call_duration_seconds", &[]);
     grew("codemode_vm_builds_total", &[]);
+    // The engine's shipped bytecode loads: this process compiled no bootstrap script.
+    let compiles = "codemode_bootstrap_compiles_total";
+    assert!(after.samples.iter().any(|sample| sample.metric == compiles));
+    assert_eq!(value(&after, compiles, &[]), 0.0);
     grew("codemode_journal_commit_duration_seconds", &[]);
     assert!(value(&after, "codemode_runs_parked", &[]) >= 1.0);
     assert!(value(&after, "codemode_sessions_open", &[]) >= 1.0);

@@ -307,4 +307,26 @@ mod tests {
             Ending::Other(RunError::Timeout.to_string())
         );
     }
+
+    /// The runner is the one test crate CI builds in release, where the engine is compiled
+    /// without QuickJS's assertions and dumps (`NDEBUG`), while the bootstrap's shipped bytecode
+    /// is written by a test build, with them. It must load here all the same: were it refused,
+    /// every process would compile its bootstrap before its first `exec` answered.
+    #[test]
+    fn a_release_build_loads_the_shipped_bootstrap() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a tokio runtime");
+        let limits = Limits::default();
+        assert_eq!(
+            sandbox("return 1", &limits, TIMEOUT, &runtime),
+            Ending::Completed
+        );
+        assert!(
+            !cfg!(debug_assertions),
+            "run by `cargo xtask test262`, in release"
+        );
+        assert_eq!(codemode_sandbox::stats().bootstrap_compiles, 0);
+    }
 }
