@@ -323,10 +323,6 @@ mod tests {
             sandbox("return 1", &limits, TIMEOUT, &runtime),
             Ending::Completed
         );
-        assert!(
-            !cfg!(debug_assertions),
-            "run by `cargo xtask test262`, in release"
-        );
         assert_eq!(codemode_sandbox::stats().bootstrap_compiles, 0);
     }
 }
