@@ -155,13 +155,13 @@ fn main() {
         defines.push(("NDEBUG".into(), None));
     }
 
-    // codemode-rs: `CODEMODE_QUICKJS_PLAIN_PATCHES=5,12` builds the upstream behaviour of those
+    // codemode-rs: `CODEMODE_QUICKJS_PLAIN_PATCHES=5,12,15` builds the upstream behaviour of those
     // speed patches (PATCHES.md), for `cargo xtask bench patches` only.
     println!("cargo:rerun-if-env-changed=CODEMODE_QUICKJS_PLAIN_PATCHES");
     if let Ok(plain) = env::var("CODEMODE_QUICKJS_PLAIN_PATCHES") {
         for patch in plain.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            if patch != "5" && patch != "12" {
-                panic!("CODEMODE_QUICKJS_PLAIN_PATCHES: {patch} is not a speed patch (5, 12)");
+            if !["5", "12", "15"].contains(&patch) {
+                panic!("CODEMODE_QUICKJS_PLAIN_PATCHES: {patch} is not a speed patch (5, 12, 15)");
             }
             defines.push((format!("CODEMODE_PLAIN_PATCH_{patch}"), None));
         }

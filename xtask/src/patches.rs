@@ -1,7 +1,7 @@
 //! `cargo xtask bench patches`: what each speed patch of the engine gains, in one sitting.
 //!
-//! The sandbox's benchmark binary is built once as it ships and once per speed patch (patches 5
-//! and 12 of `crates/codemode-quickjs-sys/PATCHES.md`) with that patch's upstream behaviour
+//! The sandbox's benchmark binary is built once as it ships and once per speed patch (patches 5,
+//! 12 and 15 of `crates/codemode-quickjs-sys/PATCHES.md`) with that patch's upstream behaviour
 //! (`CODEMODE_QUICKJS_PLAIN_PATCHES=N`, read by the engine's build script), in a target
 //! directory of its own, then run in turns (`variants.rs`). A patch pays when one row is at
 //! least [`PAYS`] better with it than without.
@@ -17,6 +17,7 @@ use crate::variants::{self, Build, ROUNDS};
 const PATCHES: &[(&str, &str)] = &[
     ("5", "runtime globals deferred to first use"),
     ("12", "eight families of built-ins made on first use"),
+    ("15", "a runtime torn down in bulk"),
 ];
 
 /// The timed rows compared (a VM's whole life: build, bootstrap, run, teardown).

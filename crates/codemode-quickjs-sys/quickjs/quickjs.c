@@ -376,6 +376,9 @@ struct JSRuntime {
     bool in_build_stack_trace;
     /* true if inside JS_FreeRuntime */
     bool in_free;
+    /* codemode-rs patch 15: inside JS_CodemodeFreeRuntimeInBulk, where
+       nothing is freed one by one */
+    bool codemode_in_bulk_free;
 
     struct JSStackFrame *current_stack_frame;
 
@@ -1436,6 +1439,13 @@ static void gc_decref(JSRuntime *rt);
 #define CODEMODE_PATCH_12 0
 #else
 #define CODEMODE_PATCH_12 1
+#endif
+/* and for speed patch 15 (JS_CodemodeFreeRuntimeInBulk frees the runtime as
+   JS_FreeRuntime does) */
+#if defined(CODEMODE_PLAIN_PATCH_15)
+#define CODEMODE_PATCH_15 0
+#else
+#define CODEMODE_PATCH_15 1
 #endif
 static int JS_NewClass1(JSRuntime *rt, JSClassID class_id,
                         const JSClassDef *class_def, JSAtom name);
@@ -2914,6 +2924,61 @@ void JS_FreeRuntime(JSRuntime *rt)
 
     if (leak)
         abort();
+}
+
+/* codemode-rs patch 15: a runtime's teardown in bulk. The caller's allocator
+   releases every block it handed out once this returns (the runtime's own
+   struct included), so nothing is freed one by one: no collection, no walk
+   of each object's properties and shape, no atom freed. What a teardown
+   does outside the heap still happens, before the heap goes:
+   - the finalizers of the objects whose class reaches outside the heap:
+     classes made with JS_NewClass (the embedder's: rquickjs drops its Rust
+     values there), C closures (their opaque_finalize) and array buffers
+     (their free_func, which may own memory of the embedder's);
+   - the runtime finalizers (JS_AddRuntimeFinalizer).
+   A finalizer run here may read other objects (all still allocated), and
+   what it frees is not freed: js_free_value_rt returns at once, and the
+   allocator's free is a no-op for the rest of the runtime's life. Every
+   context must have been freed before. A re-vendored QuickJS whose built-in
+   classes gain a finalizer that reaches outside the heap must add it to
+   the list above (PATCHES.md, how to re-vendor). */
+static void js_codemode_free_nothing(void *opaque, void *ptr)
+{
+}
+
+void JS_CodemodeFreeRuntimeInBulk(JSRuntime *rt)
+{
+    struct list_head *el;
+
+    if (!CODEMODE_PATCH_15) {
+        JS_FreeRuntime(rt);
+        return;
+    }
+    rt->in_free = true;
+    rt->codemode_in_bulk_free = true;
+    rt->mf.js_free = js_codemode_free_nothing;
+    list_for_each(el, &rt->gc_obj_list) {
+        JSGCObjectHeader *gp = list_entry(el, JSGCObjectHeader, link);
+        JSObject *p;
+        JSClassFinalizer *finalizer;
+
+        if (JS_GC_TYPE(gp) != JS_GC_OBJ_TYPE_JS_OBJECT)
+            continue;
+        p = (JSObject *)gp;
+        if (p->class_id < JS_CLASS_INIT_COUNT &&
+            p->class_id != JS_CLASS_C_CLOSURE &&
+            p->class_id != JS_CLASS_ARRAY_BUFFER &&
+            p->class_id != JS_CLASS_SHARED_ARRAY_BUFFER)
+            continue;
+        finalizer = rt->class_array[p->class_id].finalizer;
+        if (finalizer)
+            (*finalizer)(rt, JS_MKPTR(JS_TAG_OBJECT, p));
+    }
+    while (rt->finalizers) {
+        JSRuntimeFinalizerState *fs = rt->finalizers;
+        rt->finalizers = fs->next;
+        fs->finalizer(rt, fs->arg);
+    }
 }
 
 JSContext *JS_NewContextRaw(JSRuntime *rt)
@@ -7220,6 +7285,10 @@ static void free_zero_refcount(JSRuntime *rt)
 static void js_free_value_rt(JSRuntime *rt, JSValue v)
 {
     uint32_t tag = JS_VALUE_GET_TAG(v);
+
+    /* codemode-rs patch 15: the heap goes as a whole */
+    if (unlikely(rt->codemode_in_bulk_free))
+        return;
 
 #ifdef ENABLE_DUMPS // JS_DUMP_FREE
     if (check_dump_flag(rt, JS_DUMP_FREE)) {

@@ -82,6 +82,17 @@ unsafe extern "C" {
     pub fn JS_CodemodeMakeIntrinsics(ctx: *mut JSContext, families: u32) -> ::core::ffi::c_int;
 }
 
+// codemode-rs patch 15 (PATCHES.md): a runtime's teardown in bulk. Declared by hand, as above.
+unsafe extern "C" {
+    /// Tears `rt` down for an allocator that then frees every block it handed out (the
+    /// runtime's own struct included), which the caller must make happen: runs the finalizers of
+    /// the objects whose class reaches outside the heap (classes made with `JS_NewClass`, C
+    /// closures, array buffers) and the runtime finalizers, and frees nothing itself. Every
+    /// context must have been freed.
+    #[link_name = "codemode_JS_CodemodeFreeRuntimeInBulk"]
+    pub fn JS_CodemodeFreeRuntimeInBulk(rt: *mut JSRuntime);
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;

@@ -50,6 +50,15 @@ pub unsafe trait Allocator {
     unsafe fn usable_size(ptr: *mut u8) -> usize
     where
         Self: Sized;
+
+    /// Whether dropping this allocator frees every block it still holds (codemode-rs patch 15).
+    /// A runtime whose allocator does is torn down in bulk when dropped: it runs only the
+    /// finalizers that reach outside its heap (the embedder's classes, C closures, array buffers)
+    /// and the runtime finalizers, then leaves every block to this allocator's drop, instead of
+    /// collecting and freeing its objects, shapes and atoms one by one.
+    fn frees_all_when_dropped(&self) -> bool {
+        false
+    }
 }
 
 type DynAllocator = Box<dyn Allocator>;
@@ -87,6 +96,12 @@ impl AllocatorHolder {
 
     pub(crate) fn opaque_ptr(&self) -> *mut DynAllocator {
         self.0
+    }
+
+    /// See [`Allocator::frees_all_when_dropped`].
+    pub(crate) fn frees_all_when_dropped(&self) -> bool {
+        // SAFETY: `self.0` is the live allocator this holder owns (freed only in `drop`).
+        unsafe { (*self.0).frees_all_when_dropped() }
     }
 
     unsafe extern "C" fn calloc<A>(

@@ -133,11 +133,21 @@ unsafe impl Send for RawRuntime {}
 impl Drop for RawRuntime {
     fn drop(&mut self) {
         self.drain_pending_free();
+        // codemode-rs patch 15: an allocator that frees every block when dropped (after this,
+        // with the fields) takes the heap in bulk.
+        let in_bulk = self
+            .allocator
+            .as_ref()
+            .is_some_and(AllocatorHolder::frees_all_when_dropped);
         unsafe {
             let ptr = qjs::JS_GetRuntimeOpaque(self.rt.as_ptr());
             let mut opaque: Box<Opaque> = Box::from_raw(ptr as *mut _);
             opaque.clear();
-            qjs::JS_FreeRuntime(self.rt.as_ptr());
+            if in_bulk {
+                qjs::JS_CodemodeFreeRuntimeInBulk(self.rt.as_ptr());
+            } else {
+                qjs::JS_FreeRuntime(self.rt.as_ptr());
+            }
             mem::drop(opaque);
         }
     }

@@ -10,5 +10,6 @@ mod stop;
 mod support;
 mod suspend;
 mod tape;
+mod teardown;
 #[path = "../timing/mod.rs"]
 mod timing;
