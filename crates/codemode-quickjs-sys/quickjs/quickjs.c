@@ -2934,11 +2934,12 @@ void JS_FreeRuntime(JSRuntime *rt)
    - the finalizers of the objects whose class reaches outside the heap:
      classes made with JS_NewClass (the embedder's: rquickjs drops its Rust
      values there), C closures (their opaque_finalize) and array buffers
-     (their free_func, which may own memory of the embedder's);
+     (their realloc_func, called with size 0, frees a buffer the embedder
+     lent; a shared one goes to sab_free);
    - the runtime finalizers (JS_AddRuntimeFinalizer).
    A finalizer run here may read other objects (all still allocated), and
-   what it frees is not freed: js_free_value_rt returns at once, and the
-   allocator's free is a no-op for the rest of the runtime's life. Every
+   what it frees is not freed: js_free_value_rt and JS_RunGC return at once,
+   and the allocator's free is a no-op for the rest of the runtime's life. Every
    context must have been freed before. A re-vendored QuickJS whose built-in
    classes gain a finalizer that reaches outside the heap must add it to
    the list above (PATCHES.md, how to re-vendor). */
@@ -7642,6 +7643,10 @@ static void gc_free_cycles(JSRuntime *rt)
 
 void JS_RunGC(JSRuntime *rt)
 {
+    /* codemode-rs patch 15: nothing is freed one by one in a bulk teardown
+       (a finalizer that allocated would otherwise start a collection) */
+    if (unlikely(rt->codemode_in_bulk_free))
+        return;
     /* decrement the reference of the children of each object. mark =
        1 after this pass. */
     gc_decref(rt);
