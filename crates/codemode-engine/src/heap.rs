@@ -100,16 +100,14 @@ impl HeapAllocator {
     /// # Safety
     /// `base` must start a block of this allocator, at least `HEADER` bytes, not in the list.
     unsafe fn link(&mut self, base: *mut u8) {
-        // SAFETY: `base` and `self.newest` (when not null) start live blocks of this allocator,
-        // whose headers are `usize`-aligned and hold the links at `PREV_AT` and `NEXT_AT`.
+        let next = self.newest;
+        // SAFETY: `base` starts a block of this allocator, whose header is `usize`-aligned and
+        // holds the links at `PREV_AT` and `NEXT_AT`; `next` is null or the newest live block.
         unsafe {
             write_link(base, PREV_AT, std::ptr::null_mut());
-            write_link(base, NEXT_AT, self.newest);
-            if !self.newest.is_null() {
-                write_link(self.newest, PREV_AT, base);
-            }
+            write_link(base, NEXT_AT, next);
+            self.join(std::ptr::null_mut(), next, base, base);
         }
-        self.newest = base;
     }
 
     /// Takes the block starting at `base` out of the list.
@@ -120,14 +118,7 @@ impl HeapAllocator {
         // SAFETY: `base` starts a block in the list, and its links are null or blocks in it.
         unsafe {
             let (prev, next) = (read_link(base, PREV_AT), read_link(base, NEXT_AT));
-            if prev.is_null() {
-                self.newest = next;
-            } else {
-                write_link(prev, NEXT_AT, next);
-            }
-            if !next.is_null() {
-                write_link(next, PREV_AT, prev);
-            }
+            self.join(prev, next, next, prev);
         }
     }
 
@@ -137,15 +128,31 @@ impl HeapAllocator {
     /// # Safety
     /// `prev` and `next` must be null or start live blocks of this allocator.
     unsafe fn relink(&mut self, base: *mut u8, prev: *mut u8, next: *mut u8) {
+        // SAFETY: per the contract.
+        unsafe { self.join(prev, next, base, base) }
+    }
+
+    /// Makes `after_prev` what follows `prev` (the newest block, when `prev` is null) and
+    /// `before_next` what precedes `next` (when `next` is not null).
+    ///
+    /// # Safety
+    /// `prev` and `next` must be null or start live blocks of this allocator.
+    unsafe fn join(
+        &mut self,
+        prev: *mut u8,
+        next: *mut u8,
+        after_prev: *mut u8,
+        before_next: *mut u8,
+    ) {
         // SAFETY: per the contract, non-null `prev` and `next` start live blocks.
         unsafe {
             if prev.is_null() {
-                self.newest = base;
+                self.newest = after_prev;
             } else {
-                write_link(prev, NEXT_AT, base);
+                write_link(prev, NEXT_AT, after_prev);
             }
             if !next.is_null() {
-                write_link(next, PREV_AT, base);
+                write_link(next, PREV_AT, before_next);
             }
         }
     }

@@ -2939,8 +2939,8 @@ void JS_FreeRuntime(JSRuntime *rt)
    - the runtime finalizers (JS_AddRuntimeFinalizer).
    A finalizer run here may read other objects (all still allocated), and
    what it frees is not freed: js_free_value_rt and JS_RunGC return at once,
-   and the allocator's free is a no-op for the rest of the runtime's life. Every
-   context must have been freed before. A re-vendored QuickJS whose built-in
+   and the allocator's free is a no-op for the rest of the runtime's life.
+   Every context must have been freed before. A re-vendored QuickJS whose built-in
    classes gain a finalizer that reaches outside the heap must add it to
    the list above (PATCHES.md, how to re-vendor). */
 static void js_codemode_free_nothing(void *opaque, void *ptr)
