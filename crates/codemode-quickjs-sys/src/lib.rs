@@ -141,4 +141,89 @@ mod tests {
             "symbols without the prefix: {unprefixed:?}"
         );
     }
+
+    /// The finalizers of QuickJS's own classes that the bulk teardown runs (codemode-rs patch
+    /// 15): they release what lives outside the heap. `JS_CodemodeFreeRuntimeInBulk` runs them
+    /// by class (`JS_CLASS_C_CLOSURE`, `JS_CLASS_ARRAY_BUFFER`, `JS_CLASS_SHARED_ARRAY_BUFFER`).
+    const RUN_IN_BULK: &[&str] = &["js_c_closure_finalizer", "js_array_buffer_finalizer"];
+
+    /// The finalizers of QuickJS's own classes that the bulk teardown skips: each one only
+    /// releases heap blocks and references to other values in the heap, which the allocator
+    /// frees as a whole.
+    const HEAP_ONLY: &[&str] = &[
+        "js_array_finalizer",
+        "js_array_iterator_finalizer",
+        "js_async_from_sync_iterator_finalizer",
+        "js_async_function_resolve_finalizer",
+        "js_async_generator_finalizer",
+        "js_bound_function_finalizer",
+        "js_bytecode_function_finalizer",
+        "js_c_function_data_finalizer",
+        "js_c_function_finalizer",
+        "js_callsite_finalizer",
+        "js_disposable_stack_finalizer",
+        "js_domexception_finalizer",
+        "js_finrec_finalizer",
+        "js_for_in_iterator_finalizer",
+        "js_generator_finalizer",
+        "js_iterator_concat_finalizer",
+        "js_iterator_helper_finalizer",
+        "js_iterator_wrap_finalizer",
+        "js_map_finalizer",
+        "js_map_iterator_finalizer",
+        "js_mapped_arguments_finalizer",
+        "js_object_data_finalizer",
+        "js_promise_finalizer",
+        "js_promise_resolve_function_finalizer",
+        "js_proxy_finalizer",
+        "js_regexp_finalizer",
+        "js_regexp_string_iterator_finalizer",
+        "js_typed_array_finalizer",
+        "js_weakref_finalizer",
+    ];
+
+    /// codemode-rs patch 15: every finalizer a built-in class names in `quickjs.c`'s class
+    /// tables is classified above, as run by the bulk teardown or as releasing heap memory only.
+    /// A re-vendored QuickJS whose classes name another finalizer fails here, named, until
+    /// someone has read it and put it in one list (and, if it reaches outside the heap, its
+    /// class in `JS_CodemodeFreeRuntimeInBulk`).
+    #[test]
+    fn every_built_in_finalizer_is_classified_for_the_bulk_teardown() {
+        let source = include_str!("../quickjs/quickjs.c");
+        let mut named: Vec<&str> = source
+            .lines()
+            .filter_map(|line| {
+                // A class table row: `{ JS_ATOM_Name, js_x_finalizer, js_x_mark },`.
+                let row = line.trim_start().strip_prefix('{')?.trim_start();
+                let mut fields = row.strip_prefix("JS_ATOM_")?.split(',');
+                let finalizer = fields.nth(1)?.trim();
+                finalizer.ends_with("_finalizer").then_some(finalizer)
+            })
+            .collect();
+        named.sort_unstable();
+        named.dedup();
+        assert!(
+            named.len() > 25,
+            "too few class table rows read from quickjs.c: {named:?}"
+        );
+        let unclassified: Vec<&str> = named
+            .iter()
+            .copied()
+            .filter(|name| !RUN_IN_BULK.contains(name) && !HEAP_ONLY.contains(name))
+            .collect();
+        assert!(
+            unclassified.is_empty(),
+            "built-in finalizers the bulk teardown (patch 15) does not know: {unclassified:?}"
+        );
+        let gone: Vec<&str> = RUN_IN_BULK
+            .iter()
+            .chain(HEAP_ONLY)
+            .copied()
+            .filter(|name| !named.contains(name))
+            .collect();
+        assert!(
+            gone.is_empty(),
+            "finalizers listed here that no class names any more: {gone:?}"
+        );
+    }
 }
