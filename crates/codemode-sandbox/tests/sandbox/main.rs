@@ -3,6 +3,7 @@
 mod bridge;
 mod deferred;
 mod invariants;
+mod isolation;
 mod lazy_roots;
 mod pool;
 mod run;
