@@ -413,4 +413,51 @@ mod tests {
         drop(heap);
         assert_eq!(gauge.held_bytes(), 0);
     }
+
+    /// What a finalizer frees in the bulk teardown stays allocated, small blocks carved from an
+    /// arena included: an allocation made after it gets another block, so a finalizer never
+    /// reads memory that a later one overwrote (patch 15).
+    #[test]
+    fn a_block_freed_in_the_bulk_teardown_is_never_handed_out_again() {
+        use std::ffi::c_void;
+        use std::sync::Mutex;
+
+        use rquickjs::{Context, Runtime, qjs};
+
+        /// The block the finalizer freed and the one it was given next.
+        static SEEN: Mutex<Option<(usize, usize)>> = Mutex::new(None);
+        unsafe extern "C" fn free_then_allocate(rt: *mut qjs::JSRuntime, block: *mut c_void) {
+            // SAFETY: `block` is a live block of this runtime, freed once; the new block is
+            // freed with the heap.
+            let again = unsafe {
+                qjs::js_free_rt(rt, block);
+                qjs::js_malloc_rt(rt, 64)
+            };
+            *SEEN.lock().unwrap() = Some((block as usize, again as usize));
+        }
+
+        let gauge = Arc::new(HeapGauge::default());
+        let runtime = Runtime::new_with_alloc(HeapAllocator::new(1 << 24, Arc::clone(&gauge)))
+            .expect("runtime");
+        let context = Context::full(&runtime).expect("context");
+        // SAFETY: the context is live; the block and the finalizer belong to its runtime.
+        unsafe {
+            let rt = qjs::JS_GetRuntime(context.as_raw().as_ptr());
+            let block = qjs::js_malloc_rt(rt, 64);
+            assert!(!block.is_null());
+            assert_eq!(
+                qjs::JS_AddRuntimeFinalizer(rt, Some(free_then_allocate), block),
+                0
+            );
+        }
+        drop(context);
+        drop(runtime);
+        let (freed, again) = SEEN.lock().unwrap().expect("the finalizer ran");
+        assert_ne!(again, 0);
+        assert_ne!(
+            freed, again,
+            "a block freed in the teardown was handed out again"
+        );
+        assert_eq!(gauge.held_bytes(), 0);
+    }
 }

@@ -1923,6 +1923,10 @@ static void js_arena_free(JSRuntime *rt, void *ptr)
 
     if (!ptr)
         return;
+    /* codemode-rs patch 15: in a teardown in bulk, what a finalizer frees
+       stays allocated, arena blocks included */
+    if (unlikely(rt->codemode_in_bulk_free))
+        return;
     b = container_of(ptr, JSMallocBlockHeader, user_data);
     if (unlikely(b->u.block_idx == JS_ARENA_FREE_NIL)) {
         /* large or zero-size block */
@@ -2938,8 +2942,9 @@ void JS_FreeRuntime(JSRuntime *rt)
      lent; a shared one goes to sab_free);
    - the runtime finalizers (JS_AddRuntimeFinalizer).
    A finalizer run here may read other objects (all still allocated), and
-   what it frees is not freed: js_free_value_rt and JS_RunGC return at once,
-   and the allocator's free is a no-op for the rest of the runtime's life.
+   what it frees is not freed: js_free_value_rt, JS_RunGC and js_arena_free
+   return at once, and the allocator's free is a no-op for the rest of the
+   runtime's life.
    Every context must have been freed before. A re-vendored QuickJS whose built-in
    classes gain a finalizer that reaches outside the heap must add it to
    the list above (PATCHES.md, how to re-vendor). */
