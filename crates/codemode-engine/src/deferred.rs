@@ -425,6 +425,28 @@ mod tests {
         );
     }
 
+    /// Making a family on first use runs no guest code, even where upstream's eager making
+    /// reads a built-in the guest can change by then (`%TypedArray%.prototype.toString` is the
+    /// context's own `Array.prototype.toString`): a getter there would run in the middle of
+    /// making the family and could make it a second time.
+    #[test]
+    fn making_a_family_reads_nothing_the_guest_changed() {
+        let answer = probe_intrinsics(
+            COUNTING_HOOK,
+            |_| {},
+            "(() => { const original = Array.prototype.toString; let reads = 0; \
+               Object.defineProperty(Array.prototype, 'toString', { configurable: true, \
+                 get() { reads++; globalThis.inner = Uint8Array; return () => 'guest' } }); \
+               const bytes = new Uint8Array(2); \
+               const seen = [reads, bytes.toString(), Uint8Array.prototype.toString === original, \
+                 Object.getPrototypeOf(Int8Array) === Object.getPrototypeOf(Uint8Array), \
+                 globalThis.calls]; \
+               delete Array.prototype.toString; \
+               return seen.concat([new Float64Array(1).toString(), reads]) })()",
+        );
+        assert_eq!(answer, r#"[0,"0,0",true,true,1,"0",0]"#);
+    }
+
     #[test]
     fn a_family_made_from_the_host_first_has_its_prototypes_and_calls_the_hook() {
         let answer = probe_intrinsics(

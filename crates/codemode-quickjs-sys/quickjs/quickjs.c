@@ -621,6 +621,10 @@ struct JSContext {
     JSValue iterator_proto;
     JSValue async_iterator_proto;
     JSValue array_proto_values;
+    /* codemode-rs patch 12: Array.prototype.toString as the context made it,
+       for %TypedArray%.prototype.toString when the typed arrays are made on
+       first use (by then the guest may have changed Array.prototype) */
+    JSValue codemode_array_proto_to_string;
     JSValue throw_type_error;
     JSValue eval_obj;
     /* codemode-rs patch 5: makes the value of a deferred property (see
@@ -3150,6 +3154,7 @@ static void JS_MarkContext(JSRuntime *rt, JSContext *ctx,
     JS_MarkValue(rt, ctx->eval_obj, mark_func);
 
     JS_MarkValue(rt, ctx->array_proto_values, mark_func);
+    JS_MarkValue(rt, ctx->codemode_array_proto_to_string, mark_func);
     for(i = 0; i < JS_NATIVE_ERROR_COUNT; i++) {
         JS_MarkValue(rt, ctx->native_error_proto[i], mark_func);
     }
@@ -3236,6 +3241,7 @@ void JS_FreeContext(JSContext *ctx)
     JS_FreeValue(ctx, ctx->eval_obj);
 
     JS_FreeValue(ctx, ctx->array_proto_values);
+    JS_FreeValue(ctx, ctx->codemode_array_proto_to_string);
     for(i = 0; i < JS_NATIVE_ERROR_COUNT; i++) {
         JS_FreeValue(ctx, ctx->native_error_proto[i]);
     }
@@ -59470,6 +59476,11 @@ int JS_AddIntrinsicBaseObjects(JSContext *ctx)
         JS_GetProperty(ctx, ctx->class_proto[JS_CLASS_ARRAY], JS_ATOM_values);
     if (JS_IsException(ctx->array_proto_values))
         return -1;
+    /* codemode-rs patch 12 */
+    ctx->codemode_array_proto_to_string =
+        JS_GetProperty(ctx, ctx->class_proto[JS_CLASS_ARRAY], JS_ATOM_toString);
+    if (JS_IsException(ctx->codemode_array_proto_to_string))
+        return -1;
 
     ctx->class_proto[JS_CLASS_ARRAY_ITERATOR] =
         JS_NewObjectProtoList(ctx, ctx->class_proto[JS_CLASS_ITERATOR],
@@ -63487,9 +63498,9 @@ static int js_add_typed_arrays(JSContext *ctx, JSValue *ctors)
         return -1;
 
     /* TypedArray.prototype.toString must be the same object as Array.prototype.toString */
-    obj = JS_GetProperty(ctx, ctx->class_proto[JS_CLASS_ARRAY], JS_ATOM_toString);
-    if (JS_IsException(obj))
-        goto fail;
+    /* codemode-rs patch 12: the context's own, not what Array.prototype holds
+       now: reading it could run guest code while the family is made */
+    obj = js_dup(ctx->codemode_array_proto_to_string);
     /* XXX: should use alias method in JSCFunctionListEntry */ //@@@
     typed_array_base_proto = JS_GetProperty(ctx, typed_array_base_func, JS_ATOM_prototype);
     if (JS_IsException(typed_array_base_proto))
@@ -65632,18 +65643,23 @@ static const JSCFunctionListEntry js_uint8array_funcs[] = {
 static int js_uint8array_funcs_init(JSContext *ctx, JSValueConst ctor)
 {
     JSValue proto;
+    int ret;
 
     proto = JS_GetProperty(ctx, ctor, JS_ATOM_prototype);
     if (JS_IsException(proto))
         return -1;
-    JS_SetPropertyFunctionList(ctx, proto,
-                               js_uint8array_proto_funcs,
-                               countof(js_uint8array_proto_funcs));
+    /* codemode-rs patch 12: a failure (memory) fails the family, which is
+       then made again at its next use, rather than keeping it without
+       these */
+    ret = JS_SetPropertyFunctionList(ctx, proto,
+                                     js_uint8array_proto_funcs,
+                                     countof(js_uint8array_proto_funcs));
     JS_FreeValue(ctx, proto);
-    JS_SetPropertyFunctionList(ctx, ctor,
-                               js_uint8array_funcs,
-                               countof(js_uint8array_funcs));
-    return 0;
+    if (ret < 0)
+        return -1;
+    return JS_SetPropertyFunctionList(ctx, ctor,
+                                      js_uint8array_funcs,
+                                      countof(js_uint8array_funcs));
 }
 
 int JS_AddIntrinsicAToB(JSContext *ctx)

@@ -204,6 +204,22 @@ fn describing_or_freezing_the_global_object_before_first_use() {
     );
 }
 
+/// A guest that makes `Array.prototype.toString` a getter before the typed arrays exist runs no
+/// code while they are made (engine patch 12): one family, whose constructors are the ones the
+/// runtime globals captured, so `TextEncoder`'s output is a `Uint8Array` of the guest's.
+#[test]
+fn a_getter_on_a_built_in_does_not_run_while_a_family_is_made() {
+    check(
+        "let reads = 0; \
+         Object.defineProperty(Array.prototype, 'toString', { configurable: true, \
+           get() { reads++; globalThis.inner = Uint8Array; return () => 'guest' } }); \
+         const bytes = new Uint8Array(2), encoded = new TextEncoder().encode('hi'); \
+         return [reads, bytes.toString(), encoded instanceof Uint8Array, \
+                 Object.getPrototypeOf(Int8Array) === Object.getPrototypeOf(Uint8Array)]",
+        r#"completed [0,"0,0",true,true]"#,
+    );
+}
+
 /// Making a runtime global needs stack: at the edge of the stack its first access may fail with
 /// the stack's error, and then the property stays deferred for the next access.
 #[test]
